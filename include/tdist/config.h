@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Configuration: one table of environment variables (name, type, default,
+ * description) that drives parsing, error messages and `tdist doctor`. */
+#ifndef TDIST_CONFIG_H
+#define TDIST_CONFIG_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "tdist/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Reads integer variable `name` (must be in the table) into *out: the
+ * environment's value if set, else the table's default. Byte-size variables
+ * accept K, M, G suffixes (powers of 1024). Errors: TD_ERR_INVALID_ARG
+ * (malformed or out-of-range value: the message names the variable, the value
+ * and what is allowed), TD_ERR_NOT_FOUND (name not in the table). */
+td_status td_config_int(const char *name, int64_t *out);
+/** Reads string variable `name`: the environment's value or the default (may
+ * be NULL). Errors as td_config_int, plus allowed-value checks for enums. */
+td_status td_config_str(const char *name, const char **out);
+/** Writes the table with current values, one variable a line, for `tdist doctor`. */
+void td_config_dump(FILE *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,120 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Ranks, worlds and teams.
+ *
+ * A world is the set of ranks of one job. It is created either from the
+ * environment of a launched process (tdrun, torchrun or Open MPI's mpirun on
+ * one host; one process per rank, transport `shm`) or as a *local world*:
+ * N ranks that are threads of one process (transport `local`). Every rank
+ * holds its own td_world handle; a handle is used by one thread at a time.
+ *
+ * Teams are subsets of the world, made collectively by splitting a parent
+ * team (strided, like nvshmem_team_split_strided, or by color/key, like
+ * MPI_Comm_split). Team ranks are numbered 0..size-1 in the team. */
+#ifndef TDIST_WORLD_H
+#define TDIST_WORLD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tdist/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct td_world td_world;
+typedef struct td_team td_team;
+typedef struct td_local_world td_local_world;
+
+/** Options for creating a world. Initialise with td_world_opts_init(); a zero
+ * or NULL field means "take the environment variable, else the default". */
+typedef struct td_world_opts {
+  size_t heap_size;      /* symmetric heap bytes per rank (TD_SYMM_HEAP_SIZE; default 256 MiB) */
+  int timeout_ms;        /* deadline of every wait (TD_TIMEOUT_MS; default 60000) */
+  const char *transport; /* "local", "shm" (default for launched processes); NULL = choose */
+} td_world_opts;
+
+/** Fills *opts with "use environment / default" values. */
+void td_world_opts_init(td_world_opts *opts);
+
+/** Creates this process's rank of a launched world. Reads, in order of
+ * preference: tdist's own variables (TD_RANK, TD_WORLD_SIZE, TD_LOCAL_RANK,
+ * TD_LOCAL_WORLD_SIZE, TD_JOB_ID, set by tdrun), torchrun's (RANK,
+ * WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, TORCHELASTIC_RUN_ID, MASTER_PORT)
+ * and Open MPI's (OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE,
+ * OMPI_COMM_WORLD_LOCAL_RANK, OMPI_COMM_WORLD_LOCAL_SIZE). With none of them
+ * set, creates a world of one rank. Collective over all ranks of the job:
+ * blocks until every rank has attached, or fails with TD_ERR_TIMEOUT naming
+ * the ranks that never arrived.
+ * Errors: TD_ERR_INVALID_ARG (malformed variable: names it and its value),
+ * TD_ERR_TIMEOUT, TD_ERR_SYSTEM (shared memory could not be created/mapped),
+ * TD_ERR_NO_MEMORY. *out written only on success. Not thread-safe. */
+td_status td_world_init(const td_world_opts *opts, td_world **out);
+
+/** Creates a local world of `nranks` ranks that live in this process. Hand
+ * td_local_world_rank(lw, r) to the thread that plays rank r. Errors:
+ * TD_ERR_INVALID_ARG (nranks < 1 or > 4096), TD_ERR_NO_MEMORY. */
+td_status td_local_world_create(int nranks, const td_world_opts *opts, td_local_world **out);
+/** The world handle of rank r of a local world; NULL if r is out of range. */
+td_world *td_local_world_rank(td_local_world *lw, int rank);
+/** Frees a local world after every rank's thread has stopped using it. NULL is allowed. */
+void td_local_world_destroy(td_local_world *lw);
+
+/** Convenience: creates a local world of nranks, runs fn(world, rank, arg) on
+ * one thread per rank, joins them and destroys the world. Returns TD_OK if
+ * every rank returned TD_OK, else the first failing rank's status, with the
+ * calling thread's last-error message set to that rank's message prefixed by
+ * "rank R: ". If a rank fails, the others' waits fail with TD_ERR_PEER_FAILED
+ * instead of waiting for their deadline. */
+typedef td_status (*td_rank_fn)(td_world *world, int rank, void *arg);
+td_status td_local_world_run(int nranks, const td_world_opts *opts, td_rank_fn fn, void *arg);
+
+/** Leaves the world: barrier with all ranks (so no peer still reads this
+ * rank's heap), then unmaps and frees. NULL is allowed. For a local world
+ * rank, only detaches; memory goes with td_local_world_destroy. */
+td_status td_world_finalize(td_world *world);
+
+/** This rank's number in the world, and the number of ranks. */
+int td_world_rank(const td_world *world);
+int td_world_size(const td_world *world);
+/** Ranks on this host and this rank's index among them (equal to world values on one host). */
+int td_world_local_rank(const td_world *world);
+int td_world_local_size(const td_world *world);
+/** "local" or "shm". */
+const char *td_world_transport(const td_world *world);
+/** The team of all ranks (owned by the world; do not destroy). */
+td_team *td_world_team(td_world *world);
+/** Deadline of every wait in milliseconds, as configured. */
+int td_world_timeout_ms(const td_world *world);
+
+/** Value for td_team_split's color meaning "not in any new team". */
+#define TD_COLOR_UNDEFINED (-1)
+
+/** Collective over `parent`: makes the team of parent ranks start,
+ * start+stride, ..., (size members). Members get the new team in *out;
+ * non-members get *out = NULL and TD_OK. Errors: TD_ERR_INVALID_ARG (range
+ * outside the parent, size < 1, stride < 1), TD_ERR_MISMATCH (ranks passed
+ * different start/stride/size: every rank gets the error naming the values),
+ * TD_ERR_TIMEOUT. */
+td_status td_team_split_strided(td_team *parent, int start, int stride, int size, td_team **out);
+
+/** Collective over `parent`, like MPI_Comm_split: ranks with the same color
+ * form a team, ordered by (key, parent rank). color TD_COLOR_UNDEFINED gives
+ * *out = NULL. Errors: TD_ERR_INVALID_ARG (color < -1), TD_ERR_TIMEOUT. */
+td_status td_team_split(td_team *parent, int color, int key, td_team **out);
+
+/** Collective over the team: destroys it. The world team and NULL are ignored. */
+td_status td_team_destroy(td_team *team);
+
+int td_team_rank(const td_team *team);
+int td_team_size(const td_team *team);
+/** The world this team belongs to. */
+td_world *td_team_world(td_team *team);
+/** Rank `rank` of team `src` expressed as a rank of team `dst`; -1 when that
+ * rank is not a member of dst or `rank` is out of range. */
+int td_team_translate_rank(const td_team *src, int rank, const td_team *dst);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,135 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * The one table of tdist's environment variables (core layer). Parsing, error
+ * messages and `tdist doctor` all read this table, so a variable documented
+ * here is a variable that works. Add a row to add a variable. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "tdist/config.h"
+
+typedef enum { TD__CFG_INT, TD__CFG_BYTES, TD__CFG_STR } td__cfg_type;
+
+typedef struct {
+  const char *name;
+  td__cfg_type type;
+  const char *def; /* default as text; NULL = unset */
+  int64_t min, max;
+  const char *allowed; /* for strings: comma-separated allowed values, or NULL = any */
+  const char *desc;
+} td__cfg_var;
+
+static const td__cfg_var td__vars[] = {
+    {"TD_TIMEOUT_MS", TD__CFG_INT, "60000", 1, INT32_MAX, NULL,
+     "deadline of every wait, host and device, in milliseconds"},
+    {"TD_SYMM_HEAP_SIZE", TD__CFG_BYTES, "256M", 4096, INT64_C(1) << 40, NULL,
+     "symmetric heap per rank in bytes (K/M/G suffixes)"},
+    {"TD_TRANSPORT", TD__CFG_STR, NULL, 0, 0, "local,shm", "host transport; default: shm for launched processes"},
+    {"TD_RANK", TD__CFG_INT, NULL, 0, 1 << 20, NULL, "this process's rank (set by tdrun)"},
+    {"TD_WORLD_SIZE", TD__CFG_INT, NULL, 1, 1 << 20, NULL, "number of ranks (set by tdrun)"},
+    {"TD_LOCAL_RANK", TD__CFG_INT, NULL, 0, 1 << 20, NULL, "rank among this host's ranks (set by tdrun)"},
+    {"TD_LOCAL_WORLD_SIZE", TD__CFG_INT, NULL, 1, 1 << 20, NULL, "ranks on this host (set by tdrun)"},
+    {"TD_JOB_ID", TD__CFG_STR, NULL, 0, 0, NULL, "job identifier naming shared memory (set by tdrun)"},
+    {"TD_CACHE_DIR", TD__CFG_STR, NULL, 0, 0, NULL, "JIT kernel and tuning cache (default ~/.cache/tdist)"},
+    {"TD_CPU_COMPUTE_WORKERS", TD__CFG_INT, "0", 0, 1024, NULL,
+     "CPU executor compute workers per rank (0 = from cores and ranks)"},
+    {"TD_CPU_COMM_WORKERS", TD__CFG_INT, "0", 0, 1024, NULL,
+     "CPU executor communication workers per rank (0 = from cores and ranks)"},
+    {"TD_CUDA_DEVICE", TD__CFG_INT, NULL, 0, 1024, NULL, "CUDA device of this rank (default: local rank modulo device count)"},
+};
+enum { TD__NVARS = sizeof td__vars / sizeof td__vars[0] };
+
+static const td__cfg_var *td__find(const char *name) {
+  for (int i = 0; i < TD__NVARS; i++)
+    if (name && strcmp(td__vars[i].name, name) == 0)
+      return &td__vars[i];
+  return NULL;
+}
+
+static td_status td__parse_int(const td__cfg_var *v, const char *text, int64_t *out) {
+  errno = 0;
+  char *end = NULL;
+  long long x = strtoll(text, &end, 10);
+  int64_t mult = 1;
+  if (end == text || errno)
+    goto bad;
+  if (v->type == TD__CFG_BYTES && *end) {
+    switch (*end) {
+    case 'k': case 'K': mult = INT64_C(1) << 10; break;
+    case 'm': case 'M': mult = INT64_C(1) << 20; break;
+    case 'g': case 'G': mult = INT64_C(1) << 30; break;
+    default: goto bad;
+    }
+    end++;
+    if (*end == 'i' || *end == 'B')
+      end++;
+    if (*end == 'B')
+      end++;
+  }
+  if (*end)
+    goto bad;
+  if (x < 0 || (mult > 1 && x > INT64_MAX / mult))
+    goto range;
+  x *= mult;
+  if (x < v->min || x > v->max)
+    goto range;
+  *out = x;
+  return TD_OK;
+bad:
+  return td__error(TD_ERR_INVALID_ARG, "%s='%s' is not %s", v->name, text,
+                   v->type == TD__CFG_BYTES ? "a byte count (digits with an optional K, M or G suffix)"
+                                            : "a decimal integer");
+range:
+  return td__error(TD_ERR_INVALID_ARG, "%s='%s' is out of range; allowed %" PRId64 " to %" PRId64, v->name,
+                   text, v->min, v->max);
+}
+
+td_status td_config_int(const char *name, int64_t *out) {
+  const td__cfg_var *v = td__find(name);
+  if (!v || v->type == TD__CFG_STR)
+    return td__error(TD_ERR_NOT_FOUND, "'%s' is not an integer variable of the configuration table",
+                     name ? name : "(null)");
+  const char *text = getenv(v->name);
+  if (!text || !*text)
+    text = v->def;
+  if (!text)
+    return td__error(TD_ERR_NOT_FOUND, "%s is not set and has no default", v->name);
+  return td__parse_int(v, text, out);
+}
+
+td_status td_config_str(const char *name, const char **out) {
+  const td__cfg_var *v = td__find(name);
+  if (!v || v->type != TD__CFG_STR)
+    return td__error(TD_ERR_NOT_FOUND, "'%s' is not a string variable of the configuration table",
+                     name ? name : "(null)");
+  const char *text = getenv(v->name);
+  if (!text || !*text)
+    text = v->def;
+  if (text && v->allowed) {
+    size_t n = strlen(text);
+    const char *p = v->allowed;
+    int ok = 0;
+    while (*p) {
+      const char *comma = strchr(p, ',');
+      size_t len = comma ? (size_t)(comma - p) : strlen(p);
+      if (len == n && strncmp(p, text, n) == 0)
+        ok = 1;
+      p += len + (comma ? 1 : 0);
+    }
+    if (!ok)
+      return td__error(TD_ERR_INVALID_ARG, "%s='%s' is not allowed; allowed: %s", v->name, text, v->allowed);
+  }
+  *out = text;
+  return TD_OK;
+}
+
+void td_config_dump(FILE *out) {
+  for (int i = 0; i < TD__NVARS; i++) {
+    const char *env = getenv(td__vars[i].name);
+    fprintf(out, "%-24s %-10s default=%-8s %s%s%s\n    %s\n", td__vars[i].name,
+            env ? "(set)" : "(unset)", td__vars[i].def ? td__vars[i].def : "-", env ? "value=" : "",
+            env ? env : "", "", td__vars[i].desc);
+  }
+}

@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Status strings and the thread-local last-error message (core layer). */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "tdist/status.h"
+#include "tdist/version.h"
+
+enum { TD__MSG_CAP = 2048 };
+static _Thread_local char td__msg[TD__MSG_CAP];
+
+const char *td_strerror(td_status status) {
+  switch (status) {
+#define TD__STATUS_TEXT(name, value, text) \
+  case name:                               \
+    return text;
+    TD_STATUS_LIST(TD__STATUS_TEXT)
+#undef TD__STATUS_TEXT
+  }
+  return "unknown status";
+}
+
+const char *td_status_name(td_status status) {
+  switch (status) {
+#define TD__STATUS_NAME(name, value, text) \
+  case name:                               \
+    return #name;
+    TD_STATUS_LIST(TD__STATUS_NAME)
+#undef TD__STATUS_NAME
+  }
+  return "TD_UNKNOWN_STATUS";
+}
+
+const char *td_last_error(void) { return td__msg; }
+
+void td_clear_error(void) { td__msg[0] = '\0'; }
+
+td_status td__error(td_status status, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(td__msg, sizeof td__msg, fmt, ap);
+  va_end(ap);
+  return status;
+}
+
+void td__error_prefix(const char *fmt, ...) {
+  char prefix[512];
+  char old[TD__MSG_CAP];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(prefix, sizeof prefix, fmt, ap);
+  va_end(ap);
+  memcpy(old, td__msg, sizeof old);
+  snprintf(td__msg, sizeof td__msg, "%s%s", prefix, old);
+}
+
+const char *td_version(void) { return TD_VERSION_STRING; }

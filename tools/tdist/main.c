@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * tdist CLI entry point: finds the subcommand in the table and runs it. */
+#include <stdio.h>
+#include <string.h>
+
+#include "commands.h"
+#include "tdist/tdist.h"
+
+/* Each subcommand registers here; a subcommand under construction is not listed. */
+static const td_cli_command td__commands[] = {
+    {"doctor", "show the build, the configuration variables and what this machine has", td_cmd_doctor},
+};
+enum { TD__NCOMMANDS = sizeof td__commands / sizeof td__commands[0] };
+
+static void td__usage(FILE *out) {
+  fprintf(out, "usage: tdist COMMAND [ARGS]   (tdist %s)\n\ncommands:\n", td_version());
+  for (int i = 0; i < TD__NCOMMANDS; i++)
+    fprintf(out, "  %-10s %s\n", td__commands[i].name, td__commands[i].summary);
+  fprintf(out, "\n`tdist COMMAND --help` describes a command's options.\n");
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    td__usage(stderr);
+    return 2;
+  }
+  if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+    td__usage(stdout);
+    return 0;
+  }
+  if (!strcmp(argv[1], "--version")) {
+    printf("tdist %s\n", td_version());
+    return 0;
+  }
+  for (int i = 0; i < TD__NCOMMANDS; i++)
+    if (!strcmp(argv[1], td__commands[i].name))
+      return td__commands[i].main(argc - 1, argv + 1);
+  fprintf(stderr, "tdist: unknown command '%s'\n", argv[1]);
+  td__usage(stderr);
+  return 2;
+}
