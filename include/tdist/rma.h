@@ -36,10 +36,10 @@
 extern "C" {
 #endif
 
-typedef enum td_signal_op {
+typedef enum td_sigop {
   TD_SIGNAL_SET = 0, /* signal = value */
   TD_SIGNAL_ADD = 1, /* signal += value (atomic) */
-} td_signal_op;
+} td_sigop;
 
 typedef enum td_cmp {
   TD_CMP_EQ = 0,
@@ -67,12 +67,12 @@ td_status td_getmem_nbi(td_team *team, void *dest, const void *src, size_t bytes
 
 /** Put, then update pe's copy of symmetric signal `sig` with op/value (release). */
 td_status td_putmem_signal(td_team *team, void *dest, const void *src, size_t bytes,
-                           uint64_t *sig, uint64_t value, td_signal_op op, int pe);
+                           uint64_t *sig, uint64_t value, td_sigop op, int pe);
 td_status td_putmem_signal_nbi(td_team *team, void *dest, const void *src, size_t bytes,
-                               uint64_t *sig, uint64_t value, td_signal_op op, int pe);
+                               uint64_t *sig, uint64_t value, td_sigop op, int pe);
 
 /** Updates pe's copy of symmetric signal `sig` (release); wakes a sleeping waiter. */
-td_status td_signal_op(td_team *team, uint64_t *sig, uint64_t value, td_signal_op op, int pe);
+td_status td_signal_op(td_team *team, uint64_t *sig, uint64_t value, td_sigop op, int pe);
 
 /** Reads this rank's copy of `sig` (acquire). */
 uint64_t td_signal_fetch(const uint64_t *sig);
