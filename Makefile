@@ -21,7 +21,7 @@ run: build
 	./scripts/run-main.sh $(BUILD)
 
 test: build
-	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 300
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -LE gpu --timeout 300
 
 # Sanitizer builds of the CPU runtime (CUDA off; TSan runs the runtime tests).
 test-asan: deps
