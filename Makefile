@@ -27,12 +27,12 @@ test: build
 test-asan: deps
 	@cmake -S . -B build-asan -DTD_SANITIZE=address -DTD_WITH_CUDA=OFF >/dev/null
 	@cmake --build build-asan -j $(JOBS)
-	cd build-asan && ctest --output-on-failure -j $(JOBS) -L cpu --timeout 600
+	cd build-asan && ctest --output-on-failure -j $(JOBS) -L cpu -LE gpu --timeout 600
 
 test-tsan: deps
 	@cmake -S . -B build-tsan -DTD_SANITIZE=thread -DTD_WITH_CUDA=OFF >/dev/null
 	@cmake --build build-tsan -j $(JOBS)
-	cd build-tsan && ctest --output-on-failure -j $(JOBS) -L runtime --timeout 600
+	cd build-tsan && ctest --output-on-failure -j $(JOBS) -L runtime -LE gpu --timeout 600
 
 ci: test test-asan test-tsan
 
