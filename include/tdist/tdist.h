@@ -12,6 +12,8 @@
 #include "tdist/symm.h"
 #include "tdist/rma.h"
 #include "tdist/coll.h"
+#include "tdist/schedule.h"
+#include "tdist/exec.h"
 
 #ifdef __cplusplus
 extern "C" {
