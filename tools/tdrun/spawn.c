@@ -103,20 +103,19 @@ static void tdrun__child(const tdrun_options *opts, const char *job_id, int rank
 
 int tdrun__spawn_rank(const tdrun_options *opts, const char *job_id, int rank, tdrun_rank *r) {
   int out_p[2] = {-1, -1}, err_p[2] = {-1, -1};
-  if (opts->prefix) {
-    /* O_CLOEXEC: other ranks must not inherit this rank's pipe ends, or
-     * end-of-file would wait for every rank. */
-    if (pipe2(out_p, O_CLOEXEC) != 0 || pipe2(err_p, O_CLOEXEC) != 0) {
-      fprintf(stderr, "tdrun: cannot create output pipes for rank %d: %s (too many ranks for the open-file limit?)\n",
-              rank, strerror(errno));
-      for (int i = 0; i < 2; i++) {
-        if (out_p[i] >= 0)
-          close(out_p[i]);
-        if (err_p[i] >= 0)
-          close(err_p[i]);
-      }
-      return -1;
+  /* Output always goes through tdrun, prefixed or not, so lines stay whole.
+   * O_CLOEXEC: other ranks must not inherit this rank's pipe ends, or
+   * end-of-file would wait for every rank. */
+  if (pipe2(out_p, O_CLOEXEC) != 0 || pipe2(err_p, O_CLOEXEC) != 0) {
+    fprintf(stderr, "tdrun: cannot create output pipes for rank %d: %s (too many ranks for the open-file limit?)\n",
+            rank, strerror(errno));
+    for (int i = 0; i < 2; i++) {
+      if (out_p[i] >= 0)
+        close(out_p[i]);
+      if (err_p[i] >= 0)
+        close(err_p[i]);
     }
+    return -1;
   }
   fflush(stdout);
   fflush(stderr);
