@@ -16,8 +16,8 @@
 
 #include "tdrun.h"
 
-/* Set once writing to an output failed (reader gone): output is dropped from
- * then on, but ranks keep being drained so they never block on a full pipe. */
+/* Set once writing to an output failed (reader gone): from then on the
+ * ranks' pipes of that stream are closed (see tdrun__relay_read). */
 static int tdrun__out_broken[2];
 
 static void tdrun__write_all(int is_err, const char *p, size_t len) {
@@ -101,6 +101,13 @@ int tdrun__relay_read(tdrun_rank *r, int rank, int is_err, int prefix) {
   size_t *cap = is_err ? &r->err_cap : &r->out_cap;
   if (*fd < 0)
     return 1;
+  if (tdrun__out_broken[is_err]) {
+    /* Nobody reads tdrun's output any more: close the rank's pipe too, so
+     * the rank gets SIGPIPE on its next write, as in a shell pipeline. */
+    close(*fd);
+    *fd = -1;
+    return 1;
+  }
   tdrun_out o = {0};
   int eof = 0, more = 0;
   /* A few reads per call at most, so one chatty rank cannot starve the others. */
