@@ -46,6 +46,8 @@ typedef struct tdrun_out {
 } tdrun_out;
 
 static int tdrun__out_append(tdrun_out *o, const char *p, size_t len) {
+  if (len == 0)
+    return 0; /* no prefix: nothing to add (and o->data may still be NULL) */
   if (o->len + len > o->cap) {
     size_t cap = o->cap ? o->cap : 4096;
     while (cap < o->len + len)
