@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tdrun/tdrun_test_util.h"
 
@@ -60,14 +61,16 @@ static void test_segments_of_successful_job_removed(void **state) {
 static void test_other_jobs_segments_kept(void **state) {
   (void)state;
   /* A segment of another job (a name tdrun never generates for this one) survives. */
-  const char *other = "/dev/shm/tdist-tdrun-test-other-job";
-  FILE *f = fopen(other, "w");
+  char name[64], path[96];
+  snprintf(name, sizeof name, "tdrun-test-other-job-%ld", (long)getpid());
+  snprintf(path, sizeof path, "/dev/shm/tdist-%s", name);
+  FILE *f = fopen(path, "w");
   assert_non_null(f);
   fclose(f);
   const char *specs[] = {"*=shm+exit:0", NULL};
   run_and_check(specs, 0);
-  assert_int_equal(tdt_count_job_shm("tdrun-test-other-job"), 1);
-  remove(other);
+  assert_int_equal(tdt_count_job_shm(name), 1);
+  remove(path);
 }
 
 int main(void) {
