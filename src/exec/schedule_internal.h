@@ -32,4 +32,7 @@ const char *td__worker_class_name(td_worker_class cls);
 const char *td__buffer_kind_name(td_buffer_kind kind);
 const char *td__ewise_op_name(td_ewise_op op);
 
+/** Which views a task uses: bit 0 a, bit 1 b, bit 2 c (c is the one written). */
+unsigned td__task_views_used(const td_task *t);
+
 #endif

@@ -163,7 +163,7 @@ static td_status td__check_kind(const td_plan *p, int r, uint32_t i, const td_ta
 }
 
 /* Which views a kind reads (bit 0 a, 1 b, 2 c) and writes (c). */
-static unsigned td__views_used(const td_task *t) {
+unsigned td__task_views_used(const td_task *t) {
   switch (t->kind) {
   case TD_TASK_GEMM:
   case TD_TASK_RMSNORM:
@@ -185,7 +185,7 @@ static td_status td__check_task(const td_plan *p, int r, uint32_t i) {
     return td__error(TD_ERR_SCHEDULE, TD__TASK_FMT "unknown task kind %d", r, i, t->label, (int)t->kind);
   if ((unsigned)t->worker >= TD_WORKER_CLASS_COUNT)
     return td__error(TD_ERR_SCHEDULE, TD__TASK_FMT "unknown worker class %d", r, i, t->label, (int)t->worker);
-  unsigned used = td__views_used(t);
+  unsigned used = td__task_views_used(t);
   for (int w = 0; w < 3; w++)
     if (used & (1u << w))
       TD_CHECK(td__check_view(p, r, i, t, w, w == 2));
