@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Internal interface of the primitives layer for the layers above it
+ * (collectives, device, executor). Not installed; not a public API.
+ *
+ * What it gives:
+ *  - team rank -> world rank translation;
+ *  - one private pointer per upper layer on every team ("slots"), with a
+ *    destructor run when the team is destroyed or the world finalised;
+ *  - the runtime's deadline wait on any 64-bit word of the region (a signal
+ *    in this rank's heap or in a peer's copy), with the same spin / yield /
+ *    futex sleep, deadline and peer-failure behaviour as td_signal_wait_until;
+ *  - ringing a rank's doorbell, so a waiter asleep in td__wait_u64 or
+ *    td_signal_wait_until looks again at once after a plain store. */
+#ifndef TD_PRIM_INTERNAL_H
+#define TD_PRIM_INTERNAL_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "tdist/rma.h"
+#include "tdist/world.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Slot ids: one per upper layer. */
+enum {
+  TD__SLOT_COLL = 0,   /* collectives (src/coll) */
+  TD__SLOT_DEVICE = 1, /* device primitives (src/device) */
+  TD__SLOT_EXEC = 2,   /* executors (src/exec) */
+  TD__SLOT_COUNT = 3
+};
+
+/** World rank of team rank `team_rank`; -1 when out of range. Thread-safe. */
+int td__team_world_rank(const td_team *team, int team_rank);
+
+/** The layer's private pointer of this team (initially NULL); NULL for an
+ * invalid id. The pointer belongs to the calling rank only. */
+void **td__team_slot(td_team *team, int id);
+
+/** Sets the destructor of slot `id`: called with the slot's pointer (if
+ * non-NULL) by td_team_destroy before the team goes, and for the world team by
+ * td_world_finalize / td_local_world_destroy, in the order EXEC, DEVICE, COLL.
+ * A destructor must release only this rank's resources: it must not make
+ * collective calls (td_local_world_destroy runs it on the destroying thread,
+ * and symmetric blocks are reclaimed with the team or the world anyway). */
+void td__team_set_slot_dtor(td_team *team, int id, void (*dtor)(void *));
+
+/** Waits until *addr compares to `value` as `cmp` says (acquire), with the
+ * world's deadline from now. `addr` may be any 8-byte aligned word of the
+ * region: this rank's heap or a peer's copy (td_symm_at). Writes the
+ * satisfying value to *observed if non-NULL. Errors: TD_ERR_TIMEOUT (message:
+ * waiting rank, `what`, the word's owner rank and heap offset when it is in a
+ * heap, comparison, expected and last observed value), TD_ERR_PEER_FAILED
+ * (message names the failed rank), TD_ERR_INVALID_ARG (cmp out of range).
+ * The writer must ring the waiter's doorbell (td__wake) after its store for a
+ * prompt wake-up; without it the waiter still sees the store within ~1 ms. */
+td_status td__wait_u64(td_team *team, const _Atomic uint64_t *addr, td_cmp cmp, uint64_t value,
+                       const char *what, uint64_t *observed);
+
+/** Rings team rank `team_pe`'s doorbell (after a release store it should
+ * notice). Cheap when nobody sleeps. Ignores out-of-range ranks. */
+void td__wake(td_team *team, int team_pe);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

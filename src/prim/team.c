@@ -1,0 +1,327 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Teams (primitives layer): the leader-free exchange every collective
+ * bookkeeping call uses, team splitting (strided and color/key), destroy,
+ * rank translation and the per-layer slots of prim_internal.h.
+ *
+ * The exchange: each member writes a few words into its own control data and
+ * publishes them with a tag (team uid, call number) by a release store; every
+ * member then waits until all members show this call's tag and reads their
+ * words, so all members compute the same answer from the same inputs (no
+ * leader, no second message). A closing barrier keeps a member from
+ * overwriting its words while a slower member still reads them. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "prim/prim_impl.h"
+
+td_team *td__team_new(td_world *w, uint64_t uid, int index, int rank, int size, const int *members,
+                      uint64_t epoch) {
+  td_team *t = calloc(1, sizeof *t);
+  int *m = malloc(sizeof(int) * (size_t)size);
+  if (!t || !m) {
+    free(t);
+    free(m);
+    return NULL;
+  }
+  memcpy(m, members, sizeof(int) * (size_t)size);
+  t->world = w;
+  t->uid = uid;
+  t->index = index;
+  t->rank = rank;
+  t->size = size;
+  t->members = m;
+  t->bar_epoch = epoch;
+  w->team_mask |= UINT64_C(1) << index;
+  if (epoch > w->epoch_hwm)
+    w->epoch_hwm = epoch;
+  return t;
+}
+
+void td__team_free(td_team *t) {
+  if (!t)
+    return;
+  t->world->team_mask &= ~(UINT64_C(1) << t->index);
+  free(t->members);
+  free(t);
+}
+
+void td__team_run_dtors(td_team *t) {
+  for (int id = TD__SLOT_COUNT - 1; id >= 0; id--) {
+    if (t->slots[id] && t->dtors[id])
+      t->dtors[id](t->slots[id]);
+    t->slots[id] = NULL;
+  }
+}
+
+td_status td__team_gather(td_team *t, const uint64_t words[TD__POST_WORDS], int64_t deadline_ns, const char *what) {
+  td_world *w = t->world;
+  td__rank_ctl *me = &w->ranks[w->rank];
+  uint64_t tag = (t->uid << 40) | (++t->coll_seq & ((UINT64_C(1) << 40) - 1));
+  memcpy(me->post, words, sizeof me->post);
+  atomic_store_explicit(&me->post_tag, tag, memory_order_release);
+  for (int i = 0; i < t->size; i++)
+    if (i != t->rank)
+      td__wake_world_rank(w, t->members[i]);
+  for (int i = 0; i < t->size; i++) {
+    if (i == t->rank)
+      continue;
+    td_status st = td__wait_raw(w, &w->ranks[t->members[i]].post_tag, TD_CMP_EQ, tag, deadline_ns, NULL);
+    if (st == TD_ERR_PEER_FAILED)
+      return td__peer_failed_error(w, what);
+    if (st != TD_OK) {
+      char missing[640];
+      size_t len = 0;
+      missing[0] = '\0';
+      for (int j = 0; j < t->size && len + 48 < sizeof missing; j++)
+        if (atomic_load_explicit(&w->ranks[t->members[j]].post_tag, memory_order_acquire) != tag)
+          len += (size_t)snprintf(missing + len, sizeof missing - len, "%steam rank %d (world rank %d)",
+                                  len ? ", " : "", j, t->members[j]);
+      return td__error(TD_ERR_TIMEOUT,
+                       "rank %d: %s timed out after %d ms: every member of the team of %d ranks must call it; "
+                       "never arrived: %s",
+                       w->rank, what, w->timeout_ms, t->size, missing);
+    }
+  }
+  return TD_OK;
+}
+
+const uint64_t *td__team_posted(const td_team *t, int team_rank) {
+  return t->world->ranks[t->members[team_rank]].post;
+}
+
+td_status td__team_gather_end(td_team *t, int64_t deadline_ns, const char *what) {
+  return td__barrier(t, deadline_ns, what);
+}
+
+/* Words posted by a split: which we compare and combine. */
+enum { TD__SP_STATUS, TD__SP_A, TD__SP_B, TD__SP_C, TD__SP_MASK, TD__SP_EPOCH, TD__SP_UIDBASE };
+
+static td_status td__split_post(td_team *parent, uint64_t words[TD__POST_WORDS], td_status local, uint64_t a,
+                                uint64_t b, uint64_t c, int64_t deadline, const char *what) {
+  td_world *w = parent->world;
+  words[TD__SP_STATUS] = (uint64_t)local;
+  words[TD__SP_A] = a;
+  words[TD__SP_B] = b;
+  words[TD__SP_C] = c;
+  words[TD__SP_MASK] = w->team_mask;
+  words[TD__SP_EPOCH] = w->epoch_hwm;
+  words[TD__SP_UIDBASE] = parent->rank == 0 ? atomic_fetch_add(&w->ctl->next_team_uid, (uint64_t)parent->size) + 2 : 0;
+  return td__team_gather(parent, words, deadline, what);
+}
+
+/* Makes this rank's team out of parent ranks `prank[0..n)` (this rank is prank[me]). */
+static td_status td__split_make(td_team *parent, const int *prank, int n, int me, const char *what, td_team **out) {
+  td_world *w = parent->world;
+  uint64_t used = 0, epoch = 0;
+  int *members = malloc(sizeof(int) * (size_t)n);
+  if (!members)
+    return td__error(TD_ERR_NO_MEMORY, "rank %d: %s: no memory for a team of %d", w->rank, what, n);
+  int first = prank[0];
+  for (int i = 0; i < n; i++) {
+    const uint64_t *p = td__team_posted(parent, prank[i]);
+    used |= p[TD__SP_MASK];
+    if (p[TD__SP_EPOCH] > epoch)
+      epoch = p[TD__SP_EPOCH];
+    members[i] = parent->members[prank[i]];
+    if (prank[i] < first)
+      first = prank[i];
+  }
+  int index = -1;
+  for (int b = 0; b < TD__MAX_TEAMS && index < 0; b++)
+    if (!(used & (UINT64_C(1) << b)))
+      index = b;
+  if (index < 0) {
+    free(members);
+    return td__error(TD_ERR_NO_MEMORY, "rank %d: %s: a member already belongs to %d live teams, the most "
+                     "allowed; destroy teams that are no longer used",
+                     w->rank, what, TD__MAX_TEAMS);
+  }
+  uint64_t uid = td__team_posted(parent, 0)[TD__SP_UIDBASE] + (uint64_t)first;
+  td_team *t = td__team_new(w, uid, index, me, n, members, epoch);
+  free(members);
+  if (!t)
+    return td__error(TD_ERR_NO_MEMORY, "rank %d: %s: no memory for a team of %d", w->rank, what, n);
+  *out = t;
+  return TD_OK;
+}
+
+td_status td_team_split_strided(td_team *parent, int start, int stride, int size, td_team **out) {
+  static const char what[] = "td_team_split_strided";
+  if (!parent || !out)
+    return td__error(TD_ERR_INVALID_ARG, "%s: %s is NULL", what, parent ? "out" : "parent");
+  td_world *w = parent->world;
+  char msg[512] = "";
+  td_status local = TD_OK;
+  if (start < 0 || stride < 1 || size < 1 || start >= parent->size ||
+      (int64_t)start + (int64_t)(size - 1) * stride >= parent->size) {
+    local = td__error(TD_ERR_INVALID_ARG,
+                      "rank %d: %s(start=%d, stride=%d, size=%d): needs start >= 0, stride >= 1, size >= 1 and "
+                      "start + (size-1)*stride below the parent team size %d",
+                      w->rank, what, start, stride, size, parent->size);
+    snprintf(msg, sizeof msg, "%s", td_last_error());
+  }
+  int64_t deadline = td__deadline_ns(w);
+  uint64_t words[TD__POST_WORDS] = {0};
+  TD_CHECK(td__split_post(parent, words, local, (uint64_t)(int64_t)start, (uint64_t)(int64_t)stride,
+                          (uint64_t)(int64_t)size, deadline, what));
+  td_status result = local;
+  if (local == TD_OK) {
+    for (int i = 0; i < parent->size && result == TD_OK; i++) {
+      const uint64_t *p = td__team_posted(parent, i);
+      if (p[TD__SP_STATUS] != TD_OK)
+        result = td__error(TD_ERR_INVALID_ARG, "rank %d: %s: team rank %d passed invalid arguments "
+                           "(start=%d, stride=%d, size=%d)",
+                           w->rank, what, i, (int)(int64_t)p[TD__SP_A], (int)(int64_t)p[TD__SP_B],
+                           (int)(int64_t)p[TD__SP_C]);
+      else if (p[TD__SP_A] != words[TD__SP_A] || p[TD__SP_B] != words[TD__SP_B] || p[TD__SP_C] != words[TD__SP_C])
+        result = td__error(TD_ERR_MISMATCH,
+                           "rank %d: %s: members passed different arguments: team rank %d (start=%d, "
+                           "stride=%d, size=%d), team rank %d (start=%d, stride=%d, size=%d)",
+                           w->rank, what, parent->rank, start, stride, size, i, (int)(int64_t)p[TD__SP_A],
+                           (int)(int64_t)p[TD__SP_B], (int)(int64_t)p[TD__SP_C]);
+    }
+  }
+  td_team *t = NULL;
+  int me = -1;
+  if (result == TD_OK && parent->rank >= start && (parent->rank - start) % stride == 0)
+    me = (parent->rank - start) / stride;
+  if (result == TD_OK && me >= 0 && me < size) {
+    int *prank = malloc(sizeof(int) * (size_t)size);
+    if (!prank)
+      result = td__error(TD_ERR_NO_MEMORY, "rank %d: %s: no memory", w->rank, what);
+    for (int i = 0; prank && i < size; i++)
+      prank[i] = start + i * stride;
+    if (prank)
+      result = td__split_make(parent, prank, size, me, what, &t);
+    free(prank);
+  }
+  if (result != TD_OK)
+    snprintf(msg, sizeof msg, "%s", td_last_error());
+  td_status st = td__team_gather_end(parent, deadline, what);
+  if (st != TD_OK) {
+    td__team_free(t);
+    return st;
+  }
+  if (result != TD_OK) {
+    td__team_free(t);
+    return td__error(result, "%s", msg);
+  }
+  *out = t;
+  return TD_OK;
+}
+
+typedef struct {
+  int64_t key;
+  int prank;
+} td__split_entry;
+
+static int td__split_cmp(const void *a, const void *b) {
+  const td__split_entry *x = a, *y = b;
+  if (x->key != y->key)
+    return x->key < y->key ? -1 : 1;
+  return (x->prank > y->prank) - (x->prank < y->prank);
+}
+
+td_status td_team_split(td_team *parent, int color, int key, td_team **out) {
+  static const char what[] = "td_team_split";
+  if (!parent || !out)
+    return td__error(TD_ERR_INVALID_ARG, "%s: %s is NULL", what, parent ? "out" : "parent");
+  td_world *w = parent->world;
+  char msg[512] = "";
+  td_status local = TD_OK;
+  if (color < TD_COLOR_UNDEFINED) {
+    local = td__error(TD_ERR_INVALID_ARG, "rank %d: %s: color=%d; allowed: >= 0, or TD_COLOR_UNDEFINED (-1)",
+                      w->rank, what, color);
+    snprintf(msg, sizeof msg, "%s", td_last_error());
+  }
+  int64_t deadline = td__deadline_ns(w);
+  uint64_t words[TD__POST_WORDS] = {0};
+  TD_CHECK(td__split_post(parent, words, local, (uint64_t)(int64_t)color, (uint64_t)(int64_t)key, 0, deadline,
+                          what));
+  td_status result = local;
+  for (int i = 0; i < parent->size && result == TD_OK; i++)
+    if (td__team_posted(parent, i)[TD__SP_STATUS] != TD_OK)
+      result = td__error(TD_ERR_INVALID_ARG, "rank %d: %s: team rank %d passed an invalid color %d", w->rank,
+                         what, i, (int)(int64_t)td__team_posted(parent, i)[TD__SP_A]);
+  td_team *t = NULL;
+  if (result == TD_OK && color != TD_COLOR_UNDEFINED) {
+    td__split_entry *e = malloc(sizeof *e * (size_t)parent->size);
+    int n = 0;
+    for (int i = 0; e && i < parent->size; i++) {
+      const uint64_t *p = td__team_posted(parent, i);
+      if ((int)(int64_t)p[TD__SP_A] == color)
+        e[n++] = (td__split_entry){(int64_t)p[TD__SP_B], i};
+    }
+    int *prank = malloc(sizeof(int) * (size_t)(n ? n : 1));
+    if (!e || !prank) {
+      result = td__error(TD_ERR_NO_MEMORY, "rank %d: %s: no memory", w->rank, what);
+    } else {
+      qsort(e, (size_t)n, sizeof *e, td__split_cmp);
+      int me = -1;
+      for (int i = 0; i < n; i++) {
+        prank[i] = e[i].prank;
+        if (e[i].prank == parent->rank)
+          me = i;
+      }
+      result = td__split_make(parent, prank, n, me, what, &t);
+    }
+    free(e);
+    free(prank);
+  }
+  if (result != TD_OK)
+    snprintf(msg, sizeof msg, "%s", td_last_error());
+  td_status st = td__team_gather_end(parent, deadline, what);
+  if (st != TD_OK) {
+    td__team_free(t);
+    return st;
+  }
+  if (result != TD_OK) {
+    td__team_free(t);
+    return td__error(result, "%s", msg);
+  }
+  *out = t;
+  return TD_OK;
+}
+
+td_status td_team_destroy(td_team *team) {
+  if (!team || team == team->world->team)
+    return TD_OK;
+  td__team_run_dtors(team);
+  td_status st = td__barrier(team, td__deadline_ns(team->world), "td_team_destroy");
+  td__symm_release_team(team);
+  td__team_free(team);
+  return st;
+}
+
+int td_team_rank(const td_team *team) { return team ? team->rank : -1; }
+int td_team_size(const td_team *team) { return team ? team->size : 0; }
+td_world *td_team_world(td_team *team) { return team ? team->world : NULL; }
+
+int td_team_translate_rank(const td_team *src, int rank, const td_team *dst) {
+  if (!src || !dst || rank < 0 || rank >= src->size)
+    return -1;
+  int wr = src->members[rank];
+  for (int i = 0; i < dst->size; i++)
+    if (dst->members[i] == wr)
+      return i;
+  return -1;
+}
+
+int td__team_world_rank(const td_team *team, int team_rank) {
+  if (!team || team_rank < 0 || team_rank >= team->size)
+    return -1;
+  return team->members[team_rank];
+}
+
+void **td__team_slot(td_team *team, int id) {
+  if (!team || id < 0 || id >= TD__SLOT_COUNT)
+    return NULL;
+  return &team->slots[id];
+}
+
+void td__team_set_slot_dtor(td_team *team, int id, void (*dtor)(void *)) {
+  if (team && id >= 0 && id < TD__SLOT_COUNT)
+    team->dtors[id] = dtor;
+}

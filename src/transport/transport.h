@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Internal: the transport interface (transport layer).
+ *
+ * A transport makes one *region* reachable by every rank of a world: a control
+ * area followed by one symmetric heap per rank (see src/prim/ctl.h). The
+ * primitives layer asks the transport to attach the region, reads its
+ * capability flags, and never branches on the transport's name. `local`
+ * (threads of one process) and `shm` (processes of one host) fill this table;
+ * `nccl` and `mpi` will add theirs. */
+#ifndef TD_TRANSPORT_H
+#define TD_TRANSPORT_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tdist/status.h"
+
+/* Capability flags. */
+enum {
+  TD__CAP_LSA = 1u << 0,            /* every peer's heap is load/store reachable from this rank */
+  TD__CAP_PROCESS_SHARED = 1u << 1, /* peers are other processes: futexes must not be private */
+  TD__CAP_PEER_PIDS = 1u << 2,      /* peers have process ids that can be checked for liveness */
+};
+
+/** The first bytes of every region, written by the transport when it creates
+ * the region. Followed by `world_size` process ids (td__region_pids), then the
+ * primitives layer's control data at td__region_prefix_bytes(). */
+typedef struct td__region_header {
+  _Atomic uint64_t magic; /* TD__REGION_MAGIC, stored last (release) by the creator */
+  uint64_t nonce;         /* random per creation: tells a fresh region from a stale one */
+  uint64_t region_bytes;
+  uint64_t ctl_bytes;
+  int32_t world_size;
+  int32_t creator_pid;
+  _Atomic int32_t attached; /* ranks attached so far */
+  _Atomic int32_t unlinked; /* 1 once the creator removed the name */
+} td__region_header;
+
+#define TD__REGION_MAGIC UINT64_C(0x7464697374726731) /* "tdistrg1" */
+
+/** Process id of every rank (0 until attached); rank r writes entry r. */
+static inline _Atomic int32_t *td__region_pids(void *base) {
+  return (_Atomic int32_t *)((char *)base + sizeof(td__region_header));
+}
+
+/** Bytes of header + pid table, rounded to 64: where control data may start. */
+static inline size_t td__region_prefix_bytes(int world_size) {
+  size_t b = sizeof(td__region_header) + sizeof(int32_t) * (size_t)world_size;
+  return (b + 63) & ~(size_t)63;
+}
+
+/** What a transport needs to know to attach a world's region. */
+typedef struct td__job {
+  const char *job_id;  /* names the shared object (shm); never NULL, may be "" for local */
+  int rank;            /* world rank of the attaching process (0 creates) */
+  int size;            /* world size */
+  size_t region_bytes; /* bytes of the whole region: control area + size heaps */
+  size_t ctl_bytes;    /* bytes of the control area at the start of the region */
+  int timeout_ms;      /* deadline for finding the region */
+} td__job;
+
+/** One attached region as mapped in this process. */
+typedef struct td__region {
+  void *base;   /* start of the mapping (control area first) */
+  size_t bytes; /* length of the mapping */
+  void *priv;   /* transport's own state */
+} td__region;
+
+typedef struct td__transport {
+  const char *name;
+  unsigned caps;
+  /** Creates (rank 0) or joins the region of `job`. For shm every rank waits
+   * until all ranks are attached before returning, then the creator removes
+   * the name. On failure returns a status with the message set and leaves
+   * nothing behind. */
+  td_status (*attach)(const td__job *job, td__region *out);
+  /** Unmaps the region. */
+  void (*detach)(td__region *region);
+} td__transport;
+
+extern const td__transport td__transport_local;
+extern const td__transport td__transport_shm;
+
+/** Alignment of every region mapping: symmetric allocations may ask for up to
+ * this much, and heaps start at multiples of it inside the region. */
+#define TD__REGION_ALIGN ((size_t)1 << 20)
+
+/** Maps `bytes` at an address aligned to TD__REGION_ALIGN: anonymous private
+ * memory when fd < 0, else the shared object `fd`. MAP_FAILED on failure
+ * (errno set). Unmap with munmap(ptr, bytes). */
+void *td__map_aligned(size_t bytes, int fd);
+
+/** Finds a transport by name ("local", "shm"); NULL if unknown. */
+const td__transport *td__transport_find(const char *name);
+
+#endif
