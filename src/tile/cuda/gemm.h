@@ -1,0 +1,159 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * The CUDA GEMM tile family (tiles layer, cuda backend): C[M,N] = A[M,K] * B,
+ * 16-bit operands (bf16 or fp16), fp32 accumulation, C in the operand type.
+ *
+ * Two parts live here:
+ *  - the types the device code shares with its launchers (hook flags, the hook
+ *    description passed by value into kernels). This part includes nothing, so
+ *    NVRTC can compile gemm_sm90.cuh / gemm_sm80.cuh with it (the JIT passes
+ *    this file as a header named "gemm.h");
+ *  - the host API (not seen by NVRTC): run one GEMM with a chosen tile
+ *    configuration on a stream, list the configurations compiled into this
+ *    build, pick a default one for a shape.
+ *
+ * Layouts (all row-major, contiguous, leading dimension = row length):
+ *   A [M,K]; B either [N,K] (TD_GEMM_B_NK, "weights as stored by nn.Linear") or
+ *   [K,N] (TD_GEMM_B_KN); C [M,N]. Rows must start on 16-byte boundaries
+ *   (TMA and cp.async move 16-byte pieces): K % 8 == 0, and N % 8 == 0 for
+ *   TD_GEMM_B_KN. M, N, K need not divide the tile sizes.
+ *
+ * Hooks (compile-time flags; a kernel built without a flag has no trace of it):
+ *   TD_GEMM_HOOK_WAIT   before loading a tile's first A rows, wait until every
+ *                       signal covering rows [m0, m0+BM) is >= wait_value
+ *                       (acquire, system scope). Signal i covers A rows
+ *                       [i*wait_rows, (i+1)*wait_rows). A wait past timeout_ns
+ *                       (%globaltimer) records a diagnostic in diag and stops
+ *                       waiting, so the kernel ends and the host reports it.
+ *   TD_GEMM_HOOK_PUSH   output row r goes to dst[r / rows_per_peer] at local
+ *                       row r % rows_per_peer (row length N): the tile is
+ *                       pushed to its owner's buffer (GEMM + ReduceScatter).
+ *                       Without PUSH, rows go to C.
+ *   TD_GEMM_HOOK_ACCUMULATE  the output is added (atomically, in the operand
+ *                       type) into the destination instead of stored
+ *                       (GEMM + AllReduce partial sums).
+ *   TD_GEMM_HOOK_RAISE  after all of a tile's rows are stored, add raise_value
+ *                       (release, system scope) to each signal covering them:
+ *                       raise_signals[peer][local_row / raise_rows].
+ *                       Each signal therefore receives one add per N-tile
+ *                       that covers its rows: a waiter expects
+ *                       epoch * ceil(N / BN) * raise_value (per covering tile row).
+ */
+#ifndef TD_TILE_CUDA_GEMM_H
+#define TD_TILE_CUDA_GEMM_H
+
+typedef unsigned long long td__u64;
+
+#define TD_GEMM_HOOK_WAIT 1u
+#define TD_GEMM_HOOK_RAISE 2u
+#define TD_GEMM_HOOK_PUSH 4u
+#define TD_GEMM_HOOK_ACCUMULATE 8u
+#define TD_GEMM_HOOK_ALL 15u
+
+/* Most destination peers a PUSH tile can address (one node of 8 GPUs). */
+#define TD_GEMM_MAX_PEERS 8
+
+/* Operand element types understood by the kernels (fp8 e4m3 with per-tensor
+ * scales is planned as value 2: same tile, k32 instructions, a scale in the
+ * epilogue). */
+#define TD_GEMM_DT_BF16 0
+#define TD_GEMM_DT_F16 1
+
+/* Layout of B. */
+#define TD_GEMM_B_NK 0
+#define TD_GEMM_B_KN 1
+
+/* Slots of the diagnostic record written by a timed-out wait. */
+#define TD_GEMM_DIAG_FLAG 0     /* 1 once a wait timed out */
+#define TD_GEMM_DIAG_SIGNAL 1   /* index of the signal in wait_signals */
+#define TD_GEMM_DIAG_OBSERVED 2 /* value read at the deadline */
+#define TD_GEMM_DIAG_EXPECTED 3 /* wait_value */
+#define TD_GEMM_DIAG_ROW 4      /* first row of the tile that waited */
+#define TD_GEMM_DIAG_WORDS 5
+
+/* Passed by value into every GEMM kernel; fields of unused hooks are ignored. */
+typedef struct td_gemm_hooks {
+  const td__u64 *wait_signals; /* WAIT: device pointer (local or peer memory) */
+  long long wait_rows;         /* WAIT: A rows covered by one signal, >= 1 */
+  td__u64 wait_value;          /* WAIT: wait until signal >= this (the epoch) */
+  td__u64 timeout_ns;          /* WAIT: deadline per tile */
+  td__u64 *raise_signals[TD_GEMM_MAX_PEERS]; /* RAISE: per destination peer */
+  long long raise_rows;                      /* RAISE: rows covered by one signal */
+  td__u64 raise_value;                       /* RAISE: added per finished tile */
+  void *dst[TD_GEMM_MAX_PEERS]; /* PUSH: output base of each peer, [rows_per_peer, N] */
+  long long rows_per_peer;      /* PUSH: rows owned by each peer */
+  td__u64 *diag;                /* WAIT: TD_GEMM_DIAG_WORDS device words, zeroed by the host */
+} td_gemm_hooks;
+
+#if !defined(__CUDACC_RTC__)
+#include <stddef.h>
+
+#include "tdist/status.h"
+#include "tdist/types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum td_gemm_arch {
+  TD_GEMM_SM80 = 80, /* mma.sync + ldmatrix + cp.async: A100 and later */
+  TD_GEMM_SM90 = 90, /* wgmma + TMA + warp specialisation: H100/H200 (sm_90a) */
+} td_gemm_arch;
+
+/* One tile configuration. For TD_GEMM_SM90: bm in {64,128,256}, bn a multiple
+ * of 16 up to 256 (of 64 when B is [K,N]), bk = 64, stages 2..8, cluster 1.
+ * For TD_GEMM_SM80: bm, bn in {64,128}, bk = 32, stages 2..5. group_m is the
+ * swizzle group: consecutive tiles walk group_m tile rows before the next
+ * column, so that a wave of blocks shares A and B in L2. split_k > 1 divides
+ * K over that many blocks (fp32 partial sums, then a reduction kernel); it is
+ * refused together with hooks. */
+typedef struct td_gemm_config {
+  td_gemm_arch arch;
+  int bm, bn, bk, stages, cluster, group_m, split_k;
+} td_gemm_config;
+
+typedef struct td_gemm_problem {
+  int m, n, k;        /* M >= 0, N >= 0, K >= 1 */
+  td_dtype dtype;     /* TD_BF16 or TD_F16 */
+  int b_layout;       /* TD_GEMM_B_NK or TD_GEMM_B_KN */
+  const void *a;      /* device, [M,K] */
+  const void *b;      /* device, [N,K] or [K,N] */
+  void *c;            /* device, [M,N]; ignored with the PUSH hook */
+  void *workspace;    /* device, >= td__gemm_cuda_workspace_size() bytes when split_k > 1 */
+} td_gemm_problem;
+
+/** Runs C = A * B on `stream` (a cudaStream_t; NULL = default stream) with the
+ * compiled kernel matching `config`, `hooks_flags` and the dtype/layout.
+ * Asynchronous: returns after the launch. `hooks` may be NULL when
+ * hooks_flags == 0; with hooks it is copied into the kernel's parameters.
+ * Errors: TD_ERR_INVALID_ARG (NULL pointers, negative sizes, K == 0, bad
+ * dtype, layout or flags), TD_ERR_SHAPE (K % 8 != 0, or N % 8 != 0 for [K,N]),
+ * TD_ERR_UNSUPPORTED (no compiled kernel for that configuration -- the
+ * message lists the ones compiled; or the GPU lacks the architecture),
+ * TD_ERR_CUDA (launch or tensor-map failure). Thread-safe. */
+td_status td__gemm_cuda_run(const td_gemm_problem *problem, const td_gemm_config *config,
+                            unsigned hooks_flags, const td_gemm_hooks *hooks, void *stream);
+
+/** Workspace bytes a problem needs under `config` (0 unless split_k > 1). */
+size_t td__gemm_cuda_workspace_size(const td_gemm_problem *problem, const td_gemm_config *config);
+
+/** The configurations compiled into this build for (arch, dtype, b_layout)
+ * without hooks: writes up to `cap` of them to out (may be NULL when cap is 0)
+ * and returns how many there are in total. Used by `tdist tune gemm`. */
+int td__gemm_cuda_configs(td_gemm_arch arch, td_dtype dtype, int b_layout, td_gemm_config *out,
+                          int cap);
+
+/** A good configuration for the shape on `arch`, by rule of thumb (the tuner's
+ * cache refines it). Never fails: returns a compiled configuration. */
+td_gemm_config td__gemm_cuda_default_config(td_gemm_arch arch, int m, int n, int k);
+
+/** Reads a finished kernel's diagnostic record (hooks.diag, device memory) and
+ * turns a timed-out wait into TD_ERR_TIMEOUT with a message naming the signal,
+ * the expected and observed values and the tile's first row; TD_OK otherwise.
+ * Synchronises with the device. */
+td_status td__gemm_cuda_check_diag(const td__u64 *diag);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* !__CUDACC_RTC__ */
+#endif

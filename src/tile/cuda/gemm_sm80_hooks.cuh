@@ -1,0 +1,157 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Device side of the GEMM tile hooks (tiles layer, cuda backend), shared by the
+ * sm_80 and sm_90a kernels: waiting on the signals that cover a tile's A rows,
+ * writing one pair of output elements (store / push to a peer / accumulate),
+ * and raising the signals of a finished tile. Also the 16-bit element types
+ * the kernels use. NVRTC-compatible: includes only gemm.h, no host headers.
+ *
+ * Every helper here is called behind `if constexpr (HOOKS & flag)`, so a
+ * kernel compiled without a hook contains none of its code. */
+#ifndef TD_TILE_CUDA_GEMM_SM80_HOOKS_CUH
+#define TD_TILE_CUDA_GEMM_SM80_HOOKS_CUH
+
+#include "gemm.h"
+
+typedef unsigned int td__u32;
+typedef unsigned short td__u16;
+
+/* Round-to-nearest-even float -> bf16 / fp16 bits, packed in pairs. Written
+ * with PTX so that no cuda_bf16.h (absent under NVRTC without the toolkit's
+ * include path) is needed. */
+template <int DTYPE>
+__device__ __forceinline__ td__u32 td__gemm_pack2(float lo, float hi) {
+  td__u32 r;
+  if constexpr (DTYPE == TD_GEMM_DT_BF16)
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  else
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+
+/* Grouped tile order: tile t walks GROUP_M tile rows down a column of tiles,
+ * then moves one column right, so a wave of blocks reuses A and B in L2. */
+__device__ __forceinline__ void td__gemm_tile_coords(int t, int tiles_m, int tiles_n, int group_m,
+                                                     int *tm, int *tn) {
+  int per_group = group_m * tiles_n;
+  int group = t / per_group;
+  int first_m = group * group_m;
+  int rows = tiles_m - first_m < group_m ? tiles_m - first_m : group_m;
+  int in_group = t - group * per_group;
+  *tm = first_m + in_group % rows;
+  *tn = in_group / rows;
+}
+
+__device__ __forceinline__ td__u64 td__gemm_globaltimer(void) {
+  td__u64 t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+__device__ __forceinline__ td__u64 td__gemm_load_acquire(const td__u64 *p) {
+  td__u64 v;
+  asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+
+/* Waits until every signal covering rows [row0, row_end) reaches wait_value.
+ * Called by one thread. Returns 0 when satisfied, 1 after recording a timeout
+ * (the caller then stops waiting for the rest of the launch: the host turns
+ * the record into TD_ERR_TIMEOUT). */
+__device__ __forceinline__ int td__gemm_wait_rows(const td_gemm_hooks &h, long long row0,
+                                                  long long row_end) {
+  long long first = row0 / h.wait_rows, last = (row_end - 1) / h.wait_rows;
+  td__u64 start = td__gemm_globaltimer();
+  for (long long i = first; i <= last; i++) {
+    td__u64 seen;
+    while ((seen = td__gemm_load_acquire(h.wait_signals + i)) < h.wait_value) {
+      if (td__gemm_globaltimer() - start > h.timeout_ns) {
+        if (h.diag && atomicCAS(h.diag + TD_GEMM_DIAG_FLAG, 0ull, 1ull) == 0ull) {
+          h.diag[TD_GEMM_DIAG_SIGNAL] = (td__u64)i;
+          h.diag[TD_GEMM_DIAG_OBSERVED] = seen;
+          h.diag[TD_GEMM_DIAG_EXPECTED] = h.wait_value;
+          h.diag[TD_GEMM_DIAG_ROW] = (td__u64)row0;
+          __threadfence_system();
+        }
+        return 1;
+      }
+      __nanosleep(64);
+    }
+  }
+  return 0;
+}
+
+/* Where output row `row` goes: C, or the owning peer's buffer under PUSH. */
+template <int DTYPE, unsigned HOOKS>
+__device__ __forceinline__ td__u16 *td__gemm_out_row(td__u16 *c, const td_gemm_hooks &h, int n,
+                                                     long long row) {
+  if constexpr ((HOOKS & TD_GEMM_HOOK_PUSH) != 0) {
+    long long peer = row / h.rows_per_peer;
+    return (td__u16 *)h.dst[peer] + (row - peer * h.rows_per_peer) * (long long)n;
+  } else {
+    return c + row * (long long)n;
+  }
+}
+
+/* Writes elements (col, col+1) of one output row; col+1 may be past N. `vec`
+ * says the pair is 4-byte aligned (N even), so one 32-bit store suffices. */
+template <int DTYPE, unsigned HOOKS>
+__device__ __forceinline__ void td__gemm_put2(td__u16 *rowp, int col, int n, bool vec, float v0,
+                                              float v1) {
+  if (col >= n)
+    return;
+  td__u32 packed = td__gemm_pack2<DTYPE>(v0, v1);
+  if constexpr ((HOOKS & TD_GEMM_HOOK_ACCUMULATE) != 0) {
+    if (vec && col + 1 < n) {
+      if constexpr (DTYPE == TD_GEMM_DT_BF16)
+        asm volatile("red.global.add.noftz.bf16x2 [%0], %1;" ::"l"(rowp + col), "r"(packed) : "memory");
+      else
+        asm volatile("red.global.add.noftz.f16x2 [%0], %1;" ::"l"(rowp + col), "r"(packed) : "memory");
+    } else {
+      td__u16 lo = (td__u16)(packed & 0xffff), hi = (td__u16)(packed >> 16);
+      if constexpr (DTYPE == TD_GEMM_DT_BF16) {
+        asm volatile("red.global.add.noftz.bf16 [%0], %1;" ::"l"(rowp + col), "h"(lo) : "memory");
+        if (col + 1 < n)
+          asm volatile("red.global.add.noftz.bf16 [%0], %1;" ::"l"(rowp + col + 1), "h"(hi) : "memory");
+      } else {
+        asm volatile("red.global.add.noftz.f16 [%0], %1;" ::"l"(rowp + col), "h"(lo) : "memory");
+        if (col + 1 < n)
+          asm volatile("red.global.add.noftz.f16 [%0], %1;" ::"l"(rowp + col + 1), "h"(hi) : "memory");
+      }
+    }
+  } else {
+    if (vec && col + 1 < n) {
+      *(td__u32 *)(rowp + col) = packed;
+    } else {
+      rowp[col] = (td__u16)(packed & 0xffff);
+      if (col + 1 < n)
+        rowp[col + 1] = (td__u16)(packed >> 16);
+    }
+  }
+}
+
+/* Raises the signals covering rows [row0, row_end) of a finished tile. Called
+ * by one thread after a barrier that follows every thread's stores: the
+ * system-scope fence makes those stores visible before the release add. */
+template <unsigned HOOKS>
+__device__ __forceinline__ void td__gemm_raise_rows(const td_gemm_hooks &h, long long row0,
+                                                    long long row_end) {
+  __threadfence_system();
+  long long r = row0;
+  while (r < row_end) {
+    long long peer = 0, local = r, span_end = row_end;
+    if constexpr ((HOOKS & TD_GEMM_HOOK_PUSH) != 0) {
+      peer = r / h.rows_per_peer;
+      local = r - peer * h.rows_per_peer;
+      long long peer_end = (peer + 1) * h.rows_per_peer;
+      span_end = row_end < peer_end ? row_end : peer_end;
+    }
+    long long s0 = local / h.raise_rows, s1 = (local + (span_end - r) - 1) / h.raise_rows;
+    for (long long s = s0; s <= s1; s++)
+      asm volatile("red.release.sys.global.add.u64 [%0], %1;" ::"l"(h.raise_signals[peer] + s),
+                   "l"(h.raise_value)
+                   : "memory");
+    r = span_end;
+  }
+}
+
+#endif

@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * The sm_90a GEMM kernels that nvcc compiles into this build for B given as
+ * [K,N] (tiles layer, cuda backend; wgmma reads B as an MN-major operand, so
+ * BN is a multiple of 64). See gemm_sm90_kernels_nk.cu for the [N,K] set. */
+#include "gemm_sm90.cuh"
+#include "gemm_sm90_registry.h"
+
+template <int BM, int BN, int STAGES, int GROUP_M, int DTYPE, unsigned HOOKS>
+static td__gemm_kernel_entry td__entry(void) {
+  typedef td__gemm_sm90_shape<BM, BN, STAGES> S;
+  td__gemm_kernel_entry e = {90, BM, BN, S::BK, STAGES, GROUP_M, DTYPE, TD_GEMM_B_KN, HOOKS,
+                             (const void *)td__gemm_sm90_kernel<BM, BN, STAGES, GROUP_M, DTYPE,
+                                                                TD_GEMM_B_KN, HOOKS>,
+                             S::THREADS, S::SMEM_BYTES};
+  return e;
+}
+
+static const td__gemm_kernel_entry td__kn[] = {
+    td__entry<128, 256, 4, 8, TD_GEMM_DT_BF16, 0>(),
+    td__entry<128, 192, 5, 8, TD_GEMM_DT_BF16, 0>(),
+    td__entry<128, 128, 6, 8, TD_GEMM_DT_BF16, 0>(),
+    td__entry<128, 64, 8, 8, TD_GEMM_DT_BF16, 0>(),
+    td__entry<128, 128, 6, 8, TD_GEMM_DT_BF16, TD_GEMM_HOOK_ALL>(),
+    td__entry<128, 128, 6, 8, TD_GEMM_DT_F16, 0>(),
+};
+
+extern "C" const td__gemm_kernel_entry *td__gemm_sm90_kernels_kn(int *count) {
+  *count = (int)(sizeof td__kn / sizeof td__kn[0]);
+  return td__kn;
+}

@@ -1,0 +1,285 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Host side of the CUDA GEMM tile family (tiles layer, cuda backend): checks a
+ * problem, finds the compiled kernel for a configuration, builds the TMA
+ * tensor maps (cuTensorMapEncodeTiled through the runtime's driver entry
+ * point, so nothing links libcuda directly), launches a persistent grid, and
+ * turns a hook's timeout record into a td_status. The sm_80 kernels are
+ * launched from here too (plain pointers, no tensor maps). */
+#include <cuda.h>
+#include <cudaTypedefs.h>
+#include <cuda_runtime.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "gemm.h"
+#include "gemm_sm90_registry.h"
+
+/* The same 128-byte layout as CUtensorMap, as the kernels declare it. */
+struct __align__(64) td__tensor_map {
+  td__u64 opaque[16];
+};
+static_assert(sizeof(td__tensor_map) == sizeof(CUtensorMap), "tensor map size");
+
+typedef unsigned short td__u16;
+
+static PFN_cuTensorMapEncodeTiled_v12000 td__encode_fn(void) {
+  static PFN_cuTensorMapEncodeTiled_v12000 fn = NULL; /* written once; a race writes the same value */
+  if (!fn) {
+    void *p = NULL;
+    cudaDriverEntryPointQueryResult q;
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault,
+                                         &q) == cudaSuccess &&
+        q == cudaDriverEntryPointSuccess)
+      fn = (PFN_cuTensorMapEncodeTiled_v12000)p;
+  }
+  return fn;
+}
+
+/* A 2-D row-major [rows, cols] 16-bit tensor, box of box_cols x box_rows, 128B swizzle. */
+static td_status td__make_map(td__tensor_map *out, const void *base, int dtype, long long rows,
+                              long long cols, int box_cols, int box_rows, const char *what) {
+  PFN_cuTensorMapEncodeTiled_v12000 enc = td__encode_fn();
+  if (!enc)
+    return td__error(TD_ERR_CUDA, "gemm: cuTensorMapEncodeTiled is not available from the driver");
+  cuuint64_t dims[2] = {(cuuint64_t)cols, (cuuint64_t)rows};
+  cuuint64_t strides[1] = {(cuuint64_t)cols * 2};
+  cuuint32_t box[2] = {(cuuint32_t)box_cols, (cuuint32_t)box_rows};
+  cuuint32_t estr[2] = {1, 1};
+  CUresult r = enc((CUtensorMap *)out,
+                   dtype == TD_GEMM_DT_BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+                                            : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+                   2, (void *)base, dims, strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                   CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                   CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS)
+    return td__error(TD_ERR_CUDA,
+                     "gemm: cuTensorMapEncodeTiled failed (%d) for %s [%lld x %lld] at %p, box "
+                     "%d x %d; the base must be 16-byte aligned",
+                     (int)r, what, rows, cols, base, box_rows, box_cols);
+  return TD_OK;
+}
+
+static const td__gemm_kernel_entry *td__find(int arch, const td_gemm_config *cfg, int dtype,
+                                             int b_kn, unsigned hooks) {
+  int count = 0;
+  const td__gemm_kernel_entry *tab;
+  if (arch == 90)
+    tab = b_kn ? td__gemm_sm90_kernels_kn(&count) : td__gemm_sm90_kernels_nk(&count);
+  else
+    tab = td__gemm_sm80_kernels(&count);
+  for (int i = 0; i < count; i++) {
+    const td__gemm_kernel_entry *e = &tab[i];
+    if (e->bm == cfg->bm && e->bn == cfg->bn && e->bk == cfg->bk && e->stages == cfg->stages &&
+        e->group_m == cfg->group_m && e->dtype == dtype && e->b_kn == b_kn && e->hooks == hooks &&
+        (arch == 80 || e->b_kn == b_kn))
+      return e;
+  }
+  return NULL;
+}
+
+static int td__sm_count(int *major) {
+  int dev = 0, sms = 0;
+  cudaGetDevice(&dev);
+  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+  cudaDeviceGetAttribute(major, cudaDevAttrComputeCapabilityMajor, dev);
+  return sms;
+}
+
+static td_status td__check(const td_gemm_problem *p, const td_gemm_config *cfg, unsigned flags,
+                           const td_gemm_hooks *hooks) {
+  if (!p || !cfg)
+    return td__error(TD_ERR_INVALID_ARG, "gemm: problem and config must not be NULL");
+  if (p->m < 0 || p->n < 0 || p->k < 1)
+    return td__error(TD_ERR_INVALID_ARG,
+                     "gemm: sizes M=%d N=%d K=%d are invalid; M, N >= 0 and K >= 1 are allowed",
+                     p->m, p->n, p->k);
+  if (p->dtype != TD_BF16 && p->dtype != TD_F16)
+    return td__error(TD_ERR_INVALID_ARG, "gemm: dtype %s is not supported; use bf16 or f16",
+                     td_dtype_name(p->dtype));
+  if (p->b_layout != TD_GEMM_B_NK && p->b_layout != TD_GEMM_B_KN)
+    return td__error(TD_ERR_INVALID_ARG,
+                     "gemm: b_layout %d is invalid; use TD_GEMM_B_NK (0) or TD_GEMM_B_KN (1)",
+                     p->b_layout);
+  if (flags & ~TD_GEMM_HOOK_ALL)
+    return td__error(TD_ERR_INVALID_ARG, "gemm: hook flags 0x%x name unknown hooks (known: 0x%x)",
+                     flags, TD_GEMM_HOOK_ALL);
+  if (flags && !hooks)
+    return td__error(TD_ERR_INVALID_ARG, "gemm: hook flags 0x%x given without a hooks description",
+                     flags);
+  if (p->k % 8 != 0)
+    return td__error(TD_ERR_SHAPE,
+                     "gemm: K=%d is not a multiple of 8; rows of A%s must start on 16-byte "
+                     "boundaries (pad K with zeros)",
+                     p->k, p->b_layout == TD_GEMM_B_NK ? " and B" : "");
+  if (p->b_layout == TD_GEMM_B_KN && p->n % 8 != 0)
+    return td__error(TD_ERR_SHAPE,
+                     "gemm: N=%d is not a multiple of 8, which B given as [K,N] needs (16-byte "
+                     "rows); give B as [N,K] or pad N",
+                     p->n);
+  if (!p->a || !p->b || (!p->c && !(flags & TD_GEMM_HOOK_PUSH)))
+    return td__error(TD_ERR_INVALID_ARG, "gemm: A, B and C (unless the PUSH hook) must be device pointers, not NULL");
+  if ((flags & TD_GEMM_HOOK_WAIT) && (!hooks->wait_signals || hooks->wait_rows < 1))
+    return td__error(TD_ERR_INVALID_ARG, "gemm: the WAIT hook needs wait_signals and wait_rows >= 1");
+  if ((flags & TD_GEMM_HOOK_RAISE) && (!hooks->raise_signals[0] || hooks->raise_rows < 1))
+    return td__error(TD_ERR_INVALID_ARG, "gemm: the RAISE hook needs raise_signals[0] and raise_rows >= 1");
+  if (flags & TD_GEMM_HOOK_PUSH) {
+    if (hooks->rows_per_peer < 1)
+      return td__error(TD_ERR_INVALID_ARG, "gemm: the PUSH hook needs rows_per_peer >= 1");
+    long long peers = ((long long)p->m + hooks->rows_per_peer - 1) / hooks->rows_per_peer;
+    if (peers > TD_GEMM_MAX_PEERS)
+      return td__error(TD_ERR_INVALID_ARG,
+                       "gemm: PUSH with M=%d and rows_per_peer=%lld needs %lld peers; at most %d",
+                       p->m, hooks->rows_per_peer, peers, TD_GEMM_MAX_PEERS);
+    for (long long i = 0; i < peers; i++)
+      if (!hooks->dst[i] || ((flags & TD_GEMM_HOOK_RAISE) && !hooks->raise_signals[i]))
+        return td__error(TD_ERR_INVALID_ARG, "gemm: PUSH needs dst[%lld]%s for the rows it owns",
+                         i, (flags & TD_GEMM_HOOK_RAISE) ? " and raise_signals[i]" : "");
+  }
+  if (cfg->split_k > 1 && flags)
+    return td__error(TD_ERR_UNSUPPORTED, "gemm: split_k=%d cannot be combined with hooks",
+                     cfg->split_k);
+  return TD_OK;
+}
+
+static void td__list_configs(char *buf, size_t cap, int arch, int dtype, int b_kn, unsigned hooks) {
+  int count = 0;
+  const td__gemm_kernel_entry *tab =
+      arch == 90 ? (b_kn ? td__gemm_sm90_kernels_kn(&count) : td__gemm_sm90_kernels_nk(&count))
+                 : td__gemm_sm80_kernels(&count);
+  size_t used = 0;
+  buf[0] = 0;
+  for (int i = 0; i < count && used + 40 < cap; i++)
+    if (tab[i].dtype == dtype && tab[i].hooks == hooks && (arch == 80 || tab[i].b_kn == b_kn))
+      used += (size_t)snprintf(buf + used, cap - used, "%s%dx%dx%d/s%d/g%d", used ? ", " : "",
+                               tab[i].bm, tab[i].bn, tab[i].bk, tab[i].stages, tab[i].group_m);
+}
+
+extern "C" size_t td__gemm_cuda_workspace_size(const td_gemm_problem *p, const td_gemm_config *cfg) {
+  (void)p;
+  (void)cfg;
+  return 0; /* split-K is not compiled into this build yet */
+}
+
+extern "C" td_status td__gemm_cuda_run(const td_gemm_problem *p, const td_gemm_config *cfg,
+                                       unsigned flags, const td_gemm_hooks *hooks, void *stream) {
+  TD_CHECK(td__check(p, cfg, flags, hooks));
+  if (cfg->split_k > 1 || cfg->cluster > 1)
+    return td__error(TD_ERR_UNSUPPORTED,
+                     "gemm: split_k=%d cluster=%d are not compiled into this build; use 1",
+                     cfg->split_k, cfg->cluster);
+  int dtype = p->dtype == TD_BF16 ? TD_GEMM_DT_BF16 : TD_GEMM_DT_F16;
+  int b_kn = p->b_layout == TD_GEMM_B_KN;
+  int arch = cfg->arch == TD_GEMM_SM90 ? 90 : 80;
+  const td__gemm_kernel_entry *e = td__find(arch, cfg, dtype, b_kn, flags);
+  if (!e) {
+    char list[1024];
+    td__list_configs(list, sizeof list, arch, dtype, b_kn, flags);
+    return td__error(TD_ERR_UNSUPPORTED,
+                     "gemm: no sm_%d kernel compiled for %dx%dx%d stages=%d group_m=%d dtype=%s "
+                     "B=%s hooks=0x%x; compiled: %s (others need the JIT)",
+                     arch, cfg->bm, cfg->bn, cfg->bk, cfg->stages, cfg->group_m,
+                     td_dtype_name(p->dtype), b_kn ? "[K,N]" : "[N,K]", flags,
+                     list[0] ? list : "none");
+  }
+  int major = 0, sms = td__sm_count(&major);
+  if (major * 10 < arch || (arch == 90 && major != 9))
+    return td__error(TD_ERR_UNSUPPORTED,
+                     "gemm: the sm_%d kernels need a GPU of compute capability %d.x; this one is %d.x",
+                     arch, arch / 10, major);
+  if (p->m == 0 || p->n == 0)
+    return TD_OK;
+  td_gemm_hooks h;
+  if (hooks)
+    h = *hooks;
+  else
+    memset(&h, 0, sizeof h);
+
+  long long tiles = (long long)((p->m + e->bm - 1) / e->bm) * ((p->n + e->bn - 1) / e->bn);
+  int grid = (int)(tiles < sms ? tiles : sms);
+  cudaError_t err = cudaFuncSetAttribute(e->fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         e->smem_bytes);
+  if (err != cudaSuccess)
+    return td__error(TD_ERR_CUDA, "gemm: cannot give the kernel %d bytes of shared memory: %s",
+                     e->smem_bytes, cudaGetErrorString(err));
+  td__u16 *c = (td__u16 *)p->c;
+  int m = p->m, n = p->n, k = p->k;
+  if (arch == 90) {
+    td__tensor_map ma, mb;
+    TD_CHECK(td__make_map(&ma, p->a, dtype, m, k, 64, e->bm, "A"));
+    if (b_kn)
+      TD_CHECK(td__make_map(&mb, p->b, dtype, k, n, 64, 64, "B[K,N]"));
+    else
+      TD_CHECK(td__make_map(&mb, p->b, dtype, n, k, 64, e->bn, "B[N,K]"));
+    void *args[] = {&ma, &mb, &c, &m, &n, &k, &h};
+    err = cudaLaunchKernel(e->fn, dim3(grid), dim3(e->threads), args, (size_t)e->smem_bytes,
+                           (cudaStream_t)stream);
+  } else {
+    const td__u16 *a = (const td__u16 *)p->a, *b = (const td__u16 *)p->b;
+    void *args[] = {&a, &b, &c, &m, &n, &k, &h};
+    err = cudaLaunchKernel(e->fn, dim3(grid), dim3(e->threads), args, (size_t)e->smem_bytes,
+                           (cudaStream_t)stream);
+  }
+  if (err != cudaSuccess)
+    return td__error(TD_ERR_CUDA, "gemm: launch of the %dx%d sm_%d kernel failed: %s", e->bm,
+                     e->bn, arch, cudaGetErrorString(err));
+  return TD_OK;
+}
+
+extern "C" int td__gemm_cuda_configs(td_gemm_arch arch, td_dtype dtype, int b_layout,
+                                     td_gemm_config *out, int cap) {
+  int count = 0, n = 0;
+  int a = arch == TD_GEMM_SM90 ? 90 : 80;
+  int dt = dtype == TD_F16 ? TD_GEMM_DT_F16 : TD_GEMM_DT_BF16;
+  const td__gemm_kernel_entry *tab =
+      a == 90 ? (b_layout == TD_GEMM_B_KN ? td__gemm_sm90_kernels_kn(&count)
+                                          : td__gemm_sm90_kernels_nk(&count))
+              : td__gemm_sm80_kernels(&count);
+  for (int i = 0; i < count; i++) {
+    if (tab[i].hooks != 0 || tab[i].dtype != dt)
+      continue;
+    if (out && n < cap) {
+      td_gemm_config c = {arch, tab[i].bm, tab[i].bn, tab[i].bk, tab[i].stages, 1, tab[i].group_m, 1};
+      out[n] = c;
+    }
+    n++;
+  }
+  return n;
+}
+
+extern "C" td_gemm_config td__gemm_cuda_default_config(td_gemm_arch arch, int m, int n, int k) {
+  (void)k;
+  if (arch == TD_GEMM_SM80) {
+    td_gemm_config c = {TD_GEMM_SM80, 128, 128, 32, 4, 1, 8, 1};
+    return c;
+  }
+  td_gemm_config c = {TD_GEMM_SM90, 128, 256, 64, 4, 1, 8, 1};
+  if (m <= 256) {
+    c.bn = 32;
+    c.stages = 8;
+  } else if (n % 256 != 0 && n % 128 == 0) {
+    c.bn = 128;
+    c.stages = 6;
+  }
+  return c;
+}
+
+extern "C" td_status td__gemm_cuda_check_diag(const td__u64 *diag) {
+  td__u64 rec[TD_GEMM_DIAG_WORDS];
+  cudaError_t err = cudaDeviceSynchronize();
+  if (err != cudaSuccess)
+    return td__error(TD_ERR_CUDA, "gemm: kernel failed: %s", cudaGetErrorString(err));
+  if (!diag)
+    return TD_OK;
+  err = cudaMemcpy(rec, diag, sizeof rec, cudaMemcpyDeviceToHost);
+  if (err != cudaSuccess)
+    return td__error(TD_ERR_CUDA, "gemm: reading the diagnostic record failed: %s",
+                     cudaGetErrorString(err));
+  if (rec[TD_GEMM_DIAG_FLAG])
+    return td__error(TD_ERR_TIMEOUT,
+                     "gemm: the tile starting at row %llu waited past its deadline on wait "
+                     "signal %llu: expected >= %llu, observed %llu",
+                     rec[TD_GEMM_DIAG_ROW], rec[TD_GEMM_DIAG_SIGNAL],
+                     rec[TD_GEMM_DIAG_EXPECTED], rec[TD_GEMM_DIAG_OBSERVED]);
+  return TD_OK;
+}
