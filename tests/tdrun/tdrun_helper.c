@@ -5,7 +5,7 @@
  *
  * ACTIONS is a '+'-separated list run in order. Before the list runs, each
  * rank writes its pid to DIR/pid.R, does the set-up actions (child, escape,
- * shm) wherever they stand in the list, writes DIR/ready.R, and waits until
+ * shm, ignore_term) wherever they stand in the list, writes DIR/ready.R, and waits until
  * every rank is ready, so a test knows every process and segment it must
  * later find gone.
  *   child      fork a grandchild that sleeps in the rank's process group
@@ -191,6 +191,8 @@ int main(int argc, char **argv) {
     spawn_grandchild(1);
   if (strstr(actions, "shm"))
     do_shm();
+  if (strstr(actions, "ignore_term"))
+    signal(SIGTERM, SIG_IGN); /* before "ready": a test may signal right after */
   snprintf(name, sizeof name, "ready.%d", rank);
   write_file(dir, name, "1\n");
   wait_files(dir, "ready.", world);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0
  * Signals sent to tdrun reach every rank: SIGTERM and SIGINT are forwarded,
  * tdrun exits with 128+signal, and no rank or grandchild is left (also when
- * the ranks ignore the signal: tdrun sends SIGKILL after a grace). --timeout
+ * the ranks ignore the signal: tdrun sends SIGKILL after a grace). When tdrun
+ * itself is killed with SIGKILL, its ranks die with it. --timeout
  * stops a job that runs too long with exit status 124. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,6 +13,8 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 
 #include "tdrun/tdrun_test_util.h"
 
@@ -49,6 +52,27 @@ static void test_signal_ignored_by_ranks(void **state) {
   signal_job(SIGTERM, "*=child+ignore_term+sleep", "tdrun: got SIGTERM; forwarding it to all ranks\n");
 }
 
+static void test_tdrun_killed(void **state) {
+  (void)state;
+  /* SIGKILL cannot be forwarded: the kernel kills the ranks (PR_SET_PDEATHSIG). */
+  char *dir = tdt_mkdtemp();
+  const char *opts[] = {"--timeout", "60", "-n", "3", NULL};
+  const char *specs[] = {"*=sleep", NULL};
+  int out_fd, err_fd;
+  pid_t pid = tdt_start_helper(dir, opts, specs, &out_fd, &err_fd);
+  assert_int_equal(tdt_wait_files(dir, "ready.", 3), 0);
+  assert_int_equal(kill(pid, SIGKILL), 0);
+  tdt_result res;
+  tdt_finish(pid, out_fd, err_fd, &res);
+  assert_true(WIFSIGNALED(res.status));
+  /* This process is a subreaper: the orphaned ranks come here to be reaped. */
+  assert_int_equal(tdt_expect_all_gone(dir, 3), 3);
+  while (waitpid(-1, NULL, WNOHANG) > 0) {
+  }
+  tdt_result_free(&res);
+  tdt_rmdir(dir);
+}
+
 static void test_timeout(void **state) {
   (void)state;
   char *dir = tdt_mkdtemp();
@@ -64,10 +88,12 @@ static void test_timeout(void **state) {
 }
 
 int main(void) {
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_sigterm_forwarded),
       cmocka_unit_test(test_sigint_forwarded),
       cmocka_unit_test(test_signal_ignored_by_ranks),
+      cmocka_unit_test(test_tdrun_killed),
       cmocka_unit_test(test_timeout),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
