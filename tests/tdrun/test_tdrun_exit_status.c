@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "tdrun/tdrun_test_util.h"
 
@@ -82,6 +83,29 @@ static void test_first_failure_decides(void **state) {
   tdt_rmdir(dir);
 }
 
+static void test_program_cannot_execute(void **state) {
+  (void)state;
+  /* Executable, but its interpreter does not exist: execv itself fails. */
+  char *dir = tdt_mkdtemp();
+  char path[4096];
+  snprintf(path, sizeof path, "%s/bad-script", dir);
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fputs("#!/nonexistent/interpreter\n", f);
+  fclose(f);
+  chmod(path, 0755);
+  char *argv[] = {(char *)tdt_tdrun(), "-n", "2", path, NULL};
+  tdt_result res;
+  tdt_run(argv, &res);
+  assert_int_equal(tdt_exit_code(&res), 127);
+  char want[4200];
+  snprintf(want, sizeof want, "cannot execute '%s': No such file or directory", path);
+  assert_non_null(strstr(res.err, want));
+  assert_non_null(strstr(res.err, "exited with status 127"));
+  tdt_result_free(&res);
+  tdt_rmdir(dir);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_all_succeed),
@@ -90,6 +114,7 @@ int main(void) {
       cmocka_unit_test(test_rank_killed_by_signal),
       cmocka_unit_test(test_ranks_ignoring_sigterm_are_killed),
       cmocka_unit_test(test_first_failure_decides),
+      cmocka_unit_test(test_program_cannot_execute),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
