@@ -14,6 +14,7 @@
 #include "tdist/coll.h"
 #include "tdist/schedule.h"
 #include "tdist/exec.h"
+#include "tdist/program.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -1,0 +1,149 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Lowering pattern: matmul into GEMM core tiles. Two orderings make the
+ * overlap patterns work from the GEMM side:
+ *  - AllGather -> GEMM: when the left operand comes from an all_gather, row
+ *    blocks follow the gather's visit order (the rank's own rows first, then
+ *    the order in which peers' chunks arrive), and each tile waits only on
+ *    the signal of the chunk holding its rows.
+ *  - GEMM -> ReduceScatter / AllReduce: when the result feeds one, row blocks
+ *    are produced by destination rank starting at rank+1 (own rows last), so
+ *    partial sums leave for their owners while later tiles still compute.
+ * Tiles are tile_rows x tile_cols of the rank's local output; K is whole
+ * (the contraction is local, or split across ranks for a partial result). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compiler/compiler.h"
+#include "core/error.h"
+
+/* The collective that consumes v as its only use, when it is a fused RS/AR. */
+static td_value td__rs_consumer(const td__lower *L, td_value v) {
+  td_value found = -1;
+  int uses = 0;
+  for (td_value u = v + 1; u < L->p->nvals; u++) {
+    const td__val *U = &L->p->vals[u];
+    if (U->in[0] == v || U->in[1] == v) {
+      uses++;
+      if ((U->op == TD_OP_REDUCE_SCATTER || U->op == TD_OP_ALL_REDUCE) && U->in[0] == v)
+        found = u;
+    }
+  }
+  if (uses != 1 || found < 0 || td__fallback(L, found) || !L->o.overlap)
+    return -1;
+  return found;
+}
+
+/* Row blocks of the output on `rank`, in production order, as (row0, rows) pairs. */
+static uint32_t td__blocks(td__lower *L, td_value v, int rank, int64_t rows, int64_t **out) {
+  const td__val *V = &L->p->vals[v];
+  uint32_t cap = (uint32_t)L->n * (uint32_t)L->chunks + 16, n = 0;
+  int64_t *b = malloc(sizeof *b * 2 * cap);
+  if (!b)
+    return 0;
+  td_value rs = td__rs_consumer(L, v);
+  int64_t M = rows;
+  if (rs >= 0 && (L->p->vals[rs].op == TD_OP_ALL_REDUCE || L->p->vals[rs].dim == 0)) {
+    int by_owner = 1; /* reduce_scatter, or all_reduce as reduce_scatter + all_gather */
+    if (L->p->vals[rs].op == TD_OP_ALL_REDUCE) {
+      int64_t R, C;
+      td__val_shape(L->p, v, &R, &C);
+      by_owner = (int64_t)td_dtype_size(V->dtype) * R * C > L->one_shot_bytes;
+    }
+    int parts = by_owner ? L->n : 1;
+    for (int k = 1; k <= parts; k++) {
+      int q = by_owner ? (rank + k) % L->n : 0;
+      size_t off, len;
+      td_chunk_range((size_t)M, parts, q, &off, &len);
+      for (int j = 0; j < L->chunks; j++) {
+        size_t so, sl;
+        td_chunk_range(len, L->chunks, j, &so, &sl);
+        if (sl) {
+          b[2 * n] = (int64_t)(off + so);
+          b[2 * n + 1] = (int64_t)sl;
+          n++;
+        }
+      }
+    }
+  } else if (!(V->flags & TD_MATMUL_TRANSPOSE_A) && L->o.overlap) {
+    n = td__visit_order(L, V->in[0], rank, b, cap);
+  }
+  if (n == 0) {
+    b[0] = 0;
+    b[1] = M;
+    n = 1;
+  }
+  *out = b;
+  return n;
+}
+
+td_status td__lower_matmul(td__lower *L, td_value v) {
+  const td_program *p = L->p;
+  const td__val *V = &p->vals[v];
+  td_value a = V->in[0], b = V->in[1];
+  const td__val *A = &p->vals[a], *B = &p->vals[b];
+  int ta = (V->flags & TD_MATMUL_TRANSPOSE_A) != 0, tb = (V->flags & TD_MATMUL_TRANSPOSE_B) != 0;
+  td_layout la = A->layout, lb = B->layout;
+  if (la.kind == TD_LAYOUT_SHARD && ta)
+    la.dim = 1 - la.dim;
+  if (lb.kind == TD_LAYOUT_SHARD && tb)
+    lb.dim = 1 - lb.dim;
+  int64_t ar, ac;
+  td__val_shape(p, a, &ar, &ac);
+  int64_t K = ta ? ar : ac;
+  int k_by_a = la.kind == TD_LAYOUT_SHARD && la.dim == 1;
+  int k_by_b = !k_by_a && lb.kind == TD_LAYOUT_SHARD && lb.dim == 0;
+  if ((k_by_a || k_by_b) && K < L->n) {
+    char where[160];
+    return td__error(TD_ERR_SHAPE, "%smatmul: the contraction dim (%lld) is split over %d ranks; each "
+                     "rank needs at least one element of it (use fewer ranks or a larger dim)",
+                     td__val_where(p, v, where, sizeof where), (long long)K, L->n);
+  }
+  int whole_a = ta || td__whole(L, a);
+  td__need need = {0};
+  char lab[40];
+  td__val_label(p, v, lab, sizeof lab);
+  for (int r = 0; r < L->n && L->st == TD_OK; r++) {
+    int64_t orow0, orows, ocol0, ocols;
+    td__local_extent(L, v, r, &orow0, &orows, &ocol0, &ocols);
+    if (orows == 0 || ocols == 0)
+      continue;
+    size_t k0 = 0, kl = (size_t)K;
+    if (k_by_a || k_by_b)
+      td_chunk_range((size_t)K, L->n, r, &k0, &kl);
+    int64_t aK0 = k_by_a ? 0 : (int64_t)k0, bK0 = k_by_b ? 0 : (int64_t)k0;
+    int64_t tc = L->tile_cols > 0 && L->tile_cols < ocols ? L->tile_cols : ocols;
+    int64_t *blocks;
+    uint32_t nb = td__blocks(L, v, r, orows, &blocks);
+    if (!nb) {
+      td__need_free(&need);
+      return td__error(TD_ERR_NO_MEMORY, "compile: out of memory");
+    }
+    for (uint32_t bi = 0; bi < nb; bi++) {
+      int64_t br0 = blocks[2 * bi], brows = blocks[2 * bi + 1];
+      for (int64_t i = br0; i < br0 + brows; i += L->tile_rows) {
+        int64_t m = br0 + brows - i < L->tile_rows ? br0 + brows - i : L->tile_rows;
+        for (int64_t j = 0; j < ocols; j += tc) {
+          int64_t nn = ocols - j < tc ? ocols - j : tc;
+          td__need_clear(&need);
+          td__need_rows(L, &need, a, r, i, m, whole_a);
+          td__need_rows(L, &need, b, r, 0, INT64_MAX / 4, 1);
+          td_task t = {.kind = TD_TASK_GEMM, .worker = TD_WORKER_COMPUTE, .alpha = 1.0f};
+          t.op = (ta ? TD_GEMM_TRANS_A : 0) | (tb ? TD_GEMM_TRANS_B : 0);
+          t.a = ta ? td__view(L->buf[a], TD_PEER_SELF, aK0, i, (int64_t)kl, m)
+                   : td__view(L->buf[a], TD_PEER_SELF, i, aK0, m, (int64_t)kl);
+          t.b = tb ? td__view(L->buf[b], TD_PEER_SELF, j, bK0, nn, (int64_t)kl)
+                   : td__view(L->buf[b], TD_PEER_SELF, bK0, j, (int64_t)kl, nn);
+          t.c = td__view(L->buf[v], TD_PEER_SELF, i, j, m, nn);
+          td__label(&t, "mm %.8s r%lld c%lld", lab, (long long)i, (long long)j);
+          uint32_t idx = td__emit(L, r, &t, &need, NULL, 0);
+          td__ready_task(L, v, r, i, m, idx);
+        }
+      }
+      td__ready_order(L, v, r, br0, brows);
+    }
+    free(blocks);
+  }
+  td__need_free(&need);
+  return L->st;
+}

@@ -1,0 +1,205 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Compiler: the perf model. Alpha-beta for communication (a chunk put costs
+ * alpha + bytes / beta), a roofline for compute (a GEMM tile costs
+ * 2mnk / flops, an element-wise tile bytes / memory bandwidth), plus a fixed
+ * executor cost per task. The constants come from `tdist calibrate`
+ * ($TD_CACHE_DIR/calibration.json or ~/.cache/tdist/calibration.json); the
+ * built-in defaults are conservative numbers for one core of a current x86
+ * server, so nothing needs calibrating to work. From them the compiler picks
+ * worker counts, chunks per rank, tile sizes and the one-shot all-reduce
+ * threshold; explain uses them to predict a timeline. */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "compiler/compiler.h"
+#include "core/error.h"
+
+static void td__model_defaults(td_perf_model *m) {
+  m->alpha_s = 5e-6;
+  m->beta_bytes_s = 4e9;
+  m->flops_s = 2e10;
+  m->mem_bytes_s = 5e9;
+  m->task_overhead_s = 3e-6;
+  m->cores = 0;
+}
+
+static int td__calib_path(char *path, size_t size, int make_dirs) {
+  const char *dir = getenv("TD_CACHE_DIR");
+  char buf[512];
+  if (dir && *dir) {
+    snprintf(buf, sizeof buf, "%s", dir);
+  } else {
+    const char *home = getenv("HOME");
+    if (!home || !*home)
+      return 0;
+    snprintf(buf, sizeof buf, "%s/.cache", home);
+    if (make_dirs)
+      mkdir(buf, 0755);
+    snprintf(buf, sizeof buf, "%s/.cache/tdist", home);
+  }
+  if (make_dirs)
+    mkdir(buf, 0755);
+  snprintf(path, size, "%s/calibration.json", buf);
+  return 1;
+}
+
+void td_perf_model_load(td_perf_model *m) {
+  td__model_defaults(m);
+  char path[600];
+  if (!td__calib_path(path, sizeof path, 0))
+    return;
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return;
+  char text[4096];
+  size_t n = fread(text, 1, sizeof text - 1, f);
+  fclose(f);
+  text[n] = 0;
+  cJSON *j = cJSON_Parse(text);
+  if (!j)
+    return;
+  const struct {
+    const char *key;
+    double *dst;
+  } keys[] = {{"alpha_s", &m->alpha_s},       {"beta_bytes_s", &m->beta_bytes_s},
+              {"flops_s", &m->flops_s},       {"mem_bytes_s", &m->mem_bytes_s},
+              {"task_overhead_s", &m->task_overhead_s}};
+  for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+    cJSON *it = cJSON_GetObjectItemCaseSensitive(j, keys[i].key);
+    if (cJSON_IsNumber(it) && it->valuedouble > 0)
+      *keys[i].dst = it->valuedouble;
+  }
+  cJSON *cores = cJSON_GetObjectItemCaseSensitive(j, "cores");
+  if (cJSON_IsNumber(cores) && cores->valuedouble >= 1 && cores->valuedouble < 1e5)
+    m->cores = (int)cores->valuedouble;
+  cJSON_Delete(j);
+}
+
+td_status td_perf_model_save(const td_perf_model *m, char *path_out, size_t path_size) {
+  char path[600];
+  if (!m)
+    return td__error(TD_ERR_INVALID_ARG, "perf model save: model is NULL");
+  if (!td__calib_path(path, sizeof path, 1))
+    return td__error(TD_ERR_SYSTEM, "perf model save: neither TD_CACHE_DIR nor HOME is set");
+  cJSON *j = cJSON_CreateObject();
+  cJSON_AddNumberToObject(j, "alpha_s", m->alpha_s);
+  cJSON_AddNumberToObject(j, "beta_bytes_s", m->beta_bytes_s);
+  cJSON_AddNumberToObject(j, "flops_s", m->flops_s);
+  cJSON_AddNumberToObject(j, "mem_bytes_s", m->mem_bytes_s);
+  cJSON_AddNumberToObject(j, "task_overhead_s", m->task_overhead_s);
+  cJSON_AddNumberToObject(j, "cores", m->cores);
+  char *text = cJSON_Print(j);
+  cJSON_Delete(j);
+  FILE *f = text ? fopen(path, "wb") : NULL;
+  int ok = f && fputs(text, f) >= 0;
+  if (f && fclose(f) != 0)
+    ok = 0;
+  free(text);
+  if (!ok)
+    return td__error(TD_ERR_SYSTEM, "perf model save: cannot write '%s': %s", path, strerror(errno));
+  if (path_out)
+    snprintf(path_out, path_size, "%s", path);
+  return TD_OK;
+}
+
+static int64_t td__round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
+void td__model_choose(td__lower *L) {
+  const td_perf_model *m = &L->model;
+  const td_program *p = L->p;
+  int n = L->n;
+  int cores = m->cores > 0 ? m->cores : (int)sysconf(_SC_NPROCESSORS_ONLN);
+  if (cores < 1)
+    cores = 1;
+  L->compute_workers = L->o.compute_workers ? L->o.compute_workers : (cores / n > 1 ? cores / n : 1);
+  L->comm_workers = L->o.comm_workers ? L->o.comm_workers : 1;
+  /* Largest per-rank part moved by a collective, and the largest GEMM. */
+  double part_bytes = 0, gemm_nk = 0;
+  int64_t max_rows = 1;
+  for (td_value v = 0; v < p->nvals; v++) {
+    const td__val *V = &p->vals[v];
+    int64_t R, C;
+    td__val_shape(p, v, &R, &C);
+    if (R > max_rows)
+      max_rows = R;
+    double bytes = (double)R * (double)C * (double)td_dtype_size(V->dtype) / n;
+    if (V->op >= TD_OP_ALL_GATHER && V->op <= TD_OP_ALL_TO_ALL && bytes > part_bytes)
+      part_bytes = bytes;
+    if (V->op == TD_OP_MATMUL) {
+      int64_t ar, ac;
+      td__val_shape(p, V->in[0], &ar, &ac);
+      double k = (V->flags & TD_MATMUL_TRANSPOSE_A) ? (double)ar : (double)ac;
+      double nk = (double)C * k / (V->layout.kind == TD_LAYOUT_PARTIAL ? n : 1);
+      if (V->layout.kind == TD_LAYOUT_SHARD && V->layout.dim == 1)
+        nk /= n;
+      if (nk > gemm_nk)
+        gemm_nk = nk;
+    }
+  }
+  /* Chunks: each piece long enough that alpha is under ~10% of its time. */
+  double min_piece = 10.0 * m->alpha_s * m->beta_bytes_s;
+  if (min_piece < 64.0 * 1024)
+    min_piece = 64.0 * 1024;
+  int chunks = (int)(part_bytes / min_piece);
+  L->chunks = L->o.chunks_per_rank ? L->o.chunks_per_rank : (chunks < 1 ? 1 : chunks > 4 ? 4 : chunks);
+  /* Tile rows: at least ~20 task overheads of work per GEMM tile, and enough
+   * tiles per chunk to keep every compute worker busy. */
+  int64_t tr;
+  if (L->o.tile_rows) {
+    tr = L->o.tile_rows;
+  } else {
+    int64_t per_chunk = (max_rows + (int64_t)n * L->chunks - 1) / ((int64_t)n * L->chunks);
+    tr = td__round_up((per_chunk + L->compute_workers - 1) / L->compute_workers, 8);
+    int64_t floor_rows = gemm_nk > 0 ? (int64_t)(10.0 * m->task_overhead_s * m->flops_s / gemm_nk) : 8;
+    if (tr < floor_rows)
+      tr = td__round_up(floor_rows, 8);
+    if (tr < 8)
+      tr = 8;
+    if (tr > 512)
+      tr = 512;
+  }
+  L->tile_rows = tr;
+  L->tile_cols = L->o.tile_cols;
+  /* One-shot all-reduce while its one step of n-1 puts beats 2(n-1) steps. */
+  if (L->o.one_shot_bytes >= 0) {
+    L->one_shot_bytes = L->o.one_shot_bytes;
+  } else if (n <= 2) {
+    L->one_shot_bytes = 256 * 1024;
+  } else {
+    double ab = m->alpha_s * m->beta_bytes_s;
+    L->one_shot_bytes = (int64_t)(ab * (2.0 * n - 3) / ((n - 1) * (1.0 - 2.0 / n)));
+  }
+}
+
+double td__model_task_seconds(const td_perf_model *m, const td_plan *plan, const td_task *t) {
+  const td_buffer_desc *c = t->c.buf >= 0 ? td_plan_buffer(plan, t->c.buf) : NULL;
+  double es = c ? (double)td_dtype_size(c->dtype) : 4.0;
+  double elems = (double)t->c.rows * (double)t->c.cols;
+  double s = m->task_overhead_s;
+  switch (t->kind) {
+  case TD_TASK_GEMM: {
+    double k = (t->op & TD_GEMM_TRANS_A) ? (double)t->a.rows : (double)t->a.cols;
+    s += 2.0 * elems * k / m->flops_s;
+    break;
+  }
+  case TD_TASK_COPY:
+    if (t->c.peer != TD_PEER_SELF || t->a.peer != TD_PEER_SELF || t->raise_count)
+      s += m->alpha_s + elems * es / m->beta_bytes_s;
+    else
+      s += 2.0 * elems * es / m->mem_bytes_s;
+    break;
+  case TD_TASK_REDUCE:
+  case TD_TASK_EWISE:
+  case TD_TASK_RMSNORM:
+    s += 3.0 * elems * es / m->mem_bytes_s;
+    break;
+  default:
+    break;
+  }
+  return s;
+}
