@@ -48,7 +48,7 @@ typedef struct td__rank_ctl {
   _Alignas(64) _Atomic uint32_t doorbell; /* futex word: incremented by every wake of this rank */
   _Atomic uint32_t sleepers;              /* >0 while this rank sleeps on the doorbell */
   _Atomic uint32_t left;                  /* 1 after td_world_finalize: not a failure when its pid goes */
-  _Alignas(64) _Atomic uint64_t post_tag; /* (team uid << 40) | call number of the last post */
+  _Alignas(64) _Atomic uint64_t post_tag; /* team uid << 40 | operation << 32 | call number */
   uint64_t post[TD__POST_WORDS];
   _Alignas(64) _Atomic uint64_t bar[TD__MAX_TEAMS][TD__BAR_ROUNDS]; /* epochs received per round */
   uint32_t nblocks;
@@ -114,7 +114,9 @@ td_status td__barrier(td_team *t, int64_t deadline_ns, const char *what);
 /* team.c: leader-free collective exchange. Post words, wait until every member
  * posted this call; read td__team_posted(); then td__team_gather_end (a
  * barrier) before returning, so nobody overwrites a post still being read. */
-td_status td__team_gather(td_team *t, const uint64_t words[TD__POST_WORDS], int64_t deadline_ns, const char *what);
+enum { TD__OP_ALLOC = 1, TD__OP_FREE = 2, TD__OP_SPLIT_STRIDED = 3, TD__OP_SPLIT = 4 };
+td_status td__team_gather(td_team *t, int op, const uint64_t words[TD__POST_WORDS], int64_t deadline_ns,
+                          const char *what);
 const uint64_t *td__team_posted(const td_team *t, int team_rank);
 td_status td__team_gather_end(td_team *t, int64_t deadline_ns, const char *what);
 td_team *td__team_new(td_world *w, uint64_t uid, int index, int rank, int size, const int *members,

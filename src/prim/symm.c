@@ -101,7 +101,7 @@ td_status td_symm_alloc(td_team *team, size_t bytes, size_t align, void **out) {
   }
   int64_t deadline = td__deadline_ns(w);
   uint64_t words[TD__POST_WORDS] = {(uint64_t)local, bytes, align};
-  TD_CHECK(td__team_gather(team, words, deadline, what));
+  TD_CHECK(td__team_gather(team, TD__OP_ALLOC, words, deadline, what));
   td_status result = local;
   for (int i = 0; i < team->size && result == TD_OK; i++) {
     const uint64_t *p = td__team_posted(team, i);
@@ -200,7 +200,7 @@ td_status td_symm_free(td_team *team, void *ptr) {
   uint64_t off = (uint64_t)((const char *)ptr - td__heap(w, w->rank));
   int64_t deadline = td__deadline_ns(w);
   uint64_t words[TD__POST_WORDS] = {(uint64_t)local, off};
-  TD_CHECK(td__team_gather(team, words, deadline, what));
+  TD_CHECK(td__team_gather(team, TD__OP_FREE, words, deadline, what));
   td_status result = local;
   for (int i = 0; i < team->size && result == TD_OK; i++) {
     const uint64_t *p = td__team_posted(team, i);

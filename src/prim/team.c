@@ -55,10 +55,17 @@ void td__team_run_dtors(td_team *t) {
   }
 }
 
-td_status td__team_gather(td_team *t, const uint64_t words[TD__POST_WORDS], int64_t deadline_ns, const char *what) {
+static const char *td__op_name(uint64_t op) {
+  static const char *const names[] = {"?", "td_symm_alloc", "td_symm_free", "td_team_split_strided",
+                                      "td_team_split"};
+  return op < sizeof names / sizeof names[0] ? names[op] : "?";
+}
+
+td_status td__team_gather(td_team *t, int op, const uint64_t words[TD__POST_WORDS], int64_t deadline_ns,
+                          const char *what) {
   td_world *w = t->world;
   td__rank_ctl *me = &w->ranks[w->rank];
-  uint64_t tag = (t->uid << 40) | (++t->coll_seq & ((UINT64_C(1) << 40) - 1));
+  uint64_t tag = (t->uid << 40) | ((uint64_t)op << 32) | (++t->coll_seq & UINT32_MAX);
   memcpy(me->post, words, sizeof me->post);
   atomic_store_explicit(&me->post_tag, tag, memory_order_release);
   for (int i = 0; i < t->size; i++)
@@ -74,10 +81,17 @@ td_status td__team_gather(td_team *t, const uint64_t words[TD__POST_WORDS], int6
       char missing[640];
       size_t len = 0;
       missing[0] = '\0';
-      for (int j = 0; j < t->size && len + 48 < sizeof missing; j++)
-        if (atomic_load_explicit(&w->ranks[t->members[j]].post_tag, memory_order_acquire) != tag)
-          len += (size_t)snprintf(missing + len, sizeof missing - len, "%steam rank %d (world rank %d)",
-                                  len ? ", " : "", j, t->members[j]);
+      for (int j = 0; j < t->size && len + 96 < sizeof missing; j++) {
+        uint64_t other = atomic_load_explicit(&w->ranks[t->members[j]].post_tag, memory_order_acquire);
+        if (other == tag)
+          continue;
+        len += (size_t)snprintf(missing + len, sizeof missing - len, "%steam rank %d (world rank %d)",
+                                len ? ", " : "", j, t->members[j]);
+        /* Same team and call number, another operation: the ranks called collectives in different orders. */
+        if ((other >> 40) == t->uid && (other & UINT32_MAX) == (tag & UINT32_MAX))
+          len += (size_t)snprintf(missing + len, sizeof missing - len, " which called %s instead",
+                                  td__op_name((other >> 32) & 0xff));
+      }
       return td__error(TD_ERR_TIMEOUT,
                        "rank %d: %s timed out after %d ms: every member of the team of %d ranks must call it; "
                        "never arrived: %s",
@@ -108,7 +122,8 @@ static td_status td__split_post(td_team *parent, uint64_t words[TD__POST_WORDS],
   words[TD__SP_MASK] = w->team_mask;
   words[TD__SP_EPOCH] = w->epoch_hwm;
   words[TD__SP_UIDBASE] = parent->rank == 0 ? atomic_fetch_add(&w->ctl->next_team_uid, (uint64_t)parent->size) + 2 : 0;
-  return td__team_gather(parent, words, deadline, what);
+  return td__team_gather(parent, strcmp(what, "td_team_split") == 0 ? TD__OP_SPLIT : TD__OP_SPLIT_STRIDED, words,
+                         deadline, what);
 }
 
 /* Makes this rank's team out of parent ranks `prank[0..n)` (this rank is prank[me]). */

@@ -19,6 +19,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -74,6 +75,23 @@ void td__set_failed(td_world *w, int world_rank, td_status st) {
     td__wake_world_rank(w, r);
 }
 
+/* Whether process `pid` is gone: no such process, or a zombie its parent has
+ * not reaped yet (kill(pid, 0) still succeeds on those). */
+static int td__pid_gone(int32_t pid) {
+  if (kill(pid, 0) != 0)
+    return errno == ESRCH;
+  char path[64], buf[256];
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+  FILE *f = fopen(path, "r");
+  if (!f)
+    return 0;
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  const char *close_paren = strrchr(buf, ')');
+  return close_paren && close_paren[1] == ' ' && (close_paren[2] == 'Z' || close_paren[2] == 'X');
+}
+
 /* Marks a peer whose process is gone (without td_world_finalize) as failed. */
 static void td__check_peer_pids(td_world *w) {
   _Atomic int32_t *pids = td__region_pids(w->region.base);
@@ -81,7 +99,7 @@ static void td__check_peer_pids(td_world *w) {
     if (r == w->rank || atomic_load_explicit(&w->ranks[r].left, memory_order_acquire))
       continue;
     int32_t pid = atomic_load_explicit(&pids[r], memory_order_relaxed);
-    if (pid > 0 && kill(pid, 0) != 0 && errno == ESRCH) {
+    if (pid > 0 && td__pid_gone(pid)) {
       td__set_failed(w, r, TD_ERR_PEER_FAILED);
       return;
     }

@@ -52,10 +52,10 @@ static int rt_nsizes = 5;
   } while (0)
 
 /* Whether a launcher started this process as one rank of a job. */
-static int rt_launched(void) { return getenv("TD_RANK") || getenv("OMPI_COMM_WORLD_RANK") || getenv("RANK"); }
+static inline int rt_launched(void) { return getenv("TD_RANK") || getenv("OMPI_COMM_WORLD_RANK") || getenv("RANK"); }
 
 /* Parses `--local N` (only that size) from the command line. */
-static void rt_parse_args(int argc, char **argv) {
+static inline void rt_parse_args(int argc, char **argv) {
   for (int i = 1; i + 1 < argc; i++)
     if (strcmp(argv[i], "--local") == 0) {
       rt_sizes[0] = atoi(argv[i + 1]);
@@ -64,7 +64,7 @@ static void rt_parse_args(int argc, char **argv) {
 }
 
 /* Runs fn as this process's rank of a launched world. */
-static td_status rt_run_launched(const td_world_opts *opts, rt_fn fn, void *arg) {
+static inline td_status rt_run_launched(const td_world_opts *opts, rt_fn fn, void *arg) {
   td_world *w = NULL;
   td_status st = td_world_init(opts, &w);
   if (st != TD_OK)
@@ -79,14 +79,14 @@ static td_status rt_run_launched(const td_world_opts *opts, rt_fn fn, void *arg)
 }
 
 /* Runs fn on n ranks: a local world, or (launched) this process's world. */
-static td_status rt_run(int n, const td_world_opts *opts, rt_fn fn, void *arg) {
+static inline td_status rt_run(int n, const td_world_opts *opts, rt_fn fn, void *arg) {
   if (rt_launched())
     return rt_run_launched(opts, fn, arg);
   return td_local_world_run(n, opts, fn, arg);
 }
 
 /* Runs fn on every size of rt_sizes (local) or once (launched); asserts TD_OK. */
-static void rt_run_all(const td_world_opts *opts, rt_fn fn, void *arg) {
+static inline void rt_run_all(const td_world_opts *opts, rt_fn fn, void *arg) {
   for (int i = 0; i < (rt_launched() ? 1 : rt_nsizes); i++) {
     td_status st = rt_run(rt_sizes[i], opts, fn, arg);
     if (st != TD_OK)
@@ -97,7 +97,8 @@ static void rt_run_all(const td_world_opts *opts, rt_fn fn, void *arg) {
 /* Runs fn as an shm world of n forked processes. Returns TD_OK if all
  * returned TD_OK; else the status of the lowest failing rank, whose message
  * (sent through a pipe) becomes this thread's message. `job` names the job. */
-static td_status rt_fork(int n, const char *job, const td_world_opts *opts, rt_fn fn, void *arg) {
+static inline td_status rt_fork_ex(int n, int world_size, const char *job, const td_world_opts *opts, rt_fn fn,
+                                   void *arg) {
   int fds[2];
   if (pipe(fds) != 0)
     return RT_FAIL("pipe failed");
@@ -110,7 +111,7 @@ static td_status rt_fork(int n, const char *job, const td_world_opts *opts, rt_f
       snprintf(buf, sizeof buf, "%d", r);
       setenv("TD_RANK", buf, 1);
       setenv("TD_LOCAL_RANK", buf, 1);
-      snprintf(buf, sizeof buf, "%d", n);
+      snprintf(buf, sizeof buf, "%d", world_size);
       setenv("TD_WORLD_SIZE", buf, 1);
       setenv("TD_LOCAL_WORLD_SIZE", buf, 1);
       char id[128];
@@ -149,6 +150,10 @@ static td_status rt_fork(int n, const char *job, const td_world_opts *opts, rt_f
     }
   }
   return td__error((td_status)best_st, "rank %d: %s", best, best_msg);
+}
+
+static inline td_status rt_fork(int n, const char *job, const td_world_opts *opts, rt_fn fn, void *arg) {
+  return rt_fork_ex(n, n, job, opts, fn, arg);
 }
 
 #endif
