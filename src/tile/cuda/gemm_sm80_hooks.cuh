@@ -92,6 +92,26 @@ __device__ __forceinline__ td__u16 *td__gemm_out_row(td__u16 *c, const td_gemm_h
   }
 }
 
+/* Adds bf16 values (lo into the element at p, hi into the next when `two`)
+ * with a compare-and-swap loop on the 32-bit word(s) holding them: sm_80 has
+ * no bf16 reduction instruction. */
+__device__ __forceinline__ void td__gemm_cas_add_bf16(td__u16 *p, float lo, float hi, bool two) {
+  for (int e = 0; e < (two ? 2 : 1); e++) {
+    td__u16 *q = p + e;
+    float add = e ? hi : lo;
+    td__u32 *word = (td__u32 *)((unsigned long long)q & ~3ull);
+    int shift = ((unsigned long long)q & 2ull) ? 16 : 0;
+    td__u32 old = *word, assumed;
+    do {
+      assumed = old;
+      float cur = __uint_as_float(((assumed >> shift) & 0xffffu) << 16);
+      td__u32 sum = td__gemm_pack2<TD_GEMM_DT_BF16>(cur + add, 0.f) & 0xffffu;
+      td__u32 next = (assumed & ~(0xffffu << shift)) | (sum << shift);
+      old = atomicCAS(word, assumed, next);
+    } while (old != assumed);
+  }
+}
+
 /* Writes elements (col, col+1) of one output row; col+1 may be past N. `vec`
  * says the pair is 4-byte aligned (N even), so one 32-bit store suffices. */
 template <int DTYPE, unsigned HOOKS>
@@ -101,17 +121,29 @@ __device__ __forceinline__ void td__gemm_put2(td__u16 *rowp, int col, int n, boo
     return;
   td__u32 packed = td__gemm_pack2<DTYPE>(v0, v1);
   if constexpr ((HOOKS & TD_GEMM_HOOK_ACCUMULATE) != 0) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+    if constexpr (DTYPE == TD_GEMM_DT_BF16) {
+      td__gemm_cas_add_bf16(rowp + col, v0, v1, col + 1 < n);
+      return;
+    }
+#endif
     if (vec && col + 1 < n) {
       if constexpr (DTYPE == TD_GEMM_DT_BF16)
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
         asm volatile("red.global.add.noftz.bf16x2 [%0], %1;" ::"l"(rowp + col), "r"(packed) : "memory");
+#else
+        ;
+#endif
       else
         asm volatile("red.global.add.noftz.f16x2 [%0], %1;" ::"l"(rowp + col), "r"(packed) : "memory");
     } else {
       td__u16 lo = (td__u16)(packed & 0xffff), hi = (td__u16)(packed >> 16);
       if constexpr (DTYPE == TD_GEMM_DT_BF16) {
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
         asm volatile("red.global.add.noftz.bf16 [%0], %1;" ::"l"(rowp + col), "h"(lo) : "memory");
         if (col + 1 < n)
           asm volatile("red.global.add.noftz.bf16 [%0], %1;" ::"l"(rowp + col + 1), "h"(hi) : "memory");
+#endif
       } else {
         asm volatile("red.global.add.noftz.f16 [%0], %1;" ::"l"(rowp + col), "h"(lo) : "memory");
         if (col + 1 < n)

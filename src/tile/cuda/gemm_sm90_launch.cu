@@ -11,7 +11,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "core/error.h"
+extern "C" {
+#include "core/error.h" /* C declarations without their own extern "C" */
+}
 #include "gemm.h"
 #include "gemm_sm90_registry.h"
 
@@ -71,8 +73,7 @@ static const td__gemm_kernel_entry *td__find(int arch, const td_gemm_config *cfg
   for (int i = 0; i < count; i++) {
     const td__gemm_kernel_entry *e = &tab[i];
     if (e->bm == cfg->bm && e->bn == cfg->bn && e->bk == cfg->bk && e->stages == cfg->stages &&
-        e->group_m == cfg->group_m && e->dtype == dtype && e->b_kn == b_kn && e->hooks == hooks &&
-        (arch == 80 || e->b_kn == b_kn))
+        e->group_m == cfg->group_m && e->dtype == dtype && e->b_kn == b_kn && e->hooks == hooks)
       return e;
   }
   return NULL;
@@ -150,7 +151,7 @@ static void td__list_configs(char *buf, size_t cap, int arch, int dtype, int b_k
   size_t used = 0;
   buf[0] = 0;
   for (int i = 0; i < count && used + 40 < cap; i++)
-    if (tab[i].dtype == dtype && tab[i].hooks == hooks && (arch == 80 || tab[i].b_kn == b_kn))
+    if (tab[i].dtype == dtype && tab[i].hooks == hooks && tab[i].b_kn == b_kn)
       used += (size_t)snprintf(buf + used, cap - used, "%s%dx%dx%d/s%d/g%d", used ? ", " : "",
                                tab[i].bm, tab[i].bn, tab[i].bk, tab[i].stages, tab[i].group_m);
 }
@@ -202,6 +203,22 @@ extern "C" td_status td__gemm_cuda_run(const td_gemm_problem *p, const td_gemm_c
   if (err != cudaSuccess)
     return td__error(TD_ERR_CUDA, "gemm: cannot give the kernel %d bytes of shared memory: %s",
                      e->smem_bytes, cudaGetErrorString(err));
+  cudaFuncAttributes fa;
+  err = cudaFuncGetAttributes(&fa, e->fn);
+  if (err != cudaSuccess || (arch == 90 && fa.binaryVersion < 90))
+    return td__error(TD_ERR_UNSUPPORTED,
+                     "gemm: this build has no sm_90a code for the kernel (%s); configure with "
+                     "CMAKE_CUDA_ARCHITECTURES including 90a",
+                     err != cudaSuccess ? cudaGetErrorString(err) : "compiled for an older GPU");
+  int per_sm = 1;
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, e->fn, e->threads, e->smem_bytes) !=
+          cudaSuccess ||
+      per_sm < 1)
+    per_sm = 1;
+  if (tiles < (long long)sms * per_sm)
+    grid = (int)tiles;
+  else
+    grid = sms * per_sm;
   td__u16 *c = (td__u16 *)p->c;
   int m = p->m, n = p->n, k = p->k;
   if (arch == 90) {
@@ -236,7 +253,7 @@ extern "C" int td__gemm_cuda_configs(td_gemm_arch arch, td_dtype dtype, int b_la
                                           : td__gemm_sm90_kernels_nk(&count))
               : td__gemm_sm80_kernels(&count);
   for (int i = 0; i < count; i++) {
-    if (tab[i].hooks != 0 || tab[i].dtype != dt)
+    if (tab[i].hooks != 0 || tab[i].dtype != dt || tab[i].b_kn != (b_layout == TD_GEMM_B_KN))
       continue;
     if (out && n < cap) {
       td_gemm_config c = {arch, tab[i].bm, tab[i].bn, tab[i].bk, tab[i].stages, 1, tab[i].group_m, 1};

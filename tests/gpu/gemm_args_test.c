@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Every refusal of td__gemm_cuda_run, with its message. These checks run
+ * before any CUDA call, so this test needs no GPU and runs in CI (label cpu). */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <string.h>
+
+#include "tdist/types.h"
+#include "tile/cuda/gemm.h"
+
+static char buf[64]; /* stands in for device pointers: never dereferenced on these paths */
+static const td_gemm_config cfg90 = {TD_GEMM_SM90, 128, 256, 64, 4, 1, 8, 1};
+
+static td_gemm_problem good(void) {
+  td_gemm_problem p = {64, 64, 64, TD_BF16, TD_GEMM_B_NK, buf, buf, buf, NULL};
+  return p;
+}
+
+static void expect(const td_gemm_problem *p, const td_gemm_config *c, unsigned flags,
+                   const td_gemm_hooks *h, td_status want, const char *text) {
+  td_clear_error();
+  assert_int_equal(td__gemm_cuda_run(p, c, flags, h, NULL), want);
+  assert_non_null(strstr(td_last_error(), text));
+}
+
+static void test_null_and_sizes(void **state) {
+  (void)state;
+  td_gemm_problem p = good();
+  expect(NULL, &cfg90, 0, NULL, TD_ERR_INVALID_ARG, "must not be NULL");
+  expect(&p, NULL, 0, NULL, TD_ERR_INVALID_ARG, "must not be NULL");
+  p.k = 0;
+  expect(&p, &cfg90, 0, NULL, TD_ERR_INVALID_ARG, "K >= 1");
+  p = good();
+  p.m = -1;
+  expect(&p, &cfg90, 0, NULL, TD_ERR_INVALID_ARG, "M=-1");
+  p = good();
+  p.a = NULL;
+  expect(&p, &cfg90, 0, NULL, TD_ERR_INVALID_ARG, "not NULL");
+}
+
+static void test_dtype_layout_alignment(void **state) {
+  (void)state;
+  td_gemm_problem p = good();
+  p.dtype = TD_F32;
+  expect(&p, &cfg90, 0, NULL, TD_ERR_INVALID_ARG, "dtype f32");
+  p = good();
+  p.b_layout = 5;
+  expect(&p, &cfg90, 0, NULL, TD_ERR_INVALID_ARG, "b_layout 5");
+  p = good();
+  p.k = 100;
+  expect(&p, &cfg90, 0, NULL, TD_ERR_SHAPE, "K=100 is not a multiple of 8");
+  p = good();
+  p.n = 60;
+  p.b_layout = TD_GEMM_B_KN;
+  expect(&p, &cfg90, 0, NULL, TD_ERR_SHAPE, "N=60 is not a multiple of 8");
+}
+
+static void test_hooks(void **state) {
+  (void)state;
+  td_gemm_problem p = good();
+  td_gemm_hooks h;
+  memset(&h, 0, sizeof h);
+  expect(&p, &cfg90, 0x40, &h, TD_ERR_INVALID_ARG, "unknown hooks");
+  expect(&p, &cfg90, TD_GEMM_HOOK_RAISE, NULL, TD_ERR_INVALID_ARG, "without a hooks description");
+  expect(&p, &cfg90, TD_GEMM_HOOK_WAIT, &h, TD_ERR_INVALID_ARG, "wait_signals and wait_rows");
+  expect(&p, &cfg90, TD_GEMM_HOOK_RAISE, &h, TD_ERR_INVALID_ARG, "raise_signals[0]");
+  expect(&p, &cfg90, TD_GEMM_HOOK_PUSH, &h, TD_ERR_INVALID_ARG, "rows_per_peer >= 1");
+  h.rows_per_peer = 4;
+  expect(&p, &cfg90, TD_GEMM_HOOK_PUSH, &h, TD_ERR_INVALID_ARG, "needs 16 peers; at most 8");
+  h.rows_per_peer = 32;
+  h.dst[0] = buf;
+  expect(&p, &cfg90, TD_GEMM_HOOK_PUSH, &h, TD_ERR_INVALID_ARG, "dst[1]");
+  td_gemm_config split = cfg90;
+  split.split_k = 2;
+  h.raise_signals[0] = (td__u64 *)buf;
+  h.raise_rows = 1;
+  expect(&p, &split, TD_GEMM_HOOK_RAISE, &h, TD_ERR_UNSUPPORTED, "split_k=2 cannot be combined");
+}
+
+static void test_unknown_config(void **state) {
+  (void)state;
+  td_gemm_problem p = good();
+  td_gemm_config c = cfg90;
+  c.bn = 40;
+  expect(&p, &c, 0, NULL, TD_ERR_UNSUPPORTED, "no sm_90 kernel compiled for 128x40x64");
+  expect(&p, &c, 0, NULL, TD_ERR_UNSUPPORTED, "128x256x64/s4/g8");
+  c = cfg90;
+  c.split_k = 3;
+  expect(&p, &c, 0, NULL, TD_ERR_UNSUPPORTED, "split_k=3");
+}
+
+static void test_config_listing(void **state) {
+  (void)state;
+  td_gemm_config out[64];
+  int n = td__gemm_cuda_configs(TD_GEMM_SM90, TD_BF16, TD_GEMM_B_KN, out, 64);
+  assert_true(n > 0);
+  for (int i = 0; i < n; i++)
+    assert_int_equal(out[i].bn % 64, 0); /* [K,N] needs whole 64-column boxes */
+  assert_int_equal(td__gemm_cuda_configs(TD_GEMM_SM80, TD_F16, TD_GEMM_B_NK, NULL, 0) > 0, 1);
+  td_gemm_config d = td__gemm_cuda_default_config(TD_GEMM_SM90, 8192, 3584, 8192);
+  td_gemm_config all[64];
+  int na = td__gemm_cuda_configs(TD_GEMM_SM90, TD_BF16, TD_GEMM_B_NK, all, 64), found = 0;
+  for (int i = 0; i < na; i++)
+    found |= all[i].bm == d.bm && all[i].bn == d.bn && all[i].stages == d.stages;
+  assert_true(found);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_null_and_sizes),  cmocka_unit_test(test_dtype_layout_alignment),
+      cmocka_unit_test(test_hooks),           cmocka_unit_test(test_unknown_config),
+      cmocka_unit_test(test_config_listing),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

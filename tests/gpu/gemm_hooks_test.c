@@ -1,0 +1,221 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * GEMM tile hooks on the GPU (sm_90a on Hopper, sm_80 on any GPU >= 8.0):
+ *  - wait + raise with already-satisfied waits: the result is right and each
+ *    raised signal holds exactly one add per tile covering its rows;
+ *  - a wait that is never satisfied ends at its deadline, and the host turns
+ *    the diagnostic record into TD_ERR_TIMEOUT naming signal and values;
+ *  - push: rows scattered to per-peer buffers (three "peers" = three device
+ *    buffers), with raise on each peer's signals; push + accumulate adds the
+ *    tile into buffers that already hold values. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+
+#include "gemm_test_util.h"
+
+enum { M = 250, N = 136, K = 200, EPOCH = 7 };
+
+static td_gemm_config config_for(td_gemm_arch arch) {
+  td_gemm_config c = {arch, 128, 128, arch == TD_GEMM_SM90 ? 64 : 32, arch == TD_GEMM_SM90 ? 6 : 4,
+                      1, 8, 1};
+  return c;
+}
+
+static int skip_arch(td_gemm_arch arch) {
+  int major = gt_gpu_major();
+  return arch == TD_GEMM_SM90 ? major != 9 : major < 8;
+}
+
+/* Expected adds per raise signal: one per (tile row, tile column) covering it. */
+static void expected_raises(uint64_t *exp, int nsig, long long rows_per_sig, int bm, int bn,
+                            long long row_begin, long long row_end) {
+  int tiles_n = (N + bn - 1) / bn;
+  for (long long r0 = 0; r0 < M; r0 += bm) {
+    long long r1 = r0 + bm < M ? r0 + bm : M;
+    long long lo = r0 > row_begin ? r0 : row_begin, hi = r1 < row_end ? r1 : row_end;
+    if (lo >= hi)
+      continue;
+    for (long long s = (lo - row_begin) / rows_per_sig; s <= (hi - 1 - row_begin) / rows_per_sig;
+         s++)
+      if (s < nsig)
+        exp[s] += (uint64_t)tiles_n;
+  }
+}
+
+static void wait_raise(td_gemm_arch arch) {
+  td_gemm_config cfg = config_for(arch);
+  uint16_t *a = gt_random(TD_BF16, (size_t)M * K), *b = gt_random(TD_BF16, (size_t)N * K);
+  double *ref = gt_reference(TD_BF16, a, b, M, N, K, TD_GEMM_B_NK);
+  void *da = gt_device_copy(a, (size_t)M * K * 2), *db = gt_device_copy(b, (size_t)N * K * 2);
+  void *dc = gt_device_copy(NULL, (size_t)M * N * 2);
+  enum { WROWS = 50, RROWS = 64, NW = (M + WROWS - 1) / WROWS, NR = (M + RROWS - 1) / RROWS };
+  uint64_t wsig[NW], rsig[NR], exp[NR] = {0};
+  for (int i = 0; i < NW; i++)
+    wsig[i] = EPOCH + (uint64_t)i; /* >= EPOCH: satisfied */
+  memset(rsig, 0, sizeof rsig);
+  uint64_t *dw = gt_device_copy(wsig, sizeof wsig), *dr = gt_device_copy(rsig, sizeof rsig);
+  uint64_t zeros[TD_GEMM_DIAG_WORDS] = {0};
+  uint64_t *diag = gt_device_copy(zeros, sizeof zeros);
+  td_gemm_hooks h;
+  memset(&h, 0, sizeof h);
+  h.wait_signals = (const td__u64 *)dw;
+  h.wait_rows = WROWS;
+  h.wait_value = EPOCH;
+  h.timeout_ns = 5000000000ull;
+  h.raise_signals[0] = (td__u64 *)dr;
+  h.raise_rows = RROWS;
+  h.raise_value = 1;
+  h.diag = (td__u64 *)diag;
+  td_gemm_problem p = {M, N, K, TD_BF16, TD_GEMM_B_NK, da, db, dc, NULL};
+  td_status st = td__gemm_cuda_run(&p, &cfg, TD_GEMM_HOOK_WAIT | TD_GEMM_HOOK_RAISE, &h, NULL);
+  if (st != TD_OK)
+    fprintf(stderr, "%s\n", td_last_error());
+  assert_int_equal(st, TD_OK);
+  assert_int_equal(td__gemm_cuda_check_diag(h.diag), TD_OK);
+  uint16_t *out = malloc((size_t)M * N * 2);
+  cudaMemcpy(out, dc, (size_t)M * N * 2, cudaMemcpyDeviceToHost);
+  size_t nans;
+  double rel = gt_rel_error(TD_BF16, out, ref, (size_t)M * N, &nans);
+  assert_int_equal(nans, 0);
+  assert_true(rel <= gt_tolerance(TD_BF16));
+  cudaMemcpy(rsig, dr, sizeof rsig, cudaMemcpyDeviceToHost);
+  expected_raises(exp, NR, RROWS, cfg.bm, cfg.bn, 0, M);
+  for (int i = 0; i < NR; i++)
+    assert_int_equal(rsig[i], exp[i]);
+  free(a), free(b), free(ref), free(out);
+  cudaFree(da), cudaFree(db), cudaFree(dc), cudaFree(dw), cudaFree(dr), cudaFree(diag);
+}
+
+static void timeout(td_gemm_arch arch) {
+  td_gemm_config cfg = config_for(arch);
+  uint16_t *a = gt_random(TD_BF16, (size_t)M * K), *b = gt_random(TD_BF16, (size_t)N * K);
+  void *da = gt_device_copy(a, (size_t)M * K * 2), *db = gt_device_copy(b, (size_t)N * K * 2);
+  void *dc = gt_device_copy(NULL, (size_t)M * N * 2);
+  uint64_t wsig[2] = {EPOCH, EPOCH - 1}; /* rows >= 128 never arrive */
+  uint64_t rsig[8] = {0}, zeros[TD_GEMM_DIAG_WORDS] = {0};
+  uint64_t *dw = gt_device_copy(wsig, sizeof wsig), *dr = gt_device_copy(rsig, sizeof rsig);
+  uint64_t *diag = gt_device_copy(zeros, sizeof zeros);
+  td_gemm_hooks h;
+  memset(&h, 0, sizeof h);
+  h.wait_signals = (const td__u64 *)dw;
+  h.wait_rows = 128;
+  h.wait_value = EPOCH;
+  h.timeout_ns = 2000000ull; /* 2 ms */
+  h.raise_signals[0] = (td__u64 *)dr;
+  h.raise_rows = 128;
+  h.raise_value = 1;
+  h.diag = (td__u64 *)diag;
+  td_gemm_problem p = {M, N, K, TD_BF16, TD_GEMM_B_NK, da, db, dc, NULL};
+  assert_int_equal(td__gemm_cuda_run(&p, &cfg, TD_GEMM_HOOK_WAIT | TD_GEMM_HOOK_RAISE, &h, NULL),
+                   TD_OK);
+  assert_int_equal(td__gemm_cuda_check_diag(h.diag), TD_ERR_TIMEOUT);
+  const char *msg = td_last_error();
+  assert_non_null(strstr(msg, "wait signal 1"));
+  assert_non_null(strstr(msg, "expected >= 7"));
+  assert_non_null(strstr(msg, "observed 6"));
+  assert_non_null(strstr(msg, "row 128"));
+  free(a), free(b);
+  cudaFree(da), cudaFree(db), cudaFree(dc), cudaFree(dw), cudaFree(dr), cudaFree(diag);
+}
+
+/* PUSH (store or accumulate) into three peer buffers of RPP rows, raising each peer's signals. */
+static void push(td_gemm_arch arch, int accumulate) {
+  enum { RPP = 100, NPEER = 3, RROWS = 32, NR = (RPP + RROWS - 1) / RROWS };
+  td_gemm_config cfg = config_for(arch); /* sm_80 compiles push only with every hook: tested so */
+  uint16_t *a = gt_random(TD_BF16, (size_t)M * K), *b = gt_random(TD_BF16, (size_t)N * K);
+  double *ref = gt_reference(TD_BF16, a, b, M, N, K, TD_GEMM_B_NK);
+  void *da = gt_device_copy(a, (size_t)M * K * 2), *db = gt_device_copy(b, (size_t)N * K * 2);
+  uint16_t *init = gt_random(TD_BF16, (size_t)NPEER * RPP * N);
+  void *dst[NPEER];
+  uint64_t *rs[NPEER], zeros[16] = {0};
+  td_gemm_hooks h;
+  memset(&h, 0, sizeof h);
+  uint64_t wsig[8] = {EPOCH, EPOCH, EPOCH, EPOCH, EPOCH, EPOCH, EPOCH, EPOCH};
+  uint64_t *dw = gt_device_copy(wsig, sizeof wsig), *diag = gt_device_copy(zeros, sizeof zeros);
+  for (int p = 0; p < NPEER; p++) {
+    dst[p] = gt_device_copy(accumulate ? init + (size_t)p * RPP * N : NULL, (size_t)RPP * N * 2);
+    rs[p] = gt_device_copy(zeros, sizeof zeros);
+    h.dst[p] = dst[p];
+    h.raise_signals[p] = (td__u64 *)rs[p];
+  }
+  h.rows_per_peer = RPP;
+  h.raise_rows = RROWS;
+  h.raise_value = 1;
+  h.wait_signals = (const td__u64 *)dw;
+  h.wait_rows = 64;
+  h.wait_value = EPOCH;
+  h.timeout_ns = 5000000000ull;
+  h.diag = (td__u64 *)diag;
+  unsigned flags = accumulate ? TD_GEMM_HOOK_ALL : TD_GEMM_HOOK_PUSH | TD_GEMM_HOOK_RAISE;
+  td_gemm_problem pr = {M, N, K, TD_BF16, TD_GEMM_B_NK, da, db, NULL, NULL};
+  td_status st = td__gemm_cuda_run(&pr, &cfg, flags, &h, NULL);
+  if (st != TD_OK)
+    fprintf(stderr, "%s\n", td_last_error());
+  assert_int_equal(st, TD_OK);
+  assert_int_equal(td__gemm_cuda_check_diag(h.diag), TD_OK);
+  uint16_t *out = malloc((size_t)RPP * N * 2);
+  double *want = malloc(sizeof(double) * RPP * N);
+  for (int p = 0; p < NPEER; p++) {
+    int rows = M - p * RPP < RPP ? M - p * RPP : RPP;
+    cudaMemcpy(out, dst[p], (size_t)rows * N * 2, cudaMemcpyDeviceToHost);
+    for (int i = 0; i < rows * N; i++)
+      want[i] = ref[(size_t)p * RPP * N + i] +
+                (accumulate ? td_bf16_to_f32(init[(size_t)p * RPP * N + i]) : 0.0);
+    size_t nans;
+    double rel = gt_rel_error(TD_BF16, out, want, (size_t)rows * N, &nans);
+    assert_int_equal(nans, 0);
+    assert_true(rel <= gt_tolerance(TD_BF16));
+    uint64_t got[16], exp[16] = {0};
+    cudaMemcpy(got, rs[p], sizeof got, cudaMemcpyDeviceToHost);
+    expected_raises(exp, NR, RROWS, cfg.bm, cfg.bn, (long long)p * RPP, (long long)p * RPP + rows);
+    for (int s = 0; s < NR; s++)
+      assert_int_equal(got[s], exp[s]);
+    cudaFree(dst[p]);
+    cudaFree(rs[p]);
+  }
+  free(a), free(b), free(ref), free(init), free(out), free(want);
+  cudaFree(da), cudaFree(db), cudaFree(dw), cudaFree(diag);
+}
+
+static void test_wait_raise(void **state) {
+  td_gemm_arch arch = *(td_gemm_arch *)*state;
+  if (skip_arch(arch))
+    skip();
+  wait_raise(arch);
+}
+static void test_timeout(void **state) {
+  td_gemm_arch arch = *(td_gemm_arch *)*state;
+  if (skip_arch(arch))
+    skip();
+  timeout(arch);
+}
+static void test_push(void **state) {
+  td_gemm_arch arch = *(td_gemm_arch *)*state;
+  if (skip_arch(arch))
+    skip();
+  push(arch, 0);
+}
+static void test_push_accumulate(void **state) {
+  td_gemm_arch arch = *(td_gemm_arch *)*state;
+  if (skip_arch(arch))
+    skip();
+  push(arch, 1);
+}
+
+static td_gemm_arch sm90 = TD_GEMM_SM90, sm80 = TD_GEMM_SM80;
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_prestate(test_wait_raise, &sm90),
+      cmocka_unit_test_prestate(test_timeout, &sm90),
+      cmocka_unit_test_prestate(test_push, &sm90),
+      cmocka_unit_test_prestate(test_push_accumulate, &sm90),
+      cmocka_unit_test_prestate(test_wait_raise, &sm80),
+      cmocka_unit_test_prestate(test_timeout, &sm80),
+      cmocka_unit_test_prestate(test_push_accumulate, &sm80),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
