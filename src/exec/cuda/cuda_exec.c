@@ -1,0 +1,380 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * The CUDA executor's setup and teardown (executor layer, cuda backend):
+ * picks this rank's GPU, generates and JIT-compiles the persistent kernel for
+ * the schedule (through the disk cache), allocates the device arena and
+ * exchanges arenas with the peers, sizes the grid so the persistent kernels of
+ * all ranks sharing one GPU are co-resident (refusing clearly when they cannot
+ * be), and lays out the device tables.
+ *
+ * Block counts: opts.compute_workers / comm_workers, else from the GPU: the
+ * blocks that fit at once (SMs x blocks per SM) divided by the ranks on this
+ * GPU; one communication block when the schedule has communication or
+ * copy-engine tasks (more with more such tasks, up to an eighth of the share),
+ * the rest compute. A role never gets more blocks than tasks. Copy-engine
+ * tasks are run by the communication blocks (see docs/architecture.md). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/error.h"
+#include "exec/cuda/cuda_exec.h"
+#include "jit/jit.h"
+#include "tdist/config.h"
+#include "tdist/rma.h"
+#include "tdist/symm.h"
+
+#define TD__ALIGN(x, a) (((x) + (a)-1) / (a) * (a))
+
+td_status td__cuda_fail(const td_exec *e, const char *what, cudaError_t err) {
+  return td__error(TD_ERR_CUDA, "cuda executor: rank %d: %s failed: %s (%s)", e ? e->rank : -1, what,
+                   cudaGetErrorName(err), cudaGetErrorString(err));
+}
+#define TD__CU(e, call)                                 \
+  do {                                                  \
+    cudaError_t td__ce_ = (call);                       \
+    if (td__ce_ != cudaSuccess)                         \
+      return td__cuda_fail((e), #call, td__ce_);        \
+  } while (0)
+
+static td_status td__pick_device(td__cuda_exec *cx) {
+  td_exec *e = cx->exec;
+  int count = 0;
+  cudaError_t ce = cudaGetDeviceCount(&count);
+  if (ce != cudaSuccess || count == 0)
+    return td__error(TD_ERR_UNSUPPORTED,
+                     "cuda executor: rank %d: no usable CUDA device (%s); use the cpu backend", e->rank,
+                     ce != cudaSuccess ? cudaGetErrorString(ce) : "device count is 0");
+  int64_t dev = -1;
+  const char *env = getenv("TD_CUDA_DEVICE");
+  if (env && *env)
+    TD_CHECK(td_config_int("TD_CUDA_DEVICE", &dev));
+  else
+    dev = td_world_local_rank(td_team_world(e->team)) % count;
+  if (dev >= count)
+    return td__error(TD_ERR_INVALID_ARG, "cuda executor: rank %d: TD_CUDA_DEVICE=%lld but only %d devices",
+                     e->rank, (long long)dev, count);
+  cx->device = (int)dev;
+  TD__CU(e, cudaSetDevice(cx->device));
+  int major = 0, minor = 0;
+  TD__CU(e, cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, cx->device));
+  TD__CU(e, cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, cx->device));
+  TD__CU(e, cudaDeviceGetAttribute(&cx->nsm, cudaDevAttrMultiProcessorCount, cx->device));
+  if (major < 7)
+    return td__error(TD_ERR_UNSUPPORTED, "cuda executor: rank %d: GPU sm_%d%d is older than sm_70", e->rank,
+                     major, minor);
+  cx->sm = major * 10 + minor;
+  /* Hopper and later get their arch-specific variant (sm_90a) as the fast GEMM does. */
+  snprintf(cx->arch, sizeof cx->arch, "sm_%d%s", cx->sm, cx->sm >= 90 ? "a" : "");
+  return TD_OK;
+}
+
+static td_status td__compile(td__cuda_exec *cx) {
+  td_exec *e = cx->exec;
+  td__cuda_spec_for_schedule(e->sched, cx->sm, &cx->spec);
+  char *src = NULL;
+  TD_CHECK(td__cuda_codegen(&cx->spec, &src));
+  td__jit_image img = {0};
+  td_status st = td__jit_get(src, "td_exec.cu", cx->arch, NULL, 0, &img);
+  free(src);
+  if (st != TD_OK) {
+    td__error_prefix("cuda executor: rank %d: ", e->rank);
+    return st;
+  }
+  cudaError_t ce = cudaLibraryLoadData(&cx->lib, img.data, NULL, NULL, 0, NULL, NULL, 0);
+  td__jit_image_free(&img);
+  if (ce != cudaSuccess)
+    return td__cuda_fail(e, "cudaLibraryLoadData (JIT executor image)", ce);
+  TD__CU(e, cudaLibraryGetKernel(&cx->kernel, cx->lib, "td_exec_kernel"));
+  TD__CU(e, cudaLibraryGetKernel(&cx->grid_kernel, cx->lib, "td_tile_grid_kernel"));
+  TD__CU(e, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&cx->occupancy, (const void *)cx->kernel,
+                                                           cx->spec.threads, 0));
+  return TD_OK;
+}
+
+/* Phase 1 of the exchange: every rank publishes its GPU and arena. */
+static td_status td__exchange_arenas(td__cuda_exec *cx) {
+  td_exec *e = cx->exec;
+  TD_CHECK(td_symm_alloc(e->team, sizeof *cx->rec, 64, (void **)&cx->rec));
+  memset(cx->rec, 0, sizeof *cx->rec);
+  cx->rec->pid = (int32_t)getpid();
+  cx->rec->device = cx->device;
+  TD__CU(e, cudaDeviceGetPCIBusId(cx->rec->bus_id, sizeof cx->rec->bus_id, cx->device));
+  cx->rec->arena = (uint64_t)(uintptr_t)cx->arena;
+  /* Only ranks of other processes need the handle; where IPC is unavailable
+   * (some containers), those ranks fail below with a message instead. */
+  cx->rec->ipc_ok = cudaIpcGetMemHandle(&cx->rec->ipc, cx->arena) == cudaSuccess;
+  cudaGetLastError();
+  TD_CHECK(td_team_barrier(e->team));
+  cx->ranks_on_gpu = 0;
+  for (int p = 0; p < e->nranks; p++) {
+    const td__cuda_rank_rec *r = td_symm_ptr(e->team, cx->rec, p);
+    if (!r)
+      return td_last_error()[0] ? TD_ERR_INVALID_ARG : TD_ERR_INTERNAL;
+    if (strcmp(r->bus_id, cx->rec->bus_id) == 0)
+      cx->ranks_on_gpu++;
+    if (p == e->rank) {
+      cx->peer_base[p] = r->arena;
+    } else if (r->pid == cx->rec->pid) {
+      /* Same process: the address is valid here (UVA); reach another GPU through peer access. */
+      if (r->device != cx->device) {
+        cudaError_t ce = cudaDeviceEnablePeerAccess(r->device, 0);
+        if (ce != cudaSuccess && ce != cudaErrorPeerAccessAlreadyEnabled)
+          return td__cuda_fail(e, "cudaDeviceEnablePeerAccess", ce);
+        cudaGetLastError();
+      }
+      cx->peer_base[p] = r->arena;
+    } else {
+      void *ptr = NULL;
+      if (!r->ipc_ok)
+        return td__error(TD_ERR_UNSUPPORTED, "cuda executor: rank %d: rank %d runs in another process and "
+                         "could not export its device memory (CUDA IPC unavailable); run the ranks as "
+                         "threads of one process (local transport)", e->rank, p);
+      TD__CU(e, cudaIpcOpenMemHandle(&ptr, r->ipc, cudaIpcMemLazyEnablePeerAccess));
+      cx->peer_base[p] = (uint64_t)(uintptr_t)ptr;
+      cx->peer_opened[p] = 1;
+    }
+  }
+  return TD_OK;
+}
+
+/* Counts per class; copy-engine tasks go to the communication role. */
+static void td__count_roles(const td_schedule *s, uint32_t n[2]) {
+  n[0] = n[1] = 0;
+  for (uint32_t i = 0; i < s->ntasks; i++)
+    n[s->tasks[i].worker == TD_WORKER_COMPUTE ? 0 : 1]++;
+}
+
+/* Phase 2: choose this rank's blocks and check that all ranks on the GPU fit together. */
+static td_status td__size_grid(td__cuda_exec *cx) {
+  td_exec *e = cx->exec;
+  uint32_t n[2];
+  td__count_roles(e->sched, n);
+  const int fit = cx->nsm * cx->occupancy;
+  const int share = fit / (cx->ranks_on_gpu > 0 ? cx->ranks_on_gpu : 1);
+  int comm = e->opts.comm_workers, comp = e->opts.compute_workers;
+  if (comm == 0) {
+    comm = n[1] == 0 ? 0 : 1 + (int)(n[1] / 64);
+    if (comm > share / 8 && share / 8 >= 1)
+      comm = share / 8;
+  }
+  if (comp == 0)
+    comp = share - comm;
+  if (comm > (int)n[1])
+    comm = (int)n[1];
+  if (comp > (int)n[0])
+    comp = (int)n[0];
+  if (n[0] > 0 && comp < 1)
+    comp = 1;
+  if (n[1] > 0 && comm < 1)
+    comm = 1;
+  cx->nblocks[0] = comp;
+  cx->nblocks[1] = comm;
+  cx->rec->nblocks = comp + comm;
+  TD_CHECK(td_team_barrier(e->team));
+  int total = 0;
+  for (int p = 0; p < e->nranks; p++) {
+    const td__cuda_rank_rec *r = td_symm_ptr(e->team, cx->rec, p);
+    if (r && strcmp(r->bus_id, cx->rec->bus_id) == 0)
+      total += r->nblocks;
+  }
+  /* Every rank computed the same total, so all refuse together. */
+  if (total > fit)
+    return td__error(TD_ERR_UNSUPPORTED,
+                     "cuda executor: rank %d: the persistent kernels of the %d ranks sharing GPU %s need %d "
+                     "blocks of %d threads at once, but only %d fit (%d SMs x %d); lower compute_workers / "
+                     "comm_workers or use fewer ranks per GPU",
+                     e->rank, cx->ranks_on_gpu, cx->rec->bus_id, total, cx->spec.threads, fit, cx->nsm,
+                     cx->occupancy);
+  return TD_OK;
+}
+
+/* Device tables in one allocation; `plan` gets their addresses. */
+static td_status td__alloc_tables(td__cuda_exec *cx) {
+  td_exec *e = cx->exec;
+  const td_schedule *s = e->sched;
+  uint32_t n[2];
+  td__count_roles(s, n);
+  size_t off = 0, o_tasks, o_deps, o_waits, o_raises, o_list0, o_list1, o_cursor, o_done, o_diag, o_trace;
+#define TD__PLACE(var, bytes) (var = off, off = TD__ALIGN(off + (bytes), 16))
+  TD__PLACE(o_tasks, (size_t)s->ntasks * sizeof(td_dev_task));
+  TD__PLACE(o_deps, (size_t)s->ndeps * 4);
+  TD__PLACE(o_waits, (size_t)s->nwaits * sizeof(td_dev_wait));
+  TD__PLACE(o_raises, (size_t)s->nraises * sizeof(td_dev_raise));
+  TD__PLACE(o_list0, (size_t)n[0] * 4);
+  TD__PLACE(o_list1, (size_t)n[1] * 4);
+  TD__PLACE(o_cursor, 16);
+  TD__PLACE(o_done, (size_t)s->ntasks * 8);
+  TD__PLACE(o_diag, sizeof(td_dev_diag));
+  TD__PLACE(o_trace, (size_t)s->ntasks * sizeof(td_dev_trace));
+#undef TD__PLACE
+  cx->tables_size = off;
+  TD__CU(e, cudaMalloc((void **)&cx->tables, off));
+  TD__CU(e, cudaMemset(cx->tables, 0, off)); /* cursors, done epochs and diag start at 0, once */
+  const uint64_t b = (uint64_t)(uintptr_t)cx->tables;
+  td_dev_plan *p = &cx->plan;
+  memset(p, 0, sizeof *p);
+  p->tasks = b + o_tasks, p->deps = b + o_deps, p->waits = b + o_waits, p->raises = b + o_raises;
+  p->list[0] = b + o_list0, p->list[1] = b + o_list1;
+  p->cursor = b + o_cursor, p->done = b + o_done, p->diag = b + o_diag;
+  p->trace = e->opts.trace ? b + o_trace : 0;
+  p->nlist[0] = n[0], p->nlist[1] = n[1];
+  p->nblocks[0] = (unsigned)cx->nblocks[0], p->nblocks[1] = (unsigned)cx->nblocks[1];
+  p->timeout_ns = (uint64_t)e->opts.timeout_ms * 1000000u;
+  /* The static parts: dependency indices and the role lists, in schedule order. */
+  uint32_t *lists = malloc(((size_t)n[0] + n[1] + 1) * 4);
+  if (!lists)
+    return td__error(TD_ERR_NO_MEMORY, "cuda executor: rank %d: no memory for the role lists", e->rank);
+  uint32_t k0 = 0, k1 = n[0];
+  for (uint32_t i = 0; i < s->ntasks; i++)
+    lists[s->tasks[i].worker == TD_WORKER_COMPUTE ? k0++ : k1++] = i;
+  cudaError_t ce = cudaMemcpy(cx->tables + o_list0, lists, (size_t)n[0] * 4, cudaMemcpyHostToDevice);
+  if (ce == cudaSuccess)
+    ce = cudaMemcpy(cx->tables + o_list1, lists + n[0], (size_t)n[1] * 4, cudaMemcpyHostToDevice);
+  free(lists);
+  if (ce != cudaSuccess)
+    return td__cuda_fail(e, "cudaMemcpy (role lists)", ce);
+  TD__CU(e, cudaMemcpy(cx->tables + o_deps, s->deps, (size_t)s->ndeps * 4, cudaMemcpyHostToDevice));
+  cx->h_tasks = calloc((size_t)s->ntasks + 1, sizeof *cx->h_tasks);
+  cx->h_trace = calloc((size_t)s->ntasks + 1, sizeof *cx->h_trace);
+  cx->bound_at_upload = calloc((size_t)td_plan_nbuffers(e->plan) + 1, sizeof(void *));
+  if (!cx->h_tasks || !cx->h_trace || !cx->bound_at_upload)
+    return td__error(TD_ERR_NO_MEMORY, "cuda executor: rank %d: no memory for the task table", e->rank);
+  return TD_OK;
+}
+
+static td_status td__alloc_memory(td__cuda_exec *cx) {
+  td_exec *e = cx->exec;
+  const int32_t nb = td_plan_nbuffers(e->plan);
+  cx->buf_off = calloc((size_t)nb + 1, sizeof *cx->buf_off);
+  cx->local = calloc((size_t)nb + 1, sizeof *cx->local);
+  cx->peer_base = calloc((size_t)e->nranks, sizeof *cx->peer_base);
+  cx->peer_opened = calloc((size_t)e->nranks, sizeof *cx->peer_opened);
+  if (!cx->buf_off || !cx->local || !cx->peer_base || !cx->peer_opened)
+    return td__error(TD_ERR_NO_MEMORY, "cuda executor: rank %d: no memory for the buffer table", e->rank);
+  size_t off = TD__ALIGN((size_t)td_plan_nsignals(e->plan) * 8, 256);
+  for (int32_t b = 0; b < nb; b++) {
+    const td_buffer_desc *d = td_plan_buffer(e->plan, b);
+    const size_t bytes = (size_t)(d->rows * d->cols) * td_dtype_size(d->dtype);
+    if (d->kind == TD_BUF_SYMM) {
+      cx->buf_off[b] = off;
+      off = TD__ALIGN(off + bytes, 256);
+    } else if (d->kind == TD_BUF_LOCAL) {
+      TD__CU(e, cudaMalloc(&cx->local[b], bytes ? bytes : 256));
+      TD__CU(e, cudaMemset(cx->local[b], 0, bytes ? bytes : 256));
+    }
+  }
+  cx->arena_size = off > 0 ? off : 256;
+  cudaError_t ce = cudaMalloc((void **)&cx->arena, cx->arena_size);
+  if (ce == cudaErrorMemoryAllocation)
+    return td__error(TD_ERR_NO_MEMORY, "cuda executor: rank %d: cannot allocate the %zu-byte device arena "
+                     "(signals and symm buffers)", e->rank, cx->arena_size);
+  if (ce != cudaSuccess)
+    return td__cuda_fail(e, "cudaMalloc (arena)", ce);
+  TD__CU(e, cudaMemset(cx->arena, 0, cx->arena_size)); /* signal words and symm buffers start zeroed */
+  return TD_OK;
+}
+
+static void td__free_all(td__cuda_exec *cx) {
+  if (!cx)
+    return;
+  td_exec *e = cx->exec;
+  if (cx->stream && cx->own_stream)
+    cudaStreamDestroy(cx->stream);
+  for (int p = 0; cx->peer_opened && p < e->nranks; p++)
+    if (cx->peer_opened[p])
+      cudaIpcCloseMemHandle((void *)(uintptr_t)cx->peer_base[p]);
+  for (int32_t b = 0; cx->local && b < td_plan_nbuffers(e->plan); b++)
+    cudaFree(cx->local[b]);
+  cudaFree(cx->arena);
+  cudaFree(cx->tables);
+  if (cx->lib)
+    cudaLibraryUnload(cx->lib);
+  free(cx->buf_off);
+  free(cx->local);
+  free(cx->peer_base);
+  free(cx->peer_opened);
+  free(cx->h_tasks);
+  free(cx->h_trace);
+  free(cx->bound_at_upload);
+  free(cx);
+}
+
+static td_status td__cuda_create(td_exec *e) {
+  td__cuda_exec *cx = calloc(1, sizeof *cx);
+  if (!cx)
+    return td__error(TD_ERR_NO_MEMORY, "cuda executor: rank %d: out of memory", e->rank);
+  cx->exec = e;
+  /* Collective steps (symm alloc, barriers) run on every rank even after a
+   * local failure would be nicer; here a failing rank makes peers time out in
+   * the next barrier with a message naming it. */
+  td_status st = td__pick_device(cx);
+  if (st == TD_OK)
+    st = td__compile(cx);
+  if (st == TD_OK)
+    st = td__alloc_memory(cx);
+  if (st == TD_OK)
+    st = td__exchange_arenas(cx);
+  if (st == TD_OK)
+    st = td__size_grid(cx);
+  if (st == TD_OK)
+    st = td__alloc_tables(cx);
+  if (st == TD_OK) {
+    if (e->opts.cuda_stream) {
+      cx->stream = (cudaStream_t)e->opts.cuda_stream;
+    } else {
+      cudaError_t ce = cudaStreamCreateWithFlags(&cx->stream, cudaStreamNonBlocking);
+      if (ce != cudaSuccess)
+        st = td__cuda_fail(e, "cudaStreamCreateWithFlags", ce);
+      cx->own_stream = 1;
+    }
+  }
+  if (st == TD_OK) {
+    /* No peer may raise into this rank's signals before they are zeroed. */
+    cudaError_t ce = cudaDeviceSynchronize();
+    st = ce == cudaSuccess ? td_team_barrier(e->team) : td__cuda_fail(e, "cudaDeviceSynchronize", ce);
+  }
+  if (st != TD_OK) {
+    if (cx->rec)
+      td_symm_free(e->team, cx->rec);
+    td__free_all(cx);
+    return st;
+  }
+  e->impl = cx;
+  return TD_OK;
+}
+
+static td_status td__cuda_buffer(td_exec *e, int32_t buffer, void **out) {
+  td__cuda_exec *cx = e->impl;
+  const td_buffer_desc *d = td_plan_buffer(e->plan, buffer);
+  *out = d->kind == TD_BUF_SYMM ? (void *)(cx->arena + cx->buf_off[buffer]) : cx->local[buffer];
+  return TD_OK;
+}
+
+static td_status td__cuda_destroy(td_exec *e) {
+  td__cuda_exec *cx = e->impl;
+  if (!cx)
+    return TD_OK;
+  cudaSetDevice(cx->device);
+  cudaStreamSynchronize(cx->stream);
+  /* No peer may still read or raise into this arena when it is freed. */
+  td_status st = td_team_barrier(e->team);
+  if (cx->rec) {
+    td_status st2 = td_symm_free(e->team, cx->rec);
+    if (st == TD_OK)
+      st = st2;
+  }
+  td__free_all(cx);
+  e->impl = NULL;
+  return st;
+}
+
+td_status td__cuda_run(td_exec *e); /* cuda_run.c */
+
+const td__exec_backend td__exec_backend_cuda = {
+    .name = "cuda",
+    .create = td__cuda_create,
+    .buffer = td__cuda_buffer,
+    .run = td__cuda_run,
+    .destroy = td__cuda_destroy,
+};

@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Internal: the CUDA executor backend's state (executor layer, cuda backend),
+ * shared by its setup (cuda_exec.c), its device task image (image.c) and its
+ * launch path (cuda_run.c).
+ *
+ * Memory: each rank owns one device *arena* (cudaMalloc) laid out the same on
+ * every rank: the plan's signal words first, then its TD_BUF_SYMM buffers, so
+ * a peer's copy of anything is peer_base[peer] + the same offset. Ranks learn
+ * each other's arena through a small record on the host symmetric heap: ranks
+ * of this process use the address as is (UVA, peer access enabled across
+ * devices); ranks of other processes open a CUDA IPC handle. TD_BUF_LOCAL
+ * buffers are private allocations. The persistent kernel then sees only plain
+ * device addresses, whatever the transport. */
+#ifndef TD_EXEC_CUDA_CUDA_EXEC_H
+#define TD_EXEC_CUDA_CUDA_EXEC_H
+
+#include <cuda_runtime_api.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "exec/backend.h"
+#include "exec/cuda/codegen.h"
+#include "exec/cuda/device_abi.h"
+
+/* Published by every rank on the host symmetric heap during create. */
+typedef struct td__cuda_rank_rec {
+  int32_t pid;
+  int32_t device;
+  int32_t nblocks; /* persistent blocks this rank launches (second phase) */
+  int32_t ipc_ok;  /* `ipc` is valid */
+  char bus_id[32];   /* PCI bus id of the rank's GPU: ranks sharing a GPU compare equal */
+  uint64_t arena;    /* device address of the arena in the owner's process */
+  cudaIpcMemHandle_t ipc;
+} td__cuda_rank_rec;
+
+typedef struct td__cuda_exec {
+  td_exec *exec;
+  int device, sm, nsm, ranks_on_gpu, occupancy;
+  char arch[16];
+  cudaStream_t stream;
+  int own_stream;
+  cudaLibrary_t lib;
+  cudaKernel_t kernel, grid_kernel;
+  td__cuda_spec spec;
+  int nblocks[2]; /* compute, communication */
+  /* memory */
+  char *arena;             /* this rank's arena */
+  size_t arena_size;
+  size_t *buf_off;         /* [nbuffers]: SYMM offset in the arena; unused otherwise */
+  void **local;            /* [nbuffers]: LOCAL allocations */
+  uint64_t *peer_base;     /* [nranks]: each rank's arena, addressable here */
+  int *peer_opened;        /* [nranks]: opened through IPC (close at destroy) */
+  td__cuda_rank_rec *rec;  /* host symmetric record */
+  /* device tables: one allocation, offsets into it in `plan` */
+  char *tables;
+  size_t tables_size;
+  td_dev_plan plan;
+  td_dev_task *h_tasks;    /* host copy of the task table, rebuilt when bindings change */
+  void **bound_at_upload;  /* [nbuffers]: exec->bound when the table was last uploaded */
+  int uploaded;
+  td_dev_trace *h_trace;   /* [ntasks] */
+} td__cuda_exec;
+
+/** Resolves every task view, wait and raise of this rank's schedule into
+ * h_tasks and the wait/raise arrays at `waits`/`raises` (host memory, sized by
+ * the schedule). Errors: TD_ERR_INTERNAL (a view names a buffer with no
+ * address: a bug, validation should have refused it). */
+td_status td__cuda_image_tasks(td__cuda_exec *cx, td_dev_wait *waits, td_dev_raise *raises);
+
+/** Launches td_tile_grid_kernel over every task of the schedule, one block
+ * per task, ignoring dependencies and signals, and waits for it: the baseline
+ * that executor overhead is measured against. Needs the task table uploaded
+ * (one td_exec_run, or td__cuda_exec_upload). Errors: TD_ERR_CUDA. */
+td_status td__cuda_exec_run_grid(td_exec *exec);
+
+/** Rebuilds and uploads the task table if the bindings changed since the
+ * last upload. Errors: TD_ERR_CUDA, TD_ERR_INTERNAL. */
+td_status td__cuda_exec_upload(td__cuda_exec *cx);
+
+/** Formats a CUDA error as TD_ERR_CUDA naming the call and the rank. */
+td_status td__cuda_fail(const td_exec *e, const char *what, cudaError_t err);
+
+#endif
