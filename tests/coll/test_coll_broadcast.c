@@ -1,0 +1,15 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * td_broadcast on local worlds of 1, 2, 3, 4 and 8 ranks against the single-rank
+ * reference, bit for bit: counts 0, 1, 7, 4097 and 1 MiB + 3, every dtype
+ * (and op), ordinary, symmetric, mixed and in-place buffers. */
+#include "coll/coll_harness.h"
+
+static void test_broadcast(void **state) {
+  (void)state;
+  ch_run_sizes(cu_check_broadcast);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_broadcast)};
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
