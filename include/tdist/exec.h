@@ -15,7 +15,10 @@
  *   td_exec_run      one launch of this rank's schedule; blocks until every
  *                    task of this rank has finished. Launch e (1, 2, ...) uses
  *                    epoch e: waits compare against (e-1)*T + v (schedule.h),
- *                    so no signal is ever reset between launches.
+ *                    so no signal is ever reset between launches. Peers'
+ *                    writes into this rank's symmetric buffers are complete
+ *                    at return only where this rank's schedule waited for
+ *                    them (or after a team barrier).
  *   td_exec_destroy  collective; stops the workers, frees everything.
  *
  * Launch barrier: unless opts.skip_launch_barrier is set, every td_exec_run
