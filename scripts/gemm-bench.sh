@@ -23,7 +23,7 @@ cmake -S . -B build-gemm-gpu "${GEN[@]}" -DTD_WITH_CUDA=ON -DCMAKE_CUDA_ARCHITEC
   -DCMAKE_BUILD_TYPE=Release >"$OUT/cmake.log" 2>&1 || { tail -20 "$OUT/cmake.log"; status=1; }
 if cmake --build build-gemm-gpu -j "$NPROC" --target gemm_args_test gemm_tile_test gemm_hooks_test \
   >"$OUT/build-tests.log" 2>&1; then
-  (cd build-gemm-gpu && ctest -R '^gemm_' --output-on-failure --timeout 300) 2>&1 | tee "$OUT/tests.log" | tail -15
+  (cd build-gemm-gpu && ctest -R "^gemm_" --output-on-failure --timeout 90) 2>&1 | tee "$OUT/tests.log" | tail -15
   [ "${PIPESTATUS[0]}" = 0 ] || status=1
 else
   grep -E "error|Error" "$OUT/build-tests.log" | head -20
@@ -52,9 +52,9 @@ grep -E "spill stores" "$OUT/build-bench.log" | sort | uniq -c | head -5
 "${NV[@]}" $B/*.o -o $B/gemm_bench -lcublas -lcjson || { echo "link failed"; exit 1; }
 
 echo "== benchmark"
-$B/gemm_bench --hooks --json "$OUT/gemm_nk.json" 2>&1 | tee "$OUT/bench_nk.log" | grep -v "^    sm80" || status=1
+timeout 240 $B/gemm_bench --hooks --json "$OUT/gemm_nk.json" 2>&1 | tee "$OUT/bench_nk.log" | grep -v "^    sm80" || status=1
 if [ "${1:-}" != quick ]; then
-  $B/gemm_bench --layout kn --shapes 8192x3584x8192,1024x3584x8192 --json "$OUT/gemm_kn.json" \
+  timeout 120 $B/gemm_bench --layout kn --shapes 8192x3584x8192,1024x3584x8192 --json "$OUT/gemm_kn.json" \
     2>&1 | tee "$OUT/bench_kn.log" | tail -6 || status=1
 fi
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv >>"$OUT/bench_nk.log" 2>&1
