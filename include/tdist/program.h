@@ -143,6 +143,10 @@ td_status td_program_load(const char *path, td_program **out);
 td_status td_program_check(const td_program *program);
 
 /* Inspection. */
+/** Number of declared dims; name and current value of dim i (0 <= i < ndims). */
+int td_program_ndims(const td_program *program);
+const char *td_program_dim_name(const td_program *program, int i);
+int64_t td_program_dim_value(const td_program *program, int i);
 int32_t td_program_nvalues(const td_program *program);
 const char *td_program_value_name(const td_program *program, td_value v);
 td_op_kind td_program_value_op(const td_program *program, td_value v);

@@ -111,7 +111,9 @@ td_status td__lower_matmul(td__lower *L, td_value v) {
     size_t k0 = 0, kl = (size_t)K;
     if (k_by_a || k_by_b)
       td_chunk_range((size_t)K, L->n, r, &k0, &kl);
-    int64_t aK0 = k_by_a ? 0 : (int64_t)k0, bK0 = k_by_b ? 0 : (int64_t)k0;
+    /* An operand sharded along K holds exactly this rank's K range; a replicated one is sliced. */
+    int b_local_k = lb.kind == TD_LAYOUT_SHARD && lb.dim == 0;
+    int64_t aK0 = k_by_a ? 0 : (int64_t)k0, bK0 = b_local_k ? 0 : (int64_t)k0;
     int64_t tc = L->tile_cols > 0 && L->tile_cols < ocols ? L->tile_cols : ocols;
     int64_t *blocks;
     uint32_t nb = td__blocks(L, v, r, orows, &blocks);

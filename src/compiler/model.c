@@ -125,7 +125,7 @@ void td__model_choose(td__lower *L) {
     const td__val *V = &p->vals[v];
     int64_t R, C;
     td__val_shape(p, v, &R, &C);
-    if (R > max_rows)
+    if (R > max_rows && V->op != TD_OP_INPUT && V->op != TD_OP_WEIGHT)
       max_rows = R;
     double bytes = (double)R * (double)C * (double)td_dtype_size(V->dtype) / n;
     if (V->op >= TD_OP_ALL_GATHER && V->op <= TD_OP_ALL_TO_ALL && bytes > part_bytes)

@@ -527,6 +527,13 @@ td_status td_program_check(const td_program *p) {
   return TD_OK;
 }
 
+int td_program_ndims(const td_program *p) { return p ? p->ndims : 0; }
+const char *td_program_dim_name(const td_program *p, int i) {
+  return p && i >= 0 && i < p->ndims ? p->dims[i].name : "";
+}
+int64_t td_program_dim_value(const td_program *p, int i) {
+  return p && i >= 0 && i < p->ndims ? p->dims[i].value : 0;
+}
 int32_t td_program_nvalues(const td_program *p) { return p ? p->nvals : 0; }
 const char *td_program_value_name(const td_program *p, td_value v) {
   return p && v >= 0 && v < p->nvals ? p->vals[v].name : "";

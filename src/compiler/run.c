@@ -1,0 +1,279 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Compiler: running a program on a local world and checking it. Compiles the
+ * program, makes seeded random global inputs, slices each rank's part into
+ * buffers laid out as the plan says (padded to the largest part), runs the
+ * plan on one executor per rank (threads of this process), times the
+ * launches, reads the trace summary, and compares every output with the f64
+ * reference. This is what `tdist run` and the compiler tests use. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "compiler/compiler.h"
+#include "core/error.h"
+#include "tdist/exec.h"
+#include "tdist/world.h"
+
+typedef struct td__run {
+  const td_compiled *c;
+  const td_program_run_opts *o;
+  void ***bufs;      /* [rank][buffer] caller-bound memory, NULL for executor-owned */
+  double *times;     /* [iter * n + rank] seconds */
+  int64_t *comm_ns, *hidden_ns;
+} td__run;
+
+static uint64_t td__splitmix(uint64_t *s) {
+  uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+static double td__uniform(uint64_t *s) { return (double)(td__splitmix(s) >> 11) / 9007199254740992.0 * 2.0 - 1.0; }
+
+static void td__store(void *buf, td_dtype dt, size_t i, double x) {
+  switch (dt) {
+  case TD_BF16: ((uint16_t *)buf)[i] = td_f32_to_bf16((float)x); break;
+  case TD_F16: ((uint16_t *)buf)[i] = td_f32_to_f16((float)x); break;
+  default: ((float *)buf)[i] = (float)x; break;
+  }
+}
+
+static double td__load(const void *buf, td_dtype dt, size_t i) {
+  switch (dt) {
+  case TD_BF16: return td_bf16_to_f32(((const uint16_t *)buf)[i]);
+  case TD_F16: return td_f16_to_f32(((const uint16_t *)buf)[i]);
+  default: return ((const float *)buf)[i];
+  }
+}
+
+static double td__now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static td_status td__rank_main(td_world *world, int rank, void *arg) {
+  td__run *R = arg;
+  const td_plan *plan = td_compiled_plan(R->c);
+  td_exec_opts eo;
+  td_exec_opts_init(&eo);
+  if (R->o->backend && !strcmp(R->o->backend, "cuda"))
+    eo.backend = TD_EXEC_CUDA;
+  td_compiled_choices(R->c, &eo.compute_workers, &eo.comm_workers, NULL, NULL, NULL);
+  eo.trace = 1;
+  td_exec *ex = NULL;
+  TD_CHECK(td_exec_create(plan, td_world_team(world), &eo, &ex));
+  td_status st = TD_OK;
+  for (int32_t b = 0; b < td_plan_nbuffers(plan) && st == TD_OK; b++)
+    if (R->bufs[rank][b])
+      st = td_exec_bind(ex, b, R->bufs[rank][b]);
+  if (st == TD_OK)
+    st = td_exec_run(ex); /* warm-up */
+  for (int it = 0; it < R->o->iters && st == TD_OK; it++) {
+    double t0 = td__now();
+    st = td_exec_run(ex);
+    R->times[(size_t)it * (size_t)td_plan_nranks(plan) + (size_t)rank] = td__now() - t0;
+  }
+  if (st == TD_OK) {
+    td_trace_summary sum;
+    if (td_exec_trace_summary(ex, &sum) == TD_OK) {
+      R->comm_ns[rank] = sum.comm_ns;
+      R->hidden_ns[rank] = sum.comm_hidden_ns;
+    }
+    if (R->o->trace_path)
+      st = td_exec_trace_write(ex, R->o->trace_path);
+  }
+  td_status st2 = td_exec_destroy(ex);
+  return st != TD_OK ? st : st2;
+}
+
+static int td__cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+static double td__tolerance(td_dtype dt) { return dt == TD_BF16 ? 3e-2 : dt == TD_F16 ? 5e-3 : 1e-4; }
+
+td_status td_program_run(const td_program *p, const td_program_run_opts *o, td_program_run_result *out) {
+  if (!p || !o || !out)
+    return td__error(TD_ERR_INVALID_ARG, "run: program, opts or result is NULL");
+  if (o->nranks < 1 || o->iters < 1)
+    return td__error(TD_ERR_INVALID_ARG, "run: nranks (%d) and iters (%d) must be >= 1", o->nranks, o->iters);
+  td_compile_opts co;
+  if (o->compile)
+    co = *o->compile;
+  else
+    td_compile_opts_init(&co);
+  co.nranks = o->nranks;
+  co.overlap = o->overlap;
+  td_compiled *c = NULL;
+  TD_CHECK(td_program_compile(p, &co, &c));
+  const td_plan *plan = td_compiled_plan(c);
+  int n = o->nranks, nb = td_plan_nbuffers(plan);
+  td_value nv = p->nvals;
+  td__run R = {c, o, NULL, NULL, NULL, NULL};
+  double **global = calloc((size_t)nv, sizeof *global); /* reference inputs */
+  double **ref = calloc((size_t)nv, sizeof *ref);
+  double **parts = calloc((size_t)nv * n, sizeof *parts); /* partial inputs: each rank's addend */
+  R.bufs = calloc((size_t)n, sizeof *R.bufs);
+  R.times = calloc((size_t)o->iters * n, sizeof *R.times);
+  R.comm_ns = calloc((size_t)n, sizeof *R.comm_ns);
+  R.hidden_ns = calloc((size_t)n, sizeof *R.hidden_ns);
+  td_status st = TD_OK;
+  if (!global || !ref || !parts || !R.bufs || !R.times || !R.comm_ns || !R.hidden_ns)
+    st = td__error(TD_ERR_NO_MEMORY, "run: out of memory");
+  for (int r = 0; r < n && st == TD_OK; r++) {
+    R.bufs[r] = calloc((size_t)nb, sizeof **R.bufs);
+    for (int32_t b = 0; b < nb && R.bufs[r]; b++) {
+      const td_buffer_desc *d = td_plan_buffer(plan, b);
+      if (d->kind == TD_BUF_INPUT || d->kind == TD_BUF_WEIGHT || d->kind == TD_BUF_OUTPUT) {
+        R.bufs[r][b] = calloc((size_t)(d->rows * d->cols), td_dtype_size(d->dtype));
+        if (!R.bufs[r][b])
+          st = td__error(TD_ERR_NO_MEMORY, "run: out of memory for buffer %s", d->name);
+      }
+    }
+    if (!R.bufs[r])
+      st = td__error(TD_ERR_NO_MEMORY, "run: out of memory");
+  }
+  /* Inputs: seeded, uniform in [-1, 1), weights scaled by 1/sqrt(rows) so activations stay O(1). */
+  uint64_t seed = o->seed * 0x2545f4914f6cdd1dull + 1;
+  for (td_value v = 0; v < nv && st == TD_OK; v++) {
+    const td__val *V = &p->vals[v];
+    if (V->op != TD_OP_INPUT && V->op != TD_OP_WEIGHT)
+      continue;
+    int64_t Rw, Cw;
+    td__val_shape(p, v, &Rw, &Cw);
+    size_t cnt = (size_t)(Rw * Cw);
+    double scale = V->op == TD_OP_WEIGHT && Rw > 1 ? 1.0 / sqrt((double)Rw) : 1.0;
+    if (V->op == TD_OP_WEIGHT && Rw == 1) /* a norm weight: around 1 */
+      scale = 0.5;
+    global[v] = calloc(cnt ? cnt : 1, sizeof(double));
+    if (!global[v]) {
+      st = td__error(TD_ERR_NO_MEMORY, "run: out of memory");
+      break;
+    }
+    int partial = V->layout.kind == TD_LAYOUT_PARTIAL;
+    for (int r = 0; r < (partial ? n : 1) && st == TD_OK; r++) {
+      double *g = partial ? (parts[v * n + r] = malloc(sizeof(double) * (cnt ? cnt : 1))) : global[v];
+      if (!g) {
+        st = td__error(TD_ERR_NO_MEMORY, "run: out of memory");
+        break;
+      }
+      for (size_t i = 0; i < cnt; i++) {
+        double x = td__uniform(&seed) * scale + (V->op == TD_OP_WEIGHT && Rw == 1 ? 1.0 : 0.0);
+        if (partial) { /* the reference sees the sum of the stored addends */
+          float tmp;
+          td__store(&tmp, V->dtype, 0, x);
+          x = td__load(&tmp, V->dtype, 0);
+          global[v][i] += x;
+        }
+        g[i] = x;
+      }
+    }
+    int32_t b = td_compiled_buffer(c, v);
+    for (int r = 0; r < n && st == TD_OK; r++) {
+      int64_t r0, rows, c0, cols;
+      td_compiled_local_shape(c, v, r, &r0, &rows, &c0, &cols);
+      const td_buffer_desc *d = td_plan_buffer(plan, b);
+      const double *src = partial ? parts[v * n + r] : global[v];
+      for (int64_t i = 0; i < rows; i++)
+        for (int64_t j = 0; j < cols; j++)
+          td__store(R.bufs[r][b], V->dtype, (size_t)(i * d->cols + j), src[(r0 + i) * Cw + c0 + j]);
+    }
+  }
+  if (st == TD_OK) {
+    td_world_opts wo;
+    td_world_opts_init(&wo);
+    st = td_local_world_run(n, &wo, td__rank_main, &R);
+  }
+  td_program_run_result res = {0, -1, 0, 0, 1};
+  if (st == TD_OK) {
+    double *med = malloc(sizeof(double) * (size_t)o->iters);
+    for (int it = 0; med && it < o->iters; it++) {
+      med[it] = 0;
+      for (int r = 0; r < n; r++)
+        if (R.times[(size_t)it * n + r] > med[it])
+          med[it] = R.times[(size_t)it * n + r];
+    }
+    if (med) {
+      qsort(med, (size_t)o->iters, sizeof *med, td__cmp_double);
+      res.seconds = med[o->iters / 2];
+      free(med);
+    }
+    int64_t comm = 0, hid = 0;
+    for (int r = 0; r < n; r++)
+      comm += R.comm_ns[r], hid += R.hidden_ns[r];
+    res.comm_hidden = comm > 0 ? (double)hid / (double)comm : -1;
+  }
+  if (st == TD_OK && o->check) {
+    st = td_program_reference(p, (const double *const *)global, ref);
+    double worst = 0, tol = 0;
+    for (td_value v = 0; v < nv && st == TD_OK; v++) {
+      const td__val *V = &p->vals[v];
+      if (!V->is_output)
+        continue;
+      int64_t Rw, Cw;
+      td__val_shape(p, v, &Rw, &Cw);
+      double maxref = 1e-30, maxerr = 0;
+      for (int64_t i = 0; i < Rw * Cw; i++)
+        if (fabs(ref[v][i]) > maxref)
+          maxref = fabs(ref[v][i]);
+      int32_t b = td_compiled_buffer(c, v);
+      const td_buffer_desc *d = td_plan_buffer(plan, b);
+      int partial = V->layout.kind == TD_LAYOUT_PARTIAL;
+      double *sum = partial ? calloc((size_t)(Rw * Cw), sizeof(double)) : NULL;
+      for (int r = 0; r < n; r++) {
+        int64_t r0, rows, c0, cols;
+        td_compiled_local_shape(c, v, r, &r0, &rows, &c0, &cols);
+        for (int64_t i = 0; i < rows; i++)
+          for (int64_t j = 0; j < cols; j++) {
+            double y = td__load(R.bufs[r][b], V->dtype, (size_t)(i * d->cols + j));
+            int64_t g = (r0 + i) * Cw + c0 + j;
+            if (sum)
+              sum[g] += y;
+            else if (!(fabs(y - ref[v][g]) <= maxerr)) /* NaN counts as an error */
+              maxerr = isnan(y) ? INFINITY : fabs(y - ref[v][g]);
+          }
+      }
+      for (int64_t g = 0; sum && g < Rw * Cw; g++)
+        if (!(fabs(sum[g] - ref[v][g]) <= maxerr))
+          maxerr = isnan(sum[g]) ? INFINITY : fabs(sum[g] - ref[v][g]);
+      free(sum);
+      double rel = maxerr / maxref;
+      if (rel > worst || isinf(rel))
+        worst = rel;
+      if (td__tolerance(V->dtype) > tol)
+        tol = td__tolerance(V->dtype);
+      if (!(rel <= td__tolerance(V->dtype)))
+        res.pass = 0;
+    }
+    res.max_rel_error = worst;
+    res.tolerance = tol;
+  }
+  for (td_value v = 0; v < nv; v++) {
+    if (global)
+      free(global[v]);
+    if (ref)
+      free(ref[v]);
+    for (int r = 0; parts && r < n; r++)
+      free(parts[v * n + r]);
+  }
+  for (int r = 0; R.bufs && r < n; r++) {
+    for (int32_t b = 0; R.bufs[r] && b < nb; b++)
+      free(R.bufs[r][b]);
+    free(R.bufs[r]);
+  }
+  free(R.bufs);
+  free(R.times);
+  free(R.comm_ns);
+  free(R.hidden_ns);
+  free(global);
+  free(ref);
+  free(parts);
+  td_compiled_destroy(c);
+  if (st == TD_OK)
+    *out = res;
+  return st;
+}

@@ -1,0 +1,136 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * `tdist explain PROGRAM --ranks N`: compiles a `.td` program and prints, per
+ * rank, the schedule the compiler produced (task order, worker class, deps,
+ * waits, raises) with the perf model's predicted timeline and the predicted
+ * share of communication hidden under compute. --sequential shows the
+ * baseline plan instead; --dump writes the plan's text form. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "tdist/tdist.h"
+
+static void td__explain_usage(FILE *out) {
+  fprintf(out,
+          "usage: tdist explain PROGRAM.td --ranks N [options]\n"
+          "  --ranks N          ranks, 1..64\n"
+          "  --backend cpu|cuda backend the plan is for (default cpu)\n"
+          "  --dims M=..,H=..   bind symbolic dims\n"
+          "  --sequential       explain the sequential baseline plan\n"
+          "  --chunks C         sub-chunks per rank part (default: perf model)\n"
+          "  --tile-rows T      tile rows (default: perf model)\n"
+          "  --dump FILE        also write the plan's text form (td_plan_dump)\n");
+}
+
+static int td__explain_int(const char *opt, const char *text, long long lo, long long hi, long long *out) {
+  char *end;
+  errno = 0;
+  long long v = text ? strtoll(text, &end, 10) : 0;
+  if (!text || !*text || *end || errno || v < lo || v > hi) {
+    fprintf(stderr, "tdist explain: %s expects an integer in %lld..%lld, got '%s'\n", opt, lo, hi,
+            text ? text : "(nothing)");
+    return 0;
+  }
+  *out = v;
+  return 1;
+}
+
+int td_cmd_explain(int argc, char **argv) {
+  const char *path = NULL, *backend = "cpu", *dims = NULL, *dump = NULL;
+  long long ranks = 0, chunks = 0, tile_rows = 0;
+  int sequential = 0;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+      td__explain_usage(stdout);
+      return 0;
+    } else if (!strcmp(a, "--sequential")) {
+      sequential = 1;
+    } else if (a[0] == '-' && a[1] == '-') {
+      if (!val) {
+        fprintf(stderr, "tdist explain: option %s needs a value\n", a);
+        return 2;
+      }
+      int ok = 1;
+      if (!strcmp(a, "--ranks"))
+        ok = td__explain_int(a, val, 1, 64, &ranks);
+      else if (!strcmp(a, "--chunks"))
+        ok = td__explain_int(a, val, 1, 64, &chunks);
+      else if (!strcmp(a, "--tile-rows"))
+        ok = td__explain_int(a, val, 1, 1 << 20, &tile_rows);
+      else if (!strcmp(a, "--backend"))
+        backend = val;
+      else if (!strcmp(a, "--dims"))
+        dims = val;
+      else if (!strcmp(a, "--dump"))
+        dump = val;
+      else {
+        fprintf(stderr, "tdist explain: unknown option '%s' (see tdist explain --help)\n", a);
+        return 2;
+      }
+      if (!ok)
+        return 2;
+      i++;
+    } else if (!path) {
+      path = a;
+    } else {
+      fprintf(stderr, "tdist explain: unexpected argument '%s' (one PROGRAM only)\n", a);
+      return 2;
+    }
+  }
+  if (!path) {
+    fprintf(stderr, "tdist explain: no PROGRAM given\n");
+    td__explain_usage(stderr);
+    return 2;
+  }
+  if (!ranks) {
+    fprintf(stderr, "tdist explain: --ranks N is required\n");
+    return 2;
+  }
+  if (strcmp(backend, "cpu") && strcmp(backend, "cuda")) {
+    fprintf(stderr, "tdist explain: unknown backend '%s' (cpu or cuda)\n", backend);
+    return 2;
+  }
+  td_program *prog = NULL;
+  if (td_program_load(path, &prog) != TD_OK) {
+    fprintf(stderr, "tdist explain: %s\n", td_last_error());
+    return 1;
+  }
+  if (dims && td_program_set_dims(prog, dims) != TD_OK) {
+    fprintf(stderr, "tdist explain: %s\n", td_last_error());
+    td_program_destroy(prog);
+    return 2;
+  }
+  td_compile_opts co;
+  td_compile_opts_init(&co);
+  co.nranks = (int)ranks;
+  co.overlap = !sequential;
+  co.chunks_per_rank = (int)chunks;
+  co.tile_rows = tile_rows;
+  td_compiled *c = NULL;
+  int rc = 0;
+  if (td_program_compile(prog, &co, &c) != TD_OK) {
+    fprintf(stderr, "tdist explain: %s\n", td_last_error());
+    rc = 1;
+  } else {
+    printf("backend %s, %s plan\n", backend, sequential ? "sequential (baseline)" : "overlapped");
+    if (td_compiled_explain(c, stdout) != TD_OK) {
+      fprintf(stderr, "tdist explain: %s\n", td_last_error());
+      rc = 1;
+    }
+    if (dump) {
+      FILE *f = fopen(dump, "w");
+      if (!f || td_plan_dump(td_compiled_plan(c), f) != TD_OK) {
+        fprintf(stderr, "tdist explain: cannot write the plan to '%s'\n", dump);
+        rc = 1;
+      }
+      if (f)
+        fclose(f);
+    }
+  }
+  td_compiled_destroy(c);
+  td_program_destroy(prog);
+  return rc;
+}

@@ -1,0 +1,220 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * `tdist run PROGRAM --ranks N ...`: the main job. Compiles a `.td` program,
+ * runs the overlapped plan and the sequential baseline (each collective done
+ * before its consumer starts, same tiles) on a local world of N ranks with
+ * seeded random inputs, checks both against the f64 reference, and prints
+ * time, speedup, the share of communication hidden (from the executor's
+ * trace) and the error. Exit status: 0 PASS, 1 FAIL or run error, 2 usage. */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "tdist/tdist.h"
+
+static void td__run_usage(FILE *out) {
+  fprintf(out,
+          "usage: tdist run PROGRAM.td --ranks N [options]\n"
+          "  --ranks N            ranks of the local world (threads), 1..64\n"
+          "  --backend cpu|cuda   where tiles run (default cpu)\n"
+          "  --dims M=..,H=..     bind the program's symbolic dims (defaults from the file)\n"
+          "  --iters K            timed launches after one warm-up (default 10)\n"
+          "  --check              compare outputs with the single-rank f64 reference\n"
+          "  --trace FILE         Chrome trace (Perfetto) of the overlapped run's last launch\n"
+          "  --json FILE          write the results as JSON\n"
+          "  --seed S             input data seed (default 1)\n"
+          "  --chunks C           sub-chunks per rank part (default: perf model)\n"
+          "  --tile-rows T        tile rows (default: perf model)\n"
+          "  --compute-workers W  compute workers per rank (default: perf model)\n"
+          "  --comm-workers W     comm workers per rank (default: perf model)\n"
+          "  --no-baseline        skip the sequential baseline\n");
+}
+
+/* Parses a decimal integer in [lo, hi]; prints the error and returns 0 on failure. */
+static int td__int_arg(const char *opt, const char *text, long long lo, long long hi, long long *out) {
+  char *end;
+  errno = 0;
+  long long v = text ? strtoll(text, &end, 10) : 0;
+  if (!text || !*text || *end || errno || v < lo || v > hi) {
+    fprintf(stderr, "tdist run: %s expects an integer in %lld..%lld, got '%s'\n", opt, lo, hi,
+            text ? text : "(nothing)");
+    return 0;
+  }
+  *out = v;
+  return 1;
+}
+
+static cJSON *td__result_json(const td_program_run_result *r, int check) {
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddNumberToObject(o, "seconds", r->seconds);
+  if (r->comm_hidden >= 0)
+    cJSON_AddNumberToObject(o, "comm_hidden_share", r->comm_hidden);
+  if (check) {
+    cJSON_AddNumberToObject(o, "max_rel_error", r->max_rel_error);
+    cJSON_AddNumberToObject(o, "tolerance", r->tolerance);
+    cJSON_AddBoolToObject(o, "pass", r->pass);
+  }
+  return o;
+}
+
+static void td__row(const char *name, const td_program_run_result *r, int check) {
+  char hidden[16] = "-", err[16] = "-";
+  if (r->comm_hidden >= 0)
+    snprintf(hidden, sizeof hidden, "%.0f%%", 100.0 * r->comm_hidden);
+  if (check)
+    snprintf(err, sizeof err, "%.2e", r->max_rel_error);
+  printf("  %-11s %12.3f %12s %14s   %s\n", name, r->seconds * 1e3, hidden, err,
+         check ? (r->pass ? "PASS" : "FAIL") : "-");
+}
+
+int td_cmd_run(int argc, char **argv) {
+  const char *path = NULL, *backend = "cpu", *dims = NULL, *trace = NULL, *json = NULL;
+  long long ranks = 0, iters = 10, seed = 1, chunks = 0, tile_rows = 0, cw = 0, mw = 0;
+  int check = 0, baseline = 1;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+      td__run_usage(stdout);
+      return 0;
+    } else if (!strcmp(a, "--check")) {
+      check = 1;
+    } else if (!strcmp(a, "--no-baseline")) {
+      baseline = 0;
+    } else if (a[0] == '-' && a[1] == '-') {
+      if (!val) {
+        fprintf(stderr, "tdist run: option %s needs a value\n", a);
+        return 2;
+      }
+      int ok = 1;
+      if (!strcmp(a, "--ranks"))
+        ok = td__int_arg(a, val, 1, 64, &ranks);
+      else if (!strcmp(a, "--iters"))
+        ok = td__int_arg(a, val, 1, 100000, &iters);
+      else if (!strcmp(a, "--seed"))
+        ok = td__int_arg(a, val, 0, (long long)1 << 62, &seed);
+      else if (!strcmp(a, "--chunks"))
+        ok = td__int_arg(a, val, 1, 64, &chunks);
+      else if (!strcmp(a, "--tile-rows"))
+        ok = td__int_arg(a, val, 1, 1 << 20, &tile_rows);
+      else if (!strcmp(a, "--compute-workers"))
+        ok = td__int_arg(a, val, 1, 1024, &cw);
+      else if (!strcmp(a, "--comm-workers"))
+        ok = td__int_arg(a, val, 1, 1024, &mw);
+      else if (!strcmp(a, "--backend"))
+        backend = val;
+      else if (!strcmp(a, "--dims"))
+        dims = val;
+      else if (!strcmp(a, "--trace"))
+        trace = val;
+      else if (!strcmp(a, "--json"))
+        json = val;
+      else {
+        fprintf(stderr, "tdist run: unknown option '%s' (see tdist run --help)\n", a);
+        return 2;
+      }
+      if (!ok)
+        return 2;
+      i++;
+    } else if (!path) {
+      path = a;
+    } else {
+      fprintf(stderr, "tdist run: unexpected argument '%s' (one PROGRAM only)\n", a);
+      return 2;
+    }
+  }
+  if (!path) {
+    fprintf(stderr, "tdist run: no PROGRAM given\n");
+    td__run_usage(stderr);
+    return 2;
+  }
+  if (!ranks) {
+    fprintf(stderr, "tdist run: --ranks N is required\n");
+    return 2;
+  }
+  if (strcmp(backend, "cpu") && strcmp(backend, "cuda")) {
+    fprintf(stderr, "tdist run: unknown backend '%s' (cpu or cuda)\n", backend);
+    return 2;
+  }
+  td_program *prog = NULL;
+  if (td_program_load(path, &prog) != TD_OK) {
+    fprintf(stderr, "tdist run: %s\n", td_last_error());
+    return 1;
+  }
+  if (dims && (td_program_set_dims(prog, dims) != TD_OK || td_program_check(prog) != TD_OK)) {
+    fprintf(stderr, "tdist run: %s\n", td_last_error());
+    td_program_destroy(prog);
+    return 2;
+  }
+  td_compile_opts co;
+  td_compile_opts_init(&co);
+  co.chunks_per_rank = (int)chunks;
+  co.tile_rows = tile_rows;
+  co.compute_workers = (int)cw;
+  co.comm_workers = (int)mw;
+  td_program_run_opts ro = {(int)ranks, backend, (int)iters, (uint64_t)seed, 1, check, trace, &co};
+  td_program_run_result ov, sq = {0};
+  if (td_program_run(prog, &ro, &ov) != TD_OK) {
+    fprintf(stderr, "tdist run: overlapped run failed: %s\n", td_last_error());
+    td_program_destroy(prog);
+    return 1;
+  }
+  if (baseline) {
+    ro.overlap = 0;
+    ro.trace_path = NULL;
+    if (td_program_run(prog, &ro, &sq) != TD_OK) {
+      fprintf(stderr, "tdist run: sequential run failed: %s\n", td_last_error());
+      td_program_destroy(prog);
+      return 1;
+    }
+  }
+  printf("tdist run %s: %lld ranks, backend %s, dims", path, ranks, backend);
+  for (int d = 0; d < td_program_ndims(prog); d++)
+    printf("%s%s=%lld", d ? "," : " ", td_program_dim_name(prog, d), (long long)td_program_dim_value(prog, d));
+  printf(", %lld iters (median), seed %lld\n", iters, seed);
+  printf("  %-11s %12s %12s %14s   %s\n", "plan", "time_ms", "comm_hidden", "max_rel_err", "check");
+  td__row("overlapped", &ov, check);
+  if (baseline) {
+    td__row("sequential", &sq, check);
+    printf("  speedup %.3fx (sequential / overlapped)\n", ov.seconds > 0 ? sq.seconds / ov.seconds : 0.0);
+  }
+  int pass = !check || (ov.pass && (!baseline || sq.pass));
+  if (check)
+    printf("  result: %s (tolerance %.1e relative to the reference's largest magnitude)\n",
+           pass ? "PASS" : "FAIL", ov.tolerance);
+  if (trace)
+    printf("  trace: %s\n", trace);
+  int rc = pass ? 0 : 1;
+  if (json) {
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "program", path);
+    cJSON_AddNumberToObject(j, "ranks", (double)ranks);
+    cJSON_AddStringToObject(j, "backend", backend);
+    cJSON *jd = cJSON_AddObjectToObject(j, "dims");
+    for (int d = 0; d < td_program_ndims(prog); d++)
+      cJSON_AddNumberToObject(jd, td_program_dim_name(prog, d), (double)td_program_dim_value(prog, d));
+    cJSON_AddNumberToObject(j, "iters", (double)iters);
+    cJSON_AddNumberToObject(j, "seed", (double)seed);
+    cJSON_AddItemToObject(j, "overlapped", td__result_json(&ov, check));
+    if (baseline) {
+      cJSON_AddItemToObject(j, "sequential", td__result_json(&sq, check));
+      cJSON_AddNumberToObject(j, "speedup", ov.seconds > 0 ? sq.seconds / ov.seconds : 0.0);
+    }
+    if (check)
+      cJSON_AddBoolToObject(j, "pass", pass);
+    char *text = cJSON_Print(j);
+    FILE *f = text ? fopen(json, "w") : NULL;
+    if (!f || fputs(text, f) < 0 || fputc('\n', f) < 0) {
+      fprintf(stderr, "tdist run: cannot write JSON to '%s': %s\n", json, strerror(errno));
+      rc = 1;
+    }
+    if (f)
+      fclose(f);
+    free(text);
+    cJSON_Delete(j);
+  }
+  td_program_destroy(prog);
+  return rc;
+}
