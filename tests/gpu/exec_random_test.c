@@ -69,6 +69,10 @@ static td_status rank_fn(td_world *w, int rank, void *arg) {
   }
   for (int run = 1; run <= g->runs && st == TD_OK; run++)
     st = td_exec_run(ex);
+  /* Peers' writes into this rank's copies are ordered with this rank's end
+   * only where this rank waits for them: the barrier orders the rest. */
+  if (st == TD_OK)
+    st = td_barrier_all(w);
   if (st == TD_OK && c->trace) {
     const td_trace_event *ev = NULL;
     size_t n = 0;
@@ -81,7 +85,7 @@ static td_status rank_fn(td_world *w, int rank, void *arg) {
         st = EX_FAIL("rank %d: trace event %zu is malformed", rank, i);
   }
   char msg[512];
-  for (int b = 0; b < RG_NBUFS && st == TD_OK; b++) {
+  for (int b = RG_OUT; b < RG_NBUFS && st == TD_OK; b++) { /* the buffers tasks write */
     const size_t bytes = rg_bytes(g, b);
     if (!dev[b] || bytes == 0)
       continue;
