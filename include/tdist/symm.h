@@ -23,7 +23,8 @@ extern "C" {
  * cleared. Every member must pass the same bytes and align; otherwise every
  * member fails with TD_ERR_MISMATCH and a message listing each rank's request,
  * and the heap is unchanged. Errors: TD_ERR_INVALID_ARG, TD_ERR_MISMATCH,
- * TD_ERR_HEAP_EXHAUSTED (message gives requested, free and total bytes),
+ * TD_ERR_HEAP_EXHAUSTED (message gives requested, free and total bytes; also
+ * when a member already holds 512 live blocks),
  * TD_ERR_TIMEOUT (a member never called: message names it). *out written only
  * on success. One call at a time per rank. */
 td_status td_symm_alloc(td_team *team, size_t bytes, size_t align, void **out);
@@ -31,8 +32,9 @@ td_status td_symm_alloc(td_team *team, size_t bytes, size_t align, void **out);
 /** Collective over the team the block was allocated on: barrier (no member
  * still uses it), then frees. Errors: TD_ERR_INVALID_ARG (ptr not the start of
  * a live block of this team's heap: names the pointer and whether it was
- * never allocated, already freed or allocated on another team), TD_ERR_TIMEOUT.
- * NULL is ignored. */
+ * never allocated, already freed or allocated on another team; a bad pointer
+ * on one member makes every member fail and frees nothing), TD_ERR_MISMATCH
+ * (members passed different blocks), TD_ERR_TIMEOUT. NULL is ignored. */
 td_status td_symm_free(td_team *team, void *ptr);
 
 /** Address of team rank `peer`'s copy of symmetric address `ptr` (any byte

@@ -46,8 +46,15 @@ void td_world_opts_init(td_world_opts *opts);
  * set, creates a world of one rank. Collective over all ranks of the job:
  * blocks until every rank has attached, or fails with TD_ERR_TIMEOUT naming
  * the ranks that never arrived.
- * Errors: TD_ERR_INVALID_ARG (malformed variable: names it and its value),
- * TD_ERR_TIMEOUT, TD_ERR_SYSTEM (shared memory could not be created/mapped),
+ * The job id that names the shared memory is TD_JOB_ID, else
+ * TORCHELASTIC_RUN_ID-MASTER_PORT, else Open MPI's OMPI_MCA_ess_base_jobid /
+ * PMIX_NAMESPACE, else the parent's pid.
+ * Errors: TD_ERR_INVALID_ARG (malformed variable: names it and its value;
+ * unknown transport; `local` asked for several processes),
+ * TD_ERR_UNSUPPORTED (ranks on more than one host), TD_ERR_TIMEOUT,
+ * TD_ERR_BUSY (a live job already uses this job id, or this rank number is
+ * taken), TD_ERR_MISMATCH (ranks disagree on world size or heap size),
+ * TD_ERR_SYSTEM (shared memory could not be created/mapped),
  * TD_ERR_NO_MEMORY. *out written only on success. Not thread-safe. */
 td_status td_world_init(const td_world_opts *opts, td_world **out);
 
@@ -71,7 +78,9 @@ td_status td_local_world_run(int nranks, const td_world_opts *opts, td_rank_fn f
 
 /** Leaves the world: barrier with all ranks (so no peer still reads this
  * rank's heap), then unmaps and frees. NULL is allowed. For a local world
- * rank, only detaches; memory goes with td_local_world_destroy. */
+ * rank, only detaches; memory goes with td_local_world_destroy. Returns the
+ * barrier's status (TD_ERR_TIMEOUT, TD_ERR_PEER_FAILED: the rank is released
+ * anyway), or TD_ERR_STATE when this local-world rank was already finalized. */
 td_status td_world_finalize(td_world *world);
 
 /** This rank's number in the world, and the number of ranks. */
@@ -95,15 +104,21 @@ int td_world_timeout_ms(const td_world *world);
  * non-members get *out = NULL and TD_OK. Errors: TD_ERR_INVALID_ARG (range
  * outside the parent, size < 1, stride < 1), TD_ERR_MISMATCH (ranks passed
  * different start/stride/size: every rank gets the error naming the values),
- * TD_ERR_TIMEOUT. */
+ * TD_ERR_NO_MEMORY (a member already belongs to 64 live teams), TD_ERR_TIMEOUT.
+ * Invalid arguments on one rank make every rank fail, naming that rank. */
 td_status td_team_split_strided(td_team *parent, int start, int stride, int size, td_team **out);
 
 /** Collective over `parent`, like MPI_Comm_split: ranks with the same color
  * form a team, ordered by (key, parent rank). color TD_COLOR_UNDEFINED gives
- * *out = NULL. Errors: TD_ERR_INVALID_ARG (color < -1), TD_ERR_TIMEOUT. */
+ * *out = NULL. Errors: TD_ERR_INVALID_ARG (color < -1 on any rank: every rank
+ * fails, naming it), TD_ERR_NO_MEMORY (a member already belongs to 64 live
+ * teams), TD_ERR_TIMEOUT. */
 td_status td_team_split(td_team *parent, int color, int key, td_team **out);
 
-/** Collective over the team: destroys it. The world team and NULL are ignored. */
+/** Collective over the team: runs the upper layers' slot destructors, barrier,
+ * releases symmetric blocks still allocated on the team, frees it. The world
+ * team and NULL are ignored. Errors: TD_ERR_TIMEOUT, TD_ERR_PEER_FAILED (the
+ * team is freed anyway). */
 td_status td_team_destroy(td_team *team);
 
 int td_team_rank(const td_team *team);
