@@ -58,10 +58,10 @@ struct td__cpu_exec {
   int active;          /* workers still in the current run; guarded by mu */
   int stopping;        /* guarded by mu */
   _Atomic int dep_waiters;
+  _Atomic uint64_t progress; /* tasks finished, ever (local-dependency deadlines) */
   _Atomic int abort; /* a worker failed in this run */
   td_status first_status;
   char first_message[1024];
-  int64_t deadline_ns; /* local-dependency waits of this run */
 };
 
 /** Body of every worker thread (cpu_worker.c). */

@@ -6,8 +6,8 @@
  * A worker takes its class's next task index from an atomic cursor (so each
  * class runs in schedule order), then:
  *  1. waits for each local dependency's done stamp to equal this epoch
- *     (spin briefly, then sleep on the pool's progress condition variable,
- *     with the deadline; a failed sibling wakes it at once);
+ *     (spin briefly, then sleep on the pool's progress condition variable;
+ *     a failed sibling wakes it at once; see td__wait_dep for its deadline);
  *  2. waits for each signal: (sig, cmp, v) becomes sig cmp (e-1)*T + v with T
  *     the plan's per-launch total for this rank (schedule.h), through the
  *     runtime's deadline wait td__wait_u64, which sleeps on the rank's
@@ -46,6 +46,21 @@ static void td__fail(td__cpu_exec *cx, td_status st, int aborted) {
   pthread_mutex_unlock(&cx->mu);
 }
 
+/* Deadline of `ms` milliseconds from now, as a CLOCK_MONOTONIC timespec. */
+static struct timespec td__deadline_in(int64_t ms) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  int64_t ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec + ms * 1000000;
+  ts.tv_sec = (time_t)(ns / 1000000000);
+  ts.tv_nsec = (long)(ns % 1000000000);
+  return ts;
+}
+
+/* A local dependency of a validated plan can only stay unfinished because
+ * some task upstream is in a signal wait, which has its own deadline and
+ * reports the real cause. So this wait gives up only after twice the
+ * deadline passes with no task of this rank finishing: the upstream
+ * diagnostic always comes first, and slow but live progress never trips it. */
 static td_status td__wait_dep(td__cpu_exec *cx, uint32_t task, uint32_t dep, uint64_t epoch, int *aborted) {
   _Atomic uint64_t *d = &cx->done[dep];
   for (int i = 0; i < TD__DEP_SPINS; i++) {
@@ -55,11 +70,9 @@ static td_status td__wait_dep(td__cpu_exec *cx, uint32_t task, uint32_t dep, uin
       return *aborted = 1, TD_ERR_PEER_FAILED;
   }
   td_exec *e = cx->exec;
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  int64_t deadline = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec + (int64_t)e->opts.timeout_ms * 1000000;
-  ts.tv_sec = (time_t)(deadline / 1000000000);
-  ts.tv_nsec = (long)(deadline % 1000000000);
+  int64_t window_ms = 2 * (int64_t)e->opts.timeout_ms;
+  struct timespec ts = td__deadline_in(window_ms);
+  uint64_t progress = atomic_load(&cx->progress);
   td_status st = TD_OK;
   pthread_mutex_lock(&cx->mu);
   atomic_fetch_add(&cx->dep_waiters, 1);
@@ -69,10 +82,16 @@ static td_status td__wait_dep(td__cpu_exec *cx, uint32_t task, uint32_t dep, uin
       break;
     }
     if (pthread_cond_timedwait(&cx->progress_cv, &cx->mu, &ts) != 0 && atomic_load(d) != epoch) {
+      uint64_t now = atomic_load(&cx->progress);
+      if (now != progress) { /* something finished: a fresh window */
+        progress = now;
+        ts = td__deadline_in(window_ms);
+        continue;
+      }
       const td_task *t = &e->sched->tasks[task];
-      st = td__error(TD_ERR_TIMEOUT, "rank %d: task %u '%s' timed out after %d ms waiting for its local "
-                     "dependency task %u '%s' to finish (launch %" PRIu64 ")", e->rank, task, t->label,
-                     e->opts.timeout_ms, dep, e->sched->tasks[dep].label, epoch);
+      st = td__error(TD_ERR_TIMEOUT, "rank %d: task %u '%s' timed out: no task of this rank finished for %lld "
+                     "ms while it waited for its local dependency task %u '%s' (launch %" PRIu64 ")", e->rank,
+                     task, t->label, (long long)window_ms, dep, e->sched->tasks[dep].label, epoch);
       break;
     }
   }
@@ -165,6 +184,7 @@ static td_status td__run_task(td__cpu_worker *wk, uint32_t i, uint64_t epoch, in
     ev->kind = t->kind;
   }
   atomic_store(&cx->done[i], epoch);
+  atomic_fetch_add_explicit(&cx->progress, 1, memory_order_relaxed);
   if (atomic_load(&cx->dep_waiters) > 0) {
     pthread_mutex_lock(&cx->mu);
     pthread_cond_broadcast(&cx->progress_cv);
