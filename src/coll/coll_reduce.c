@@ -17,7 +17,7 @@
 
 enum { TD__RED_BLOCK = 1024 };
 
-static void td__red_f32(float *acc, const float *x, size_t n, td_red_op op) {
+static void td__red_f32(float *restrict acc, const float *restrict x, size_t n, td_red_op op) {
   switch (op) {
   case TD_SUM:
     for (size_t i = 0; i < n; i++)
@@ -38,7 +38,7 @@ static void td__red_f32(float *acc, const float *x, size_t n, td_red_op op) {
   }
 }
 
-static void td__red_f64(double *acc, const double *x, size_t n, td_red_op op) {
+static void td__red_f64(double *restrict acc, const double *restrict x, size_t n, td_red_op op) {
   switch (op) {
   case TD_SUM:
     for (size_t i = 0; i < n; i++)
@@ -59,7 +59,7 @@ static void td__red_f64(double *acc, const double *x, size_t n, td_red_op op) {
   }
 }
 
-static void td__red_i32(int32_t *acc, const int32_t *x, size_t n, td_red_op op) {
+static void td__red_i32(int32_t *restrict acc, const int32_t *restrict x, size_t n, td_red_op op) {
   switch (op) {
   case TD_SUM:
     for (size_t i = 0; i < n; i++)
@@ -80,7 +80,7 @@ static void td__red_i32(int32_t *acc, const int32_t *x, size_t n, td_red_op op) 
   }
 }
 
-static void td__red_i64(int64_t *acc, const int64_t *x, size_t n, td_red_op op) {
+static void td__red_i64(int64_t *restrict acc, const int64_t *restrict x, size_t n, td_red_op op) {
   switch (op) {
   case TD_SUM:
     for (size_t i = 0; i < n; i++)

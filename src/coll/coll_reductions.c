@@ -6,9 +6,11 @@
  * the owner staged in scratch), in rank order 0..n-1.
  *
  * all_reduce:
- *  - inline (<= TD__COLL_INLINE bytes) and one-shot (<= TD__COLL_ONESHOT_MAX):
- *    every rank publishes its whole vector in one step and reduces all of it;
- *    the cheapest path for latency (one flag round-trip, no "done" step);
+ *  - inline (<= TD__COLL_INLINE bytes): every rank publishes its vector in
+ *    its slot and reduces all of them: one flag round-trip, nothing else;
+ *  - one-shot (<= TD__COLL_ONESHOT_MAX, twice that for 2 ranks): the same
+ *    with the vector in scratch, or read straight from a symmetric src (then
+ *    a "done" step; in-place calls always stage, since dst is being written);
  *  - direct (src and dst symmetric on every rank): reduce-scatter into the
  *    own part of dst, one step, copy the peers' reduced parts out of their
  *    dst, then a "done" step;
@@ -22,6 +24,11 @@
 #include "core/error.h"
 
 static size_t td__min(size_t a, size_t b) { return a < b ? a : b; }
+
+/* One-shot reads n whole vectors per rank; reduce-scatter + all-gather about
+ * two. Measured on the 2-core dev box (docs/perf.md), one-shot wins up to
+ * 64 KiB, and with 2 ranks up to 128 KiB. */
+static size_t td__oneshot_max(int n) { return n == 2 ? 2 * TD__COLL_ONESHOT_MAX : TD__COLL_ONESHOT_MAX; }
 
 td_status td_reduce_scatter(td_team *team, void *dst, const void *src, size_t count,
                             td_dtype dtype, td_red_op op) {
@@ -149,15 +156,32 @@ td_status td_all_reduce(td_team *team, void *dst, const void *src, size_t count,
     td__coll_reduce(dst, c->srcs, n, count, dtype, op);
     return TD_OK;
   }
-  if (bytes <= td__min(TD__COLL_ONESHOT_MAX, c->piece)) {
-    char *region = td__coll_region(c, c->seq + 1);
-    memcpy(region, src, bytes);
-    pub.loc = td__coll_off(c, region);
+  if (bytes <= td__min(td__oneshot_max(n), c->piece)) {
+    /* Symmetric, not in place: publish src itself (peers may then go direct);
+     * otherwise stage a copy, which also makes in-place safe. */
+    const int sy = dst != src && td__coll_is_symm(c, src, bytes) && td__coll_is_symm(c, dst, bytes);
+    const char *mine = src;
+    if (sy) {
+      pub.loc = td__coll_off(c, src);
+      pub.mode = TD__COLL_SRC_SYMM | TD__COLL_DST_SYMM;
+    } else {
+      char *region = td__coll_region(c, c->seq + 1);
+      memcpy(region, src, bytes);
+      mine = region;
+      pub.loc = td__coll_off(c, region);
+    }
     TD_CHECK(td__coll_begin(c, name, &pub, check));
+    int any_symm = 0;
     for (int p = 0; p < n; p++)
-      c->srcs[p] = p == r ? region : td__coll_peer_at(c, p, td__coll_peer_slot(c, p)->loc);
+      any_symm |= (td__coll_peer_slot(c, p)->mode & TD__COLL_SRC_SYMM) != 0;
+    for (int p = 0; p < n; p++)
+      c->srcs[p] = p == r ? mine : td__coll_peer_at(c, p, td__coll_peer_slot(c, p)->loc);
     td__coll_reduce(dst, c->srcs, n, count, dtype, op);
-    return TD_OK;
+    if (any_symm)
+      st = td__coll_done(c);
+    if (st != TD_OK)
+      td__error_prefix("%s: ", name);
+    return st;
   }
   const int src_symm = td__coll_is_symm(c, src, bytes);
   size_t q = c->piece / (size_t)n / es;

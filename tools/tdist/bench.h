@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * The kinds of `tdist bench` (tools layer). Each kind lives in its own
+ * bench_<kind>.c and is listed in cmd_bench.c's table; adding a kind is one
+ * file plus one table line. A kind's entry point gets argv[0] = its name and
+ * returns the process exit status (0 ok, 1 failure, 2 usage error). */
+#ifndef TD_TOOLS_BENCH_H
+#define TD_TOOLS_BENCH_H
+
+#include <stddef.h>
+
+typedef struct td_bench_kind {
+  const char *name;    /* "coll", "exec", "gemm", "ag_gemm", ... */
+  const char *summary; /* one line for `tdist bench --help` */
+  int (*main)(int argc, char **argv);
+} td_bench_kind;
+
+/* bench_coll.c: host collectives vs Open MPI (table, JSON). */
+int td_bench_coll(int argc, char **argv);
+
+/* Helpers shared by kinds (cmd_bench.c). */
+/** Parses a byte size with an optional K, M or G suffix (powers of 1024).
+ * Returns 0 on success, -1 (nothing written) on a malformed value. */
+int td_bench_parse_bytes(const char *text, size_t *out);
+
+#endif
