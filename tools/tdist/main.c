@@ -9,6 +9,7 @@
 /* Each subcommand registers here; a subcommand under construction is not listed. */
 static const td_cli_command td__commands[] = {
     {"doctor", "show the build, the configuration variables and what this machine has", td_cmd_doctor},
+    {"bench", "time collectives (and other kinds) against a baseline: tdist bench coll", td_cmd_bench},
     {"run", "compile a .td program, run it overlapped and sequential on N ranks, check it", td_cmd_run},
     {"explain", "show a .td program's per-rank schedule and predicted timeline", td_cmd_explain},
     {"calibrate", "measure the compiler's perf model constants on this machine", td_cmd_calibrate},
