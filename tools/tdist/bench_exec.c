@@ -1,0 +1,267 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * `tdist bench exec`: the CPU executor's overhead (tools layer). One GEMM
+ * C = A * B (f32, M x N x K, default 4096^3) is computed two ways in the same
+ * process, alternately:
+ *   baseline  one cblas_sgemm with OpenBLAS using all `--workers` threads;
+ *   executor  a one-rank plan of `--tiles` independent GEMM tasks (row blocks
+ *             of C, M / tiles rows each, the last one taking the remainder),
+ *             run by the CPU executor with `--workers` compute workers, each
+ *             calling single-threaded sgemm.
+ * Each side gets one warm-up, then `--iters` timed runs (CLOCK_MONOTONIC
+ * around the call), alternating sides so drift affects both; the report is
+ * the median per side, GFLOP/s, and overhead = executor / baseline - 1. The
+ * two results are compared (max relative difference) so a fast wrong answer
+ * cannot pass. */
+#include <cblas.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "bench.h"
+#include "tdist/tdist.h"
+
+typedef struct be_opts {
+  int64_t m, n, k;
+  int tiles, workers, iters;
+  const char *json;
+} be_opts;
+
+typedef struct be_state {
+  be_opts o;
+  float *a, *b, *c_blas, *c_exec;
+  double *t_blas, *t_exec; /* seconds per timed run */
+  double max_rel_diff;
+  int status; /* exit status of the rank function */
+} be_state;
+
+static double be_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int be_cmp(const void *x, const void *y) {
+  double a = *(const double *)x, b = *(const double *)y;
+  return a < b ? -1 : a > b;
+}
+
+static double be_median(double *v, int n) {
+  qsort(v, (size_t)n, sizeof *v, be_cmp);
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static void be_usage(FILE *out) {
+  fprintf(out,
+          "usage: tdist bench exec [--size N | --m M --n N --k K] [--tiles T] [--workers W] [--iters I]\n"
+          "                        [--json FILE]\n"
+          "  One f32 GEMM (default 4096^3) as T independent row-block tiles run by the CPU executor\n"
+          "  with W compute workers, against one multi-threaded OpenBLAS sgemm with W threads.\n"
+          "  --tiles T    GEMM tasks (default 4 x workers)\n"
+          "  --workers W  executor compute workers and OpenBLAS threads (default: online cores)\n"
+          "  --iters I    timed runs per side, after one warm-up (default 5)\n"
+          "  --json FILE  also write the results as JSON\n");
+}
+
+static int be_parse(int argc, char **argv, be_opts *o) {
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  *o = (be_opts){4096, 4096, 4096, 0, cores > 0 ? (int)cores : 1, 5, NULL};
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+      be_usage(stdout);
+      return 1;
+    }
+    if (!v) {
+      fprintf(stderr, "tdist bench exec: option '%s' needs a value\n", a);
+      return 2;
+    }
+    long long x = atoll(v);
+    if (!strcmp(a, "--json")) {
+      o->json = v;
+    } else if (x < 1) {
+      fprintf(stderr, "tdist bench exec: %s %s: give a positive integer\n", a, v);
+      return 2;
+    } else if (!strcmp(a, "--size")) {
+      o->m = o->n = o->k = x;
+    } else if (!strcmp(a, "--m")) {
+      o->m = x;
+    } else if (!strcmp(a, "--n")) {
+      o->n = x;
+    } else if (!strcmp(a, "--k")) {
+      o->k = x;
+    } else if (!strcmp(a, "--tiles")) {
+      o->tiles = (int)x;
+    } else if (!strcmp(a, "--workers")) {
+      o->workers = (int)x;
+    } else if (!strcmp(a, "--iters")) {
+      o->iters = (int)x;
+    } else {
+      fprintf(stderr, "tdist bench exec: unknown option '%s' (see --help)\n", a);
+      return 2;
+    }
+    i++;
+  }
+  if (o->tiles == 0)
+    o->tiles = 4 * o->workers;
+  if (o->tiles > o->m)
+    o->tiles = (int)o->m;
+  return 0;
+}
+
+/* The plan: tiles row blocks of C, each one GEMM task on a compute worker. */
+static td_status be_plan(const be_opts *o, td_plan **out, int32_t buf[3]) {
+  td_plan *p = NULL;
+  td_status st = td_plan_create(1, &p);
+  const char *names[3] = {"A", "B", "C"};
+  const td_buffer_kind kinds[3] = {TD_BUF_INPUT, TD_BUF_WEIGHT, TD_BUF_OUTPUT};
+  const int64_t rows[3] = {o->m, o->k, o->m}, cols[3] = {o->k, o->n, o->n};
+  for (int i = 0; st == TD_OK && i < 3; i++) {
+    td_buffer_desc d;
+    memset(&d, 0, sizeof d);
+    snprintf(d.name, sizeof d.name, "%s", names[i]);
+    d.kind = kinds[i], d.dtype = TD_F32, d.rows = rows[i], d.cols = cols[i];
+    st = td_plan_add_buffer(p, &d, &buf[i]);
+  }
+  for (int t = 0; st == TD_OK && t < o->tiles; t++) {
+    int64_t r0 = o->m * t / o->tiles, r1 = o->m * (t + 1) / o->tiles;
+    td_task task;
+    memset(&task, 0, sizeof task);
+    task.kind = TD_TASK_GEMM;
+    task.worker = TD_WORKER_COMPUTE;
+    task.alpha = 1.0f;
+    task.a = (td_view){buf[0], TD_PEER_SELF, r0, 0, r1 - r0, o->k};
+    task.b = (td_view){buf[1], TD_PEER_SELF, 0, 0, o->k, o->n};
+    task.c = (td_view){buf[2], TD_PEER_SELF, r0, 0, r1 - r0, o->n};
+    snprintf(task.label, sizeof task.label, "gemm rows %lld", (long long)r0);
+    uint32_t idx;
+    st = td_plan_add_task(p, 0, &task, NULL, 0, NULL, 0, NULL, 0, &idx);
+  }
+  if (st == TD_OK)
+    st = td_plan_validate(p);
+  if (st != TD_OK) {
+    td_plan_destroy(p);
+    return st;
+  }
+  *out = p;
+  return TD_OK;
+}
+
+static td_status be_rank(td_world *w, int rank, void *arg) {
+  (void)rank;
+  be_state *s = arg;
+  const be_opts *o = &s->o;
+  td_plan *plan = NULL;
+  int32_t buf[3];
+  td_status st = be_plan(o, &plan, buf);
+  if (st != TD_OK)
+    return st;
+  td_exec_opts eo;
+  td_exec_opts_init(&eo);
+  eo.compute_workers = o->workers;
+  td_exec *ex = NULL;
+  st = td_exec_create(plan, td_world_team(w), &eo, &ex);
+  if (st == TD_OK)
+    st = td_exec_bind(ex, buf[0], s->a);
+  if (st == TD_OK)
+    st = td_exec_bind(ex, buf[1], s->b);
+  if (st == TD_OK)
+    st = td_exec_bind(ex, buf[2], s->c_exec);
+  for (int it = -1; st == TD_OK && it < o->iters; it++) { /* it = -1: warm-up */
+    openblas_set_num_threads(o->workers);
+    double t0 = be_now();
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)o->m, (blasint)o->n, (blasint)o->k, 1.0f,
+                s->a, (blasint)o->k, s->b, (blasint)o->n, 0.0f, s->c_blas, (blasint)o->n);
+    double t1 = be_now();
+    st = td_exec_run(ex); /* sets OpenBLAS back to one thread per worker */
+    double t2 = be_now();
+    if (it >= 0)
+      s->t_blas[it] = t1 - t0, s->t_exec[it] = t2 - t1;
+  }
+  td_status dst = td_exec_destroy(ex);
+  td_plan_destroy(plan);
+  return st != TD_OK ? st : dst;
+}
+
+static void be_write_json(const be_state *s, double tb, double te) {
+  cJSON *root = cJSON_CreateObject();
+  cJSON_AddStringToObject(root, "bench", "exec");
+  cJSON_AddStringToObject(root, "tdist_version", td_version());
+  cJSON_AddNumberToObject(root, "m", (double)s->o.m);
+  cJSON_AddNumberToObject(root, "n", (double)s->o.n);
+  cJSON_AddNumberToObject(root, "k", (double)s->o.k);
+  cJSON_AddNumberToObject(root, "tiles", s->o.tiles);
+  cJSON_AddNumberToObject(root, "workers", s->o.workers);
+  cJSON_AddNumberToObject(root, "iters", s->o.iters);
+  cJSON_AddNumberToObject(root, "openblas_median_s", tb);
+  cJSON_AddNumberToObject(root, "executor_median_s", te);
+  cJSON_AddNumberToObject(root, "overhead_pct", (te / tb - 1.0) * 100.0);
+  cJSON_AddNumberToObject(root, "max_rel_diff", s->max_rel_diff);
+  char *text = cJSON_Print(root);
+  FILE *f = text ? fopen(s->o.json, "w") : NULL;
+  if (!f || fputs(text, f) < 0 || fclose(f) != 0)
+    fprintf(stderr, "tdist bench exec: cannot write %s\n", s->o.json);
+  free(text);
+  cJSON_Delete(root);
+}
+
+int td_bench_exec(int argc, char **argv) {
+  be_state s;
+  memset(&s, 0, sizeof s);
+  int rc = be_parse(argc, argv, &s.o);
+  if (rc)
+    return rc == 1 ? 0 : rc;
+  const be_opts *o = &s.o;
+  size_t na = (size_t)(o->m * o->k), nb = (size_t)(o->k * o->n), nc = (size_t)(o->m * o->n);
+  s.a = malloc(na * sizeof(float)), s.b = malloc(nb * sizeof(float));
+  s.c_blas = malloc(nc * sizeof(float)), s.c_exec = malloc(nc * sizeof(float));
+  s.t_blas = calloc((size_t)o->iters, sizeof(double)), s.t_exec = calloc((size_t)o->iters, sizeof(double));
+  if (!s.a || !s.b || !s.c_blas || !s.c_exec || !s.t_blas || !s.t_exec) {
+    fprintf(stderr, "tdist bench exec: out of memory for %lld x %lld x %lld\n", (long long)o->m,
+            (long long)o->n, (long long)o->k);
+    return 1;
+  }
+  uint64_t x = 0x9e3779b97f4a7c15ull; /* random inputs, never zeros */
+  for (size_t i = 0; i < na + nb; i++) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    float v = (float)((double)(x >> 11) / 9007199254740992.0) - 0.5f;
+    if (i < na)
+      s.a[i] = v;
+    else
+      s.b[i - na] = v;
+  }
+  td_world_opts wo;
+  td_world_opts_init(&wo);
+  wo.heap_size = (size_t)1 << 20;
+  wo.transport = "local";
+  td_status st = td_local_world_run(1, &wo, be_rank, &s);
+  if (st != TD_OK) {
+    fprintf(stderr, "tdist bench exec: %s: %s\n", td_status_name(st), td_last_error());
+    return 1;
+  }
+  for (size_t i = 0; i < nc; i++) {
+    double d = fabs((double)s.c_exec[i] - (double)s.c_blas[i]) / fmax(1.0, fabs((double)s.c_blas[i]));
+    if (d > s.max_rel_diff)
+      s.max_rel_diff = d;
+  }
+  double tb = be_median(s.t_blas, o->iters), te = be_median(s.t_exec, o->iters);
+  double gflop = 2.0 * (double)o->m * (double)o->n * (double)o->k * 1e-9;
+  printf("# tdist bench exec: f32 GEMM %lld x %lld x %lld, %d tiles, %d workers, median of %d\n",
+         (long long)o->m, (long long)o->n, (long long)o->k, o->tiles, o->workers, o->iters);
+  printf("%-28s %12s %10s\n", "side", "median ms", "GFLOP/s");
+  printf("%-28s %12.2f %10.1f\n", "OpenBLAS sgemm (threads)", tb * 1e3, gflop / tb);
+  printf("%-28s %12.2f %10.1f\n", "CPU executor (tiles)", te * 1e3, gflop / te);
+  printf("overhead: %+.2f %%   max relative difference: %.2e\n", (te / tb - 1.0) * 100.0, s.max_rel_diff);
+  if (o->json)
+    be_write_json(&s, tb, te);
+  int bad = !(s.max_rel_diff < 1e-3);
+  if (bad)
+    fprintf(stderr, "tdist bench exec: the executor's result differs from OpenBLAS's (max rel %.3g)\n",
+            s.max_rel_diff);
+  free(s.a), free(s.b), free(s.c_blas), free(s.c_exec), free(s.t_blas), free(s.t_exec);
+  return bad;
+}
