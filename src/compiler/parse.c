@@ -494,7 +494,6 @@ static int td__assign(td__parser *ps, const td__tok *nt, int is_output) {
       return td__rewrap(ps, nt);
   }
   snprintf(ps->p->vals[v].name, TD__NAME_MAX, "%s", name);
-  ps->p->vals[v].loc = (td__srcloc){nt->line, nt->col};
   if (is_output)
     ps->p->vals[v].is_output = 1;
   return 1;

@@ -131,28 +131,37 @@ td_status td_program_set_dim(td_program *p, const char *name, int64_t value) {
 td_status td_program_set_dims(td_program *p, const char *text) {
   if (!p || !text)
     return td__error(TD_ERR_INVALID_ARG, "set_dims: program or text is NULL");
-  const char *s = text;
-  while (*s) {
-    const char *end = strchr(s, ',');
-    size_t len = end ? (size_t)(end - s) : strlen(s);
-    char item[96];
-    if (len == 0 || len >= sizeof item)
-      return td__error(TD_ERR_INVALID_ARG, "--dims '%s': empty or overlong item (expected NAME=VALUE,...)", text);
-    memcpy(item, s, len);
-    item[len] = 0;
-    char *eq = strchr(item, '=');
-    if (!eq)
-      return td__error(TD_ERR_INVALID_ARG, "--dims item '%s' has no '=' (expected NAME=VALUE)", item);
-    *eq = 0;
-    char *num = eq + 1, *stop;
-    errno = 0;
-    long long v = strtoll(num, &stop, 10);
-    if (!*num || *stop || errno)
-      return td__error(TD_ERR_INVALID_ARG, "--dims %s=%s: value is not an integer", item, num);
-    TD_CHECK(td_program_set_dim(p, item, v));
-    s += len;
-    if (*s == ',')
-      s++;
+  /* Two passes: check every item first, so a bad item leaves all dims unchanged. */
+  for (int apply = 0; apply < 2; apply++) {
+    const char *s = text;
+    while (*s) {
+      const char *end = strchr(s, ',');
+      size_t len = end ? (size_t)(end - s) : strlen(s);
+      char item[96];
+      if (len == 0 || len >= sizeof item)
+        return td__error(TD_ERR_INVALID_ARG, "--dims '%s': empty or overlong item (expected NAME=VALUE,...)", text);
+      memcpy(item, s, len);
+      item[len] = 0;
+      char *eq = strchr(item, '=');
+      if (!eq)
+        return td__error(TD_ERR_INVALID_ARG, "--dims item '%s' has no '=' (expected NAME=VALUE)", item);
+      *eq = 0;
+      char *num = eq + 1, *stop;
+      errno = 0;
+      long long v = strtoll(num, &stop, 10);
+      if (!*num || *stop || errno)
+        return td__error(TD_ERR_INVALID_ARG, "--dims %s=%s: value is not an integer", item, num);
+      if (apply) {
+        TD_CHECK(td_program_set_dim(p, item, v));
+      } else {
+        int32_t i = td__find_dim(p, item);
+        if (i < 0 || v < 1) /* let set_dim word the error */
+          return td_program_set_dim(p, item, v);
+      }
+      s += len;
+      if (*s == ',')
+        s++;
+    }
   }
   return TD_OK;
 }

@@ -1,0 +1,160 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * The tdist run / explain / calibrate commands as a user calls them: every
+ * bad-input path prints its message and exits 2 (usage) or 1 (failure); a
+ * small run passes its check and writes valid JSON; explain prints each
+ * rank's schedule; calibrate --quick writes a calibration file the compiler
+ * then loads. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tdist/tdist.h"
+
+static char tmpdir[256];
+
+/* Runs `tdist ARGS` in a shell; returns the exit status, output (stdout+stderr) in out. */
+static int tdist(char *out, size_t size, const char *args) {
+  const char *bin = getenv("TD_BIN_DIR");
+  char cmd[2048];
+  snprintf(cmd, sizeof cmd, "cd %s && %s/tdist %s 2>&1", tmpdir, bin ? bin : ".", args);
+  FILE *f = popen(cmd, "r");
+  assert_non_null(f);
+  size_t n = fread(out, 1, size - 1, f);
+  out[n] = 0;
+  int st = pclose(f);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void write_file(const char *name, const char *text) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/%s", tmpdir, name);
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fputs(text, f);
+  fclose(f);
+}
+
+static const char *small = "dim M = 12, H = 8, F = 16\ninput x : bf16[M, H] shard(0)\n"
+                           "weight w1 : bf16[H, F] shard(1)\nweight w2 : bf16[F, H] shard(0)\n"
+                           "y = reduce_scatter(matmul(gelu(matmul(all_gather(x), w1)), w2))\noutput y\n";
+
+static void expect(const char *args, int code, const char *message) {
+  static char out[1 << 16];
+  int rc = tdist(out, sizeof out, args);
+  if (rc != code || !strstr(out, message))
+    print_error("tdist %s: exit %d, output:\n%s\nwant exit %d and '%s'\n", args, rc, out, code, message);
+  assert_int_equal(rc, code);
+  assert_non_null(strstr(out, message));
+}
+
+static void test_run_errors(void **state) {
+  (void)state;
+  expect("run", 2, "tdist run: no PROGRAM given");
+  expect("run small.td", 2, "tdist run: --ranks N is required");
+  expect("run small.td --ranks 0", 2, "tdist run: --ranks expects an integer in 1..64, got '0'");
+  expect("run small.td --ranks 2x", 2, "tdist run: --ranks expects an integer in 1..64, got '2x'");
+  expect("run small.td --ranks", 2, "tdist run: option --ranks needs a value");
+  expect("run small.td --ranks 2 --iters 0", 2, "tdist run: --iters expects an integer in 1..100000, got '0'");
+  expect("run small.td --ranks 2 --frobnicate 1", 2, "tdist run: unknown option '--frobnicate' (see tdist run --help)");
+  expect("run small.td other.td --ranks 2", 2, "tdist run: unexpected argument 'other.td' (one PROGRAM only)");
+  expect("run small.td --ranks 2 --backend tpu", 2, "tdist run: unknown backend 'tpu' (cpu or cuda)");
+  expect("run missing.td --ranks 2", 1, "tdist run: cannot open program 'missing.td': No such file or directory");
+  expect("run small.td --ranks 2 --dims Q=3", 2,
+         "tdist run: dim 'Q' is not declared by the program (declared: M, H, F)");
+  expect("run small.td --ranks 2 --dims M", 2, "tdist run: --dims item 'M' has no '=' (expected NAME=VALUE)");
+  expect("run small.td --ranks 2 --dims M=abc", 2, "tdist run: --dims M=abc: value is not an integer");
+  expect("run small.td --ranks 4 --dims F=3", 1, "the contraction dim (3) is split over 4 ranks");
+  expect("run bad.td --ranks 2", 1, "tdist run: bad.td:2:19: expected ']' after the shape (2-D at most), found ','");
+  expect("run --help", 0, "usage: tdist run PROGRAM.td --ranks N [options]");
+}
+
+static void test_run_ok(void **state) {
+  (void)state;
+  static char out[1 << 16];
+  int rc = tdist(out, sizeof out, "run small.td --ranks 3 --check --iters 2 --json r.json --trace t.json");
+  if (rc != 0)
+    print_error("%s\n", out);
+  assert_int_equal(rc, 0);
+  assert_non_null(strstr(out, "overlapped"));
+  assert_non_null(strstr(out, "sequential"));
+  assert_non_null(strstr(out, "result: PASS"));
+  char path[512];
+  snprintf(path, sizeof path, "%s/r.json", tmpdir);
+  FILE *f = fopen(path, "r");
+  assert_non_null(f);
+  static char text[1 << 16];
+  text[fread(text, 1, sizeof text - 1, f)] = 0;
+  fclose(f);
+  cJSON *j = cJSON_Parse(text);
+  assert_non_null(j);
+  assert_true(cJSON_IsTrue(cJSON_GetObjectItem(j, "pass")));
+  assert_int_equal((int)cJSON_GetObjectItem(j, "ranks")->valuedouble, 3);
+  assert_int_equal((int)cJSON_GetObjectItem(cJSON_GetObjectItem(j, "dims"), "M")->valuedouble, 12);
+  cJSON *ov = cJSON_GetObjectItem(j, "overlapped");
+  assert_true(cJSON_GetObjectItem(ov, "seconds")->valuedouble > 0);
+  assert_true(cJSON_GetObjectItem(ov, "max_rel_error")->valuedouble <= cJSON_GetObjectItem(ov, "tolerance")->valuedouble);
+  assert_non_null(cJSON_GetObjectItem(j, "speedup"));
+  cJSON_Delete(j);
+  snprintf(path, sizeof path, "%s/t.json", tmpdir);
+  assert_int_equal(access(path, R_OK), 0);
+}
+
+static void test_explain(void **state) {
+  (void)state;
+  expect("explain", 2, "tdist explain: no PROGRAM given");
+  expect("explain small.td", 2, "tdist explain: --ranks N is required");
+  expect("explain small.td --ranks 99", 2, "tdist explain: --ranks expects an integer in 1..64, got '99'");
+  expect("explain small.td --ranks 2 --what 1", 2, "tdist explain: unknown option '--what'");
+  expect("explain small.td --ranks 2 --backend x", 2, "tdist explain: unknown backend 'x' (cpu or cuda)");
+  expect("explain missing.td --ranks 2", 1, "tdist explain: cannot open program 'missing.td'");
+  expect("explain small.td --ranks 2 --dims Z=1", 2, "tdist explain: dim 'Z' is not declared");
+  expect("explain small.td --ranks 3", 0, "rank 2:");
+  expect("explain small.td --ranks 3 --sequential --dump plan.txt", 0, "sequential (baseline) plan");
+  expect("explain small.td --ranks 2", 0, "hidden under compute");
+}
+
+static void test_calibrate(void **state) {
+  (void)state;
+  expect("calibrate --bogus", 2, "tdist calibrate: unknown argument '--bogus'");
+  char env[600];
+  snprintf(env, sizeof env, "%s/cache", tmpdir);
+  setenv("TD_CACHE_DIR", env, 1);
+  expect("calibrate --quick", 0, "written to");
+  td_perf_model m;
+  td_perf_model_load(&m);
+  assert_true(m.alpha_s > 0 && m.beta_bytes_s > 0 && m.flops_s > 0 && m.cores >= 1);
+  td_perf_model def;
+  snprintf(env, sizeof env, "%s/nothing-here", tmpdir);
+  setenv("TD_CACHE_DIR", env, 1);
+  td_perf_model_load(&def);
+  assert_int_equal(def.cores, 0); /* defaults when no calibration exists */
+  unsetenv("TD_CACHE_DIR");
+}
+
+int main(void) {
+  snprintf(tmpdir, sizeof tmpdir, "/tmp/td_cli_XXXXXX");
+  if (!mkdtemp(tmpdir))
+    return 1;
+  write_file("small.td", small);
+  write_file("bad.td", "dim M = 4\ninput x : f32[M, 4, 4]\n");
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_run_errors),
+      cmocka_unit_test(test_run_ok),
+      cmocka_unit_test(test_explain),
+      cmocka_unit_test(test_calibrate),
+  };
+  int rc = cmocka_run_group_tests(tests, NULL, NULL);
+  char cmd[512];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
+  if (system(cmd) != 0)
+    rc = rc ? rc : 1;
+  return rc;
+}
