@@ -40,6 +40,7 @@ typedef struct bc_opts {
   const char *json;
   int no_mpi;
   int staged; /* tdist side uses ordinary (non-symmetric) buffers */
+  int repeat; /* whole runs of both sides, alternating; the best of them is kept */
 } bc_opts;
 
 typedef struct bc_row {
@@ -56,6 +57,8 @@ static void bc_usage(FILE *out) {
           "  --min/--max sizes in bytes, doubling, K/M/G suffixes (default 8 .. 256M); the size is\n"
           "              nccl-tests': the whole N-rank buffer for all_gather, reduce_scatter, all_to_all\n"
           "  --iters K   calls per timed round (default: ~32 MiB of traffic, 2..200); %d rounds, median\n"
+          "  --repeat R  run both sides R times, alternating, and keep each size's best time (default 1;\n"
+          "              use 3+ on a shared machine)\n"
           "  --json FILE also write the results as JSON\n"
           "  --staged    tdist uses ordinary buffers (staged through scratch) instead of symmetric ones\n"
           "  --no-mpi    skip the Open MPI baseline (mpirun ... td_mpi_coll_bench)\n",
@@ -80,7 +83,7 @@ static double bc_busbw_factor(int op, int n) {
 }
 
 static int bc_parse(int argc, char **argv, bc_opts *o, int *worker) {
-  *o = (bc_opts){.ranks = 2, .min = 8, .max = (size_t)256 << 20};
+  *o = (bc_opts){.ranks = 2, .min = 8, .max = (size_t)256 << 20, .repeat = 1};
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -108,6 +111,12 @@ static int bc_parse(int argc, char **argv, bc_opts *o, int *worker) {
       o->iters = atoi(v), i++;
       if (o->iters < 1) {
         fprintf(stderr, "tdist bench coll: --iters %s: give a positive count\n", v);
+        return -1;
+      }
+    } else if (v && !strcmp(a, "--repeat")) {
+      o->repeat = atoi(v), i++;
+      if (o->repeat < 1 || o->repeat > 100) {
+        fprintf(stderr, "tdist bench coll: --repeat %s: give 1..100\n", v);
         return -1;
       }
     } else if (v && !strcmp(a, "--json")) {
@@ -296,10 +305,9 @@ static void bc_take_line(const char *line, const char *tag, bc_row rows[][BC_MAX
       rows[k][i] = (bc_row){bytes, count, -1, -1};
       nrows[k]++;
     }
-    if (is_mpi)
-      rows[k][i].mpi_us = us;
-    else
-      rows[k][i].td_us = us;
+    double *slot = is_mpi ? &rows[k][i].mpi_us : &rows[k][i].td_us;
+    if (*slot < 0 || us < *slot) /* best of --repeat runs */
+      *slot = us;
   }
 }
 
@@ -422,8 +430,8 @@ static void bc_print(const bc_opts *o, bc_row rows[][BC_MAX_ROWS], const int nro
   printf("# tdist bench coll: %d rank processes, float, sum; tdist %s buffers; baseline %s\n", n,
          o->staged ? "ordinary (staged)" : "symmetric",
          o->no_mpi ? "none" : "Open MPI (mpirun --mca btl self,vader)");
-  printf("# time: slowest rank's mean per round, median of %d rounds; busbw factors of nccl-tests; "
-         "ratio = tdist busbw / MPI busbw\n", BC_ROUNDS);
+  printf("# time: slowest rank's mean per round, median of %d rounds, best of %d run(s); busbw factors "
+         "of nccl-tests; ratio = tdist busbw / MPI busbw\n", BC_ROUNDS, o->repeat);
   for (int k = 0; k < BC_MAX_OPS; k++) {
     if (!(o->ops & (1u << k)) || !nrows[k])
       continue;
@@ -461,6 +469,7 @@ static int bc_write_json(const bc_opts *o, bc_row rows[][BC_MAX_ROWS], const int
   cJSON_AddStringToObject(root, "tdist_buffers", o->staged ? "ordinary" : "symmetric");
   cJSON_AddStringToObject(root, "baseline", o->no_mpi ? "none" : "openmpi btl self,vader");
   cJSON_AddNumberToObject(root, "rounds", BC_ROUNDS);
+  cJSON_AddNumberToObject(root, "repeat", o->repeat);
   cJSON *res = cJSON_AddArrayToObject(root, "results");
   for (int k = 0; k < BC_MAX_OPS; k++)
     for (int i = 0; i < nrows[k]; i++) {
@@ -505,9 +514,12 @@ int td_bench_coll(int argc, char **argv) {
   static bc_row rows[BC_MAX_OPS][BC_MAX_ROWS];
   int nrows[BC_MAX_OPS] = {0};
   fflush(stdout);
-  int rc = bc_run_tdist(&o, argc, argv, rows, nrows);
-  if (!o.no_mpi && bc_run_mpi(&o, rows, nrows))
-    rc = 1;
+  int rc = 0;
+  for (int k = 0; k < o.repeat && !rc; k++) {
+    rc = bc_run_tdist(&o, argc, argv, rows, nrows);
+    if (!rc && !o.no_mpi && bc_run_mpi(&o, rows, nrows))
+      rc = 1;
+  }
   bc_print(&o, rows, nrows);
   if (o.json && bc_write_json(&o, rows, nrows))
     rc = 1;
