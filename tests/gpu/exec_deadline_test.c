@@ -65,6 +65,35 @@ static void test_runtime_deadlock_names_task(void **state) {
   td_plan_destroy(p);
 }
 
+/* The same deadlock on a copy-engine task: its copy was queued on the
+ * copy-engine stream behind a wait that never holds; the launch must still end
+ * (the host releases the queue) and name the task. */
+static void test_stuck_copy_engine_task_releases_queue(void **state) {
+  td_plan *p = NULL;
+  assert_int_equal(td_plan_create(1, &p), TD_OK);
+  td_buffer_desc d = {"x", TD_BUF_SYMM, TD_F32, 4, 64};
+  int32_t x;
+  assert_int_equal(td_plan_add_buffer(p, &d, &x), TD_OK);
+  uint32_t sig;
+  assert_int_equal(td_plan_add_signal(p, "never equal", &sig), TD_OK);
+  td_task raise = ex_task(TD_TASK_NOP, TD_WORKER_COMM, 0, "raiser");
+  td_raise r = {sig, TD_PEER_SELF, 1};
+  uint32_t t0, t1;
+  assert_int_equal(td_plan_add_task(p, 0, &raise, NULL, 0, NULL, 0, &r, 1, &t0), TD_OK);
+  td_task copy = ex_task(TD_TASK_COPY, TD_WORKER_COPY_ENGINE, 0, "stuck copy");
+  copy.a = ex_view(x, TD_PEER_SELF, 0, 0, 2, 64);
+  copy.c = ex_view(x, TD_PEER_SELF, 2, 0, 2, 64);
+  td_wait wt = {sig, TD_CMP_EQ, 0};
+  assert_int_equal(td_plan_add_task(p, 0, &copy, &t0, 1, &wt, 1, NULL, 0, &t1), TD_OK);
+  assert_int_equal(td_plan_validate(p), TD_OK);
+  case_ctx c = {p, 0, TD_ERR_TIMEOUT, {"task 1 'stuck copy'", "copy_engine", "observed 1"}};
+  td_world_opts o = ex_world_opts(20000);
+  td_status st = td_local_world_run(1, &o, rank_fn, &c);
+  if (st != TD_OK)
+    fail_msg("%s", td_last_error());
+  td_plan_destroy(p);
+}
+
 static void test_oversubscribed_gpu_is_refused(void **state) {
   enum { N = 4 };
   td_plan *p = NULL;
@@ -87,6 +116,7 @@ static void test_oversubscribed_gpu_is_refused(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_runtime_deadlock_names_task),
+      cmocka_unit_test(test_stuck_copy_engine_task_releases_queue),
       cmocka_unit_test(test_oversubscribed_gpu_is_refused),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

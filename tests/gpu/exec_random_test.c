@@ -17,8 +17,11 @@
 #include <inttypes.h>
 #include <stdlib.h>
 
+#include "exec/cuda/cuda_exec.h"
 #include "exec/exec_harness.h"
 #include "exec/randgraph.h"
+
+static int g_ce_reported;
 
 typedef struct {
   rg_graph g;
@@ -47,6 +50,10 @@ static td_status rank_fn(td_world *w, int rank, void *arg) {
   o.trace = c->trace;
   td_exec *ex = NULL;
   EX_OK(td_exec_create(g->plan, td_world_team(w), &o, &ex));
+  const td__cuda_exec *cx = ex->impl;
+  if (cx->nce > 0 && __atomic_exchange_n(&g_ce_reported, 1, __ATOMIC_RELAXED) == 0)
+    printf("copy-engine tasks: %s (seed %" PRIu64 ", rank %d: %u on the queue)\n",
+           cx->ce_enabled ? "on the copy-engine stream" : "on communication blocks", g->seed, rank, cx->nce);
   void *dev[RG_NBUFS] = {0};
   int owned[RG_NBUFS] = {0};
   td_status st = TD_OK;

@@ -11,7 +11,9 @@
  * GPU; one communication block when the schedule has communication or
  * copy-engine tasks (more with more such tasks, up to an eighth of the share),
  * the rest compute. A role never gets more blocks than tasks. Copy-engine
- * tasks are run by the communication blocks (see docs/architecture.md). */
+ * tasks are pulled by the communication blocks, which hand their bytes to the
+ * copy-engine queue (copy_engine.c) when the device supports stream memory
+ * operations, and copy them on the SMs otherwise. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -195,7 +197,8 @@ static td_status td__alloc_tables(td__cuda_exec *cx) {
   const td_schedule *s = e->sched;
   uint32_t n[2];
   td__count_roles(s, n);
-  size_t off = 0, o_tasks, o_deps, o_waits, o_raises, o_list0, o_list1, o_cursor, o_done, o_diag, o_trace;
+  size_t off = 0, o_tasks, o_deps, o_waits, o_raises, o_list0, o_list1, o_cursor, o_done, o_diag, o_trace,
+         o_ce_go, o_ce_done;
 #define TD__PLACE(var, bytes) (var = off, off = TD__ALIGN(off + (bytes), 16))
   TD__PLACE(o_tasks, (size_t)s->ntasks * sizeof(td_dev_task));
   TD__PLACE(o_deps, (size_t)s->ndeps * 4);
@@ -207,6 +210,8 @@ static td_status td__alloc_tables(td__cuda_exec *cx) {
   TD__PLACE(o_done, (size_t)s->ntasks * 8);
   TD__PLACE(o_diag, sizeof(td_dev_diag));
   TD__PLACE(o_trace, (size_t)s->ntasks * sizeof(td_dev_trace));
+  TD__PLACE(o_ce_go, (size_t)s->ntasks * 8);
+  TD__PLACE(o_ce_done, (size_t)s->ntasks * 8);
 #undef TD__PLACE
   cx->tables_size = off;
   TD__CU(e, cudaMalloc((void **)&cx->tables, off));
@@ -218,6 +223,7 @@ static td_status td__alloc_tables(td__cuda_exec *cx) {
   p->list[0] = b + o_list0, p->list[1] = b + o_list1;
   p->cursor = b + o_cursor, p->done = b + o_done, p->diag = b + o_diag;
   p->trace = e->opts.trace ? b + o_trace : 0;
+  p->ce_go = b + o_ce_go, p->ce_done = b + o_ce_done;
   p->nlist[0] = n[0], p->nlist[1] = n[1];
   p->nblocks[0] = (unsigned)cx->nblocks[0], p->nblocks[1] = (unsigned)cx->nblocks[1];
   p->timeout_ns = (uint64_t)e->opts.timeout_ms * 1000000u;
@@ -281,6 +287,7 @@ static void td__free_all(td__cuda_exec *cx) {
   td_exec *e = cx->exec;
   if (cx->stream && cx->own_stream)
     cudaStreamDestroy(cx->stream);
+  td__cuda_ce_free(cx);
   for (int p = 0; cx->peer_opened && p < e->nranks; p++)
     if (cx->peer_opened[p])
       cudaIpcCloseMemHandle((void *)(uintptr_t)cx->peer_base[p]);
@@ -317,6 +324,8 @@ static td_status td__cuda_create(td_exec *e) {
     st = td__exchange_arenas(cx);
   if (st == TD_OK)
     st = td__size_grid(cx);
+  if (st == TD_OK)
+    st = td__cuda_ce_setup(cx);
   if (st == TD_OK)
     st = td__alloc_tables(cx);
   if (st == TD_OK) {

@@ -59,7 +59,33 @@ typedef struct td__cuda_exec {
   void **bound_at_upload;  /* [nbuffers]: exec->bound when the table was last uploaded */
   int uploaded;
   td_dev_trace *h_trace;   /* [ntasks] */
+  /* copy-engine queue (copy_engine.c) */
+  int ce_enabled;          /* stream memory operations usable: CE copies go to ce_stream */
+  cudaStream_t ce_stream;
+  uint32_t *ce_tasks;      /* indices of CE proxy tasks, schedule order */
+  uint32_t nce;
+  void *ce_wait64, *ce_write64; /* driver entry points cuStreamWaitValue64 / cuStreamWriteValue64 */
 } td__cuda_exec;
+
+/** Whether task `t` runs on the copy-engine queue: class COPY_ENGINE, kind
+ * COPY, same dtype on both sides (a byte copy), and the queue is enabled. */
+int td__cuda_ce_eligible(const td__cuda_exec *cx, const td_task *t);
+
+/** Resolves the stream memory operations and, when the device supports them,
+ * enables the queue: a high-priority non-blocking stream and the list of
+ * eligible tasks. Without support, CE tasks run on communication blocks.
+ * Errors: TD_ERR_CUDA, TD_ERR_NO_MEMORY. */
+td_status td__cuda_ce_setup(td__cuda_exec *cx);
+
+/** Enqueues this launch's copies (wait ce_go >= epoch, 2-D copy, write
+ * ce_done = epoch), after the kernel's launch. Errors: TD_ERR_CUDA. */
+td_status td__cuda_ce_enqueue(td__cuda_exec *cx);
+
+/** After a failed launch: releases the queue's waits so its stream drains,
+ * then waits for it. */
+void td__cuda_ce_release(td__cuda_exec *cx);
+
+void td__cuda_ce_free(td__cuda_exec *cx);
 
 /** Resolves every task view, wait and raise of this rank's schedule into
  * h_tasks and the wait/raise arrays at `waits`/`raises` (host memory, sized by

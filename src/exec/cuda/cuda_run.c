@@ -65,6 +65,11 @@ static td_status td__timeout_message(td__cuda_exec *cx, const td_dev_diag *d) {
   const td_schedule *s = e->sched;
   const uint32_t ti = d->task < s->ntasks ? d->task : 0;
   const td_task *t = &s->tasks[ti];
+  if (d->what == 2)
+    return td__error(TD_ERR_TIMEOUT,
+                     "cuda executor: rank %d, launch %llu: copy-engine task %u '%s' was handed to the copy-engine "
+                     "stream but did not finish within the deadline (%d ms)",
+                     e->rank, (unsigned long long)e->epoch, d->task, t->label, e->opts.timeout_ms);
   if (d->what == 0) {
     const uint32_t di = d->index < s->ntasks ? d->index : 0;
     return td__error(TD_ERR_TIMEOUT,
@@ -140,6 +145,8 @@ td_status td__cuda_run(td_exec *e) {
   }
   if (ce != cudaSuccess)
     return td__cuda_fail(e, "launch of the persistent kernel", ce);
+  /* A failed enqueue only costs the deadline: the proxies time out, the queue is released. */
+  td_status ce_st = cx->ce_enabled ? td__cuda_ce_enqueue(cx) : TD_OK;
   td_dev_diag diag;
   ce = cudaMemcpyAsync(&diag, (void *)(uintptr_t)cx->plan.diag, sizeof diag, cudaMemcpyDeviceToHost, cx->stream);
   if (ce == cudaSuccess && e->opts.trace)
@@ -148,8 +155,15 @@ td_status td__cuda_run(td_exec *e) {
   if (ce == cudaSuccess)
     ce = cudaStreamSynchronize(cx->stream);
   const int64_t t1 = td__clock_ns(CLOCK_MONOTONIC);
+  if (ce != cudaSuccess || diag.failed || ce_st != TD_OK) {
+    td__cuda_ce_release(cx); /* nothing may stay queued on a wait that no kernel will satisfy */
+  } else if (cx->ce_enabled && cx->nce > 0) {
+    ce = cudaStreamSynchronize(cx->ce_stream);
+  }
   if (ce != cudaSuccess)
     return td__cuda_fail(e, "the persistent kernel", ce);
+  if (ce_st != TD_OK)
+    return ce_st;
   td_status st = TD_OK;
   if (e->opts.trace)
     st = td__collect_trace(cx, t0, t1);

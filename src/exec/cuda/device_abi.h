@@ -27,9 +27,13 @@ typedef struct td_dev_view {
   int pad0;
 } td_dev_view; /* 40 bytes */
 
+/* td_dev_task.worker of a copy-engine task the host queue runs: the kernel
+ * only waits for its inputs, hands it to the copy engine and raises after. */
+#define TD_DEV_WORKER_CE_PROXY 3
+
 typedef struct td_dev_task {
   int kind;   /* td_task_kind */
-  int worker; /* td_worker_class */
+  int worker; /* td_worker_class, or TD_DEV_WORKER_CE_PROXY */
   unsigned int op;
   float alpha;
   unsigned int dep_first, dep_count;
@@ -58,7 +62,7 @@ typedef struct td_dev_raise {
 typedef struct td_dev_diag {
   unsigned int failed;  /* 0, or 1 once a wait timed out (all blocks then stop) */
   unsigned int task;    /* task index in the schedule */
-  unsigned int what;    /* 0: local dependency, 1: signal wait */
+  unsigned int what;    /* 0: local dependency, 1: signal wait, 2: copy engine never finished */
   unsigned int index;   /* dependency's task index, or the wait's plan signal index */
   td_dev_u64 expected;  /* absolute value the wait needed (signal), or the epoch (dependency) */
   td_dev_u64 observed;  /* last value read */
@@ -83,6 +87,8 @@ typedef struct td_dev_plan {
   td_dev_u64 done;                        /* td_dev_u64[ntasks]: epoch in which each task finished */
   td_dev_u64 diag;                        /* td_dev_diag* */
   td_dev_u64 trace;                       /* td_dev_trace*[ntasks] or 0 */
+  td_dev_u64 ce_go;                       /* td_dev_u64[ntasks]: epoch a CE proxy's inputs are ready */
+  td_dev_u64 ce_done;                     /* td_dev_u64[ntasks]: epoch the copy engine finished it */
   td_dev_u64 epoch;                       /* this launch: 1, 2, ... */
   td_dev_u64 timeout_ns;                  /* deadline of each wait */
   unsigned int nlist[2];                  /* tasks per role */

@@ -13,6 +13,13 @@
  * the tile; thread 0 then makes the block's writes visible system-wide, raises
  * the signals (atomic adds on the owners' words) and marks the task done.
  *
+ * Copy-engine tasks marked TD_DEV_WORKER_CE_PROXY are pulled by the
+ * communication blocks like any other task, but their bytes move on the host's
+ * copy-engine stream: after the waits, thread 0 publishes ce_go[t] = epoch
+ * (release, system scope), the stream (waiting on that word) copies and writes
+ * ce_done[t] = epoch, and thread 0 waits for that before raising. No SM moves
+ * the data.
+ *
  * A wait that passes its deadline records a diagnostic (task, dependency or
  * signal, expected and observed values) and sets diag->failed; every other
  * waiting block sees the flag and leaves, so a stuck schedule ends within one
@@ -35,6 +42,9 @@ __device__ __forceinline__ td_dev_u64 td_ld_acquire_gpu(const td_dev_u64 *p) {
 }
 __device__ __forceinline__ void td_st_release_gpu(td_dev_u64 *p, td_dev_u64 v) {
   asm volatile("st.release.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+__device__ __forceinline__ void td_st_release_sys(td_dev_u64 *p, td_dev_u64 v) {
+  asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
 __device__ __forceinline__ void td_red_add_release_sys(td_dev_u64 *p, td_dev_u64 v) {
   asm volatile("red.release.sys.global.add.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
@@ -82,7 +92,8 @@ __device__ bool td_task_wait(const td_dev_plan &p, unsigned int ti, const td_dev
       if ((++spins & 63u) == 0) {
         if (*(volatile unsigned int *)&diag->failed)
           return false;
-        if (td_globaltimer() - t0 > p.timeout_ns) {
+        /* Twice the deadline: a dependency stuck on a signal reports that signal first. */
+        if (td_globaltimer() - t0 > 2 * p.timeout_ns) {
           td_diag_record(diag, ti, 0u, d, p.epoch, seen, 3);
           return false;
         }
@@ -110,7 +121,31 @@ __device__ bool td_task_wait(const td_dev_plan &p, unsigned int ti, const td_dev
   return true;
 }
 
+/* Thread 0, CE proxy only: hand the task to the copy engine and wait for it. */
+__device__ bool td_task_copy_engine(const td_dev_plan &p, unsigned int ti) {
+  td_dev_diag *diag = (td_dev_diag *)p.diag;
+  td_st_release_sys((td_dev_u64 *)p.ce_go + ti, p.epoch);
+  const td_dev_u64 *done = (const td_dev_u64 *)p.ce_done + ti;
+  const td_dev_u64 t0 = td_globaltimer();
+  unsigned int spins = 0;
+  td_dev_u64 seen;
+  while ((seen = td_ld_acquire_sys(done)) < p.epoch) {
+    if ((++spins & 63u) == 0) {
+      if (*(volatile unsigned int *)&diag->failed)
+        return false;
+      if (td_globaltimer() - t0 > p.timeout_ns) {
+        td_diag_record(diag, ti, 2u, ti, p.epoch, seen, 3);
+        return false;
+      }
+    }
+    __nanosleep(128);
+  }
+  return true;
+}
+
 __device__ void td_run_tile(const td_dev_task &t) {
+  if (t.worker == TD_DEV_WORKER_CE_PROXY)
+    return; /* the copy engine moved the bytes */
   switch (t.kind) {
 #ifdef TD_HAS_GEMM
   case 1: td_tile_gemm(t); break;
@@ -151,6 +186,8 @@ extern "C" __global__ void __launch_bounds__(TD_THREADS) td_exec_kernel(const td
         s_go = td_task_wait(p, s_task, tasks[s_task]) ? 1 : 0;
         if (s_go && trace)
           trace[s_task].start = td_globaltimer();
+        if (s_go && tasks[s_task].worker == TD_DEV_WORKER_CE_PROXY)
+          s_go = td_task_copy_engine(p, s_task) ? 1 : 0;
       }
     }
     __syncthreads();

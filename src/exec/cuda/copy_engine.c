@@ -1,0 +1,125 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * The CUDA executor's copy-engine queue (executor layer, cuda backend).
+ *
+ * Copy-engine tasks move their bytes with cudaMemcpy2DAsync on a
+ * high-priority stream of their own, so no SM spends time on them (lesson 4
+ * of DESIGN.md). Readiness crosses between that stream and the persistent
+ * kernel through two words per task, both stream-ordered:
+ *   kernel  -> stream  ce_go[t] = epoch   (the task's waits held; st.release.sys)
+ *                      the stream waits with cuStreamWaitValue64(GEQ), copies,
+ *   stream  -> kernel  ce_done[t] = epoch (cuStreamWriteValue64 after the copy)
+ * and the communication block that pulled the task raises its signals once
+ * ce_done holds. All deadlines therefore stay in the kernel; if the launch
+ * fails the host writes every ce_go itself so the stream drains instead of
+ * hanging. The driver entry points come through the runtime
+ * (cudaGetDriverEntryPointByVersion), so libtdist needs no link to libcuda and
+ * loads on machines without a GPU. */
+#include <cuda.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "exec/cuda/cuda_exec.h"
+
+typedef CUresult (*td__wait64_fn)(CUstream, CUdeviceptr, cuuint64_t, unsigned int);
+typedef CUresult (*td__write64_fn)(CUstream, CUdeviceptr, cuuint64_t, unsigned int);
+typedef CUresult (*td__attr_fn)(int *, CUdevice_attribute, CUdevice);
+
+int td__cuda_ce_eligible(const td__cuda_exec *cx, const td_task *t) {
+  if (!cx->ce_enabled || t->worker != TD_WORKER_COPY_ENGINE || t->kind != TD_TASK_COPY)
+    return 0;
+  const td_buffer_desc *a = td_plan_buffer(cx->exec->plan, t->a.buf);
+  const td_buffer_desc *c = td_plan_buffer(cx->exec->plan, t->c.buf);
+  return a && c && a->dtype == c->dtype && t->c.rows > 0 && t->c.cols > 0;
+}
+
+static void *td__entry(const char *name) {
+  void *fn = NULL;
+  enum cudaDriverEntryPointQueryResult q;
+  if (cudaGetDriverEntryPointByVersion(name, &fn, 12000, cudaEnableDefault, &q) != cudaSuccess ||
+      q != cudaDriverEntryPointSuccess) {
+    cudaGetLastError();
+    return NULL;
+  }
+  return fn;
+}
+
+td_status td__cuda_ce_setup(td__cuda_exec *cx) {
+  td_exec *e = cx->exec;
+  const td_schedule *s = e->sched;
+  cx->ce_enabled = 0;
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < s->ntasks; i++)
+    n += s->tasks[i].worker == TD_WORKER_COPY_ENGINE;
+  if (n == 0)
+    return TD_OK;
+  td__attr_fn attr = (td__attr_fn)td__entry("cuDeviceGetAttribute");
+  cx->ce_wait64 = td__entry("cuStreamWaitValue64");
+  cx->ce_write64 = td__entry("cuStreamWriteValue64");
+  int ok = 0;
+  if (attr && cx->ce_wait64 && cx->ce_write64 &&
+      attr(&ok, CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS, (CUdevice)cx->device) != CUDA_SUCCESS)
+    ok = 0;
+  if (!ok || !cx->ce_wait64 || !cx->ce_write64 || getenv("TD_CUDA_NO_COPY_ENGINE"))
+    return TD_OK; /* communication blocks run the copies instead */
+  int lo = 0, hi = 0;
+  cudaDeviceGetStreamPriorityRange(&lo, &hi);
+  cudaError_t ce = cudaStreamCreateWithPriority(&cx->ce_stream, cudaStreamNonBlocking, hi);
+  if (ce != cudaSuccess)
+    return td__cuda_fail(e, "cudaStreamCreateWithPriority (copy-engine stream)", ce);
+  cx->ce_enabled = 1;
+  cx->ce_tasks = calloc(n, sizeof *cx->ce_tasks);
+  if (!cx->ce_tasks)
+    return td__error(TD_ERR_NO_MEMORY, "cuda executor: rank %d: no memory for the copy-engine queue", e->rank);
+  cx->nce = 0;
+  for (uint32_t i = 0; i < s->ntasks; i++)
+    if (td__cuda_ce_eligible(cx, &s->tasks[i]))
+      cx->ce_tasks[cx->nce++] = i;
+  return TD_OK;
+}
+
+td_status td__cuda_ce_enqueue(td__cuda_exec *cx) {
+  td_exec *e = cx->exec;
+  td__wait64_fn wait64 = (td__wait64_fn)cx->ce_wait64;
+  td__write64_fn write64 = (td__write64_fn)cx->ce_write64;
+  for (uint32_t k = 0; k < cx->nce; k++) {
+    const uint32_t t = cx->ce_tasks[k];
+    const td_dev_task *d = &cx->h_tasks[t];
+    const size_t esz = td_dtype_size((td_dtype)d->c.dtype);
+    CUresult r = wait64((CUstream)cx->ce_stream, (CUdeviceptr)(cx->plan.ce_go + 8u * t), e->epoch,
+                        CU_STREAM_WAIT_VALUE_GEQ);
+    if (r != CUDA_SUCCESS)
+      return td__error(TD_ERR_CUDA, "cuda executor: rank %d: cuStreamWaitValue64 for copy-engine task %u "
+                       "failed (CUresult %d)", e->rank, t, (int)r);
+    cudaError_t ce = cudaMemcpy2DAsync((void *)(uintptr_t)d->c.ptr, (size_t)d->c.ld * esz,
+                                       (const void *)(uintptr_t)d->a.ptr, (size_t)d->a.ld * esz,
+                                       (size_t)d->c.cols * esz, (size_t)d->c.rows, cudaMemcpyDeviceToDevice,
+                                       cx->ce_stream);
+    if (ce != cudaSuccess)
+      return td__cuda_fail(e, "cudaMemcpy2DAsync (copy-engine task)", ce);
+    r = write64((CUstream)cx->ce_stream, (CUdeviceptr)(cx->plan.ce_done + 8u * t), e->epoch,
+                CU_STREAM_WRITE_VALUE_DEFAULT);
+    if (r != CUDA_SUCCESS)
+      return td__error(TD_ERR_CUDA, "cuda executor: rank %d: cuStreamWriteValue64 for copy-engine task %u "
+                       "failed (CUresult %d)", e->rank, t, (int)r);
+  }
+  return TD_OK;
+}
+
+void td__cuda_ce_release(td__cuda_exec *cx) {
+  if (!cx->ce_enabled || cx->nce == 0)
+    return;
+  const uint64_t epoch = cx->exec->epoch;
+  for (uint32_t k = 0; k < cx->nce; k++)
+    cudaMemcpy((void *)(uintptr_t)(cx->plan.ce_go + 8u * cx->ce_tasks[k]), &epoch, 8, cudaMemcpyHostToDevice);
+  cudaStreamSynchronize(cx->ce_stream);
+  cudaGetLastError();
+}
+
+void td__cuda_ce_free(td__cuda_exec *cx) {
+  if (cx->ce_stream)
+    cudaStreamDestroy(cx->ce_stream);
+  cx->ce_stream = NULL;
+  free(cx->ce_tasks);
+  cx->ce_tasks = NULL;
+}
