@@ -6,7 +6,7 @@
  *    the diagnostic record into TD_ERR_TIMEOUT naming signal and values;
  *  - push: rows scattered to per-peer buffers (three "peers" = three device
  *    buffers), with raise on each peer's signals; push + accumulate adds the
- *    tile into buffers that already hold values. */
+ *    tile into buffers that already hold values (also with 2-CTA clusters). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -18,9 +18,11 @@
 
 enum { M = 250, N = 136, K = 200, EPOCH = 7 };
 
+static int cluster = 1; /* 2: the sm_90a tests run the cluster (TMA multicast) variant */
+
 static td_gemm_config config_for(td_gemm_arch arch) {
   td_gemm_config c = {arch, 128, 128, arch == TD_GEMM_SM90 ? 64 : 32, arch == TD_GEMM_SM90 ? 6 : 4,
-                      1, 8, 1};
+                      arch == TD_GEMM_SM90 ? cluster : 1, 8, 1};
   return c;
 }
 
@@ -205,6 +207,15 @@ static void test_push_accumulate(void **state) {
   push(arch, 1);
 }
 
+static void test_push_accumulate_cluster(void **state) {
+  (void)state;
+  if (skip_arch(TD_GEMM_SM90))
+    skip();
+  cluster = 2;
+  push(TD_GEMM_SM90, 1);
+  cluster = 1;
+}
+
 static td_gemm_arch sm90 = TD_GEMM_SM90, sm80 = TD_GEMM_SM80;
 
 int main(void) {
@@ -213,6 +224,7 @@ int main(void) {
       cmocka_unit_test_prestate(test_timeout, &sm90),
       cmocka_unit_test_prestate(test_push, &sm90),
       cmocka_unit_test_prestate(test_push_accumulate, &sm90),
+      cmocka_unit_test(test_push_accumulate_cluster),
       cmocka_unit_test_prestate(test_wait_raise, &sm80),
       cmocka_unit_test_prestate(test_timeout, &sm80),
       cmocka_unit_test_prestate(test_push_accumulate, &sm80),

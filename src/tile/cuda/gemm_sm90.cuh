@@ -12,7 +12,11 @@
  *     swizzled descriptors), keeping one wgmma group in flight, releasing a
  *     stage as soon as the group that read it retired; then writes its rows
  *     of C straight from registers and runs the post-store hooks.
- * setmaxnreg moves registers from the producer (40) to the consumers.
+ * setmaxnreg moves registers from the producer (40) to the consumers. With
+ * CLUSTER = 2, two CTAs on vertically adjacent tiles share the B slice through
+ * TMA multicast. Hooks run off the critical path: a waiter warp checks the
+ * signals of the next tiles ahead of the loads, a raiser warp raises each
+ * finished tile's signals while the consumers go on (mbarrier hand-offs).
  *
  * Tile configuration comes from template parameters, which the JIT sets from
  * -D values through td_gemm_sm90_jit_entry below; the benchmark and the
@@ -119,13 +123,51 @@ struct td__gemm_sm90_shape {
   static constexpr int B_BYTES = BN * BK * 2;
   static constexpr int STAGE_BYTES = A_BYTES + B_BYTES;
   static constexpr int THREADS = 128 * (NC + 1);
-  /* ring + 2 mbarriers per stage + 1024 for aligning the ring to the swizzle atom */
-  static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + 2 * STAGES * 8 + 1024;
+  /* mbarriers: full[STAGES], empty[STAGES], then the hook hand-offs
+   * ready[2], ready_free[2], done[2], done_free[2] */
+  static constexpr int NBARS = 2 * STAGES + 8;
+  /* ring + mbarriers + 1024 for aligning the ring to the swizzle atom */
+  static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + NBARS * 8 + 1024;
 };
 
+__device__ __forceinline__ td__u32 td__cluster_rank(void) {
+  td__u32 r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+}
+
+__device__ __forceinline__ void td__cluster_sync(void) {
+  asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;" ::: "memory");
+}
+
+/* Arrive on the mbarrier at the same offset in CTA `rank` of the cluster. */
+__device__ __forceinline__ void td__mbar_arrive_cluster(td__u32 bar, td__u32 rank) {
+  asm volatile(
+      "{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, %0, %1;\n"
+      "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n}" ::"r"(bar),
+      "r"(rank)
+      : "memory");
+}
+
+/* TMA load delivered to the same offset in every CTA of `mask` (and their mbarriers). */
+__device__ __forceinline__ void td__tma_load_2d_multicast(td__u32 dst, const td__tensor_map *map,
+                                                          td__u32 bar, int x, int y,
+                                                          unsigned short mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::"
+      "cluster [%0], [%1, {%3, %4}], [%2], %5;" ::"r"(dst),
+      "l"((td__u64)map), "r"(bar), "r"(x), "r"(y), "h"(mask)
+      : "memory");
+}
+
 /* The kernel. B_KN = 1 reads B as [K,N] (MN-major wgmma operand, needs BN % 64
- * == 0, four TMA boxes of 64 columns per stage); 0 reads [N,K]. */
-template <int BM, int BN, int STAGES, int GROUP_M, int DTYPE, int B_KN, unsigned HOOKS>
+ * == 0: BN/64 TMA boxes of 64 columns per stage); 0 reads [N,K].
+ * CLUSTER = 2 pairs CTAs on vertically adjacent tiles (same B columns): each
+ * loads half of the B slice and multicasts it to both, which cuts the L2 -> SM
+ * traffic by a third for 128x256 tiles; a stage is refilled only when the
+ * consumers of both CTAs released it. The tile map for B then has a box of
+ * BN/2 rows ([N,K]); for [K,N] each CTA loads every other 64-column box. */
+template <int BM, int BN, int STAGES, int GROUP_M, int DTYPE, int B_KN, unsigned HOOKS, int CLUSTER>
 __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
                                                    const td__tensor_map &map_b, td__u16 *c, int m,
                                                    int n, int k, const td_gemm_hooks &hooks) {
@@ -135,58 +177,85 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
   typedef td__gemm_sm90_shape<BM, BN, STAGES> S;
   static_assert(BM == 64 || BM == 128 || BM == 256, "BM must be 64, 128 or 256");
   static_assert(BN % 16 == 0 && BN <= 256 && (BN <= 128 || BN % 32 == 0), "unsupported BN");
-  static_assert(!B_KN || BN % 64 == 0, "B as [K,N] needs BN % 64 == 0");
+  static_assert(!B_KN || BN % (64 * CLUSTER) == 0, "B as [K,N] needs BN % (64 * CLUSTER) == 0");
+  static_assert(CLUSTER == 1 || (CLUSTER == 2 && BN % 16 == 0), "CLUSTER must be 1 or 2");
   static_assert(S::SMEM_BYTES <= 232448, "tile ring does not fit in shared memory");
+  constexpr bool WAIT = (HOOKS & TD_GEMM_HOOK_WAIT) != 0, RAISE = (HOOKS & TD_GEMM_HOOK_RAISE) != 0;
 
   extern __shared__ unsigned char td__smem_raw[];
-  td__u32 base = td__smem_addr(td__smem_raw);
-  td__u32 ring = (base + 1023) & ~1023u;
-  td__u32 bars = ring + STAGES * S::STAGE_BYTES; /* full[STAGES], then empty[STAGES] */
+  const td__u32 base = td__smem_addr(td__smem_raw);
+  const td__u32 ring = (base + 1023) & ~1023u;
+  const td__u32 full = ring + STAGES * S::STAGE_BYTES, empty = full + 8 * STAGES;
+  const td__u32 ready = empty + 8 * STAGES, ready_free = ready + 16;
+  const td__u32 done = ready_free + 16, done_free = done + 16;
 
   const int tiles_m = (m + BM - 1) / BM, tiles_n = (n + BN - 1) / BN;
-  const int tiles = tiles_m * tiles_n;
+  const int rows_c = (tiles_m + CLUSTER - 1) / CLUSTER; /* tile rows of clusters */
+  const int units = rows_c * tiles_n;
   const int nk = (k + S::BK - 1) / S::BK;
   const int wg = threadIdx.x / 128;
+  const td__u32 crank = CLUSTER > 1 ? td__cluster_rank() : 0;
+  const int first_unit = blockIdx.x / CLUSTER, unit_step = gridDim.x / CLUSTER;
+  const int group_c = GROUP_M / CLUSTER > 0 ? GROUP_M / CLUSTER : 1;
 
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; s++) {
-      td__mbar_init(bars + 8 * s, 1);                       /* the producer's expect_tx */
-      td__mbar_init(bars + 8 * (STAGES + s), 4 * S::NC);     /* one arrive per consumer warp */
+      td__mbar_init(full + 8 * s, 1);                          /* the producer's expect_tx */
+      td__mbar_init(empty + 8 * s, 4 * S::NC * CLUSTER);        /* each consumer warp of each CTA */
+    }
+    for (int i = 0; i < 2; i++) {
+      td__mbar_init(ready + 8 * i, 1);
+      td__mbar_init(ready_free + 8 * i, 1);
+      td__mbar_init(done + 8 * i, 4 * S::NC);
+      td__mbar_init(done_free + 8 * i, 1);
     }
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
-  __syncthreads();
+  if constexpr (CLUSTER > 1)
+    td__cluster_sync(); /* peers multicast into our ring only after our barriers exist */
+  else
+    __syncthreads();
 
   if (wg == 0) {
-    /* ---- producer ---- */
+    /* ---- producer warpgroup: warp 0 loads, warp 1 waits (WAIT), warp 2 raises (RAISE) ---- */
     asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
-    if (threadIdx.x == 0) {
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (warp == 0 && lane == 0) {
       int stage = 0;
       td__u32 phase = 0;
-      int waits_on = 1;
-      (void)waits_on;
-      for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
-        int tm, tn;
-        td__gemm_tile_coords(t, tiles_m, tiles_n, GROUP_M, &tm, &tn);
-        if constexpr ((HOOKS & TD_GEMM_HOOK_WAIT) != 0) {
-          long long r0 = (long long)tm * BM, r1 = r0 + BM < m ? r0 + BM : m;
-          if (waits_on && td__gemm_wait_rows(hooks, r0, r1))
-            waits_on = 0;
+      int i = 0;
+      for (int u = first_unit; u < units; u += unit_step, i++) {
+        int tc, tn;
+        td__gemm_tile_coords(u, rows_c, tiles_n, group_c, &tc, &tn);
+        const int tm = tc * CLUSTER + (int)crank;
+        if constexpr (WAIT) {
+          td__mbar_wait(ready + 8 * (i & 1), (i >> 1) & 1);
+          td__mbar_arrive(ready_free + 8 * (i & 1));
           /* TMA reads through the async proxy: order it after the acquire. */
           asm volatile("fence.proxy.async.global;" ::: "memory");
         }
         for (int kb = 0; kb < nk; kb++) {
-          td__mbar_wait(bars + 8 * (STAGES + stage), phase ^ 1);
-          td__u32 full = bars + 8 * stage;
-          td__u32 sa = ring + stage * S::STAGE_BYTES, sb = sa + S::A_BYTES;
-          td__mbar_expect_tx(full, S::STAGE_BYTES);
-          td__tma_load_2d(sa, &map_a, full, kb * S::BK, tm * BM);
+          td__mbar_wait(empty + 8 * stage, phase ^ 1);
+          const td__u32 f = full + 8 * stage;
+          const td__u32 sa = ring + stage * S::STAGE_BYTES, sb = sa + S::A_BYTES;
+          td__mbar_expect_tx(f, S::STAGE_BYTES);
+          td__tma_load_2d(sa, &map_a, f, kb * S::BK, tm * BM);
           if constexpr (B_KN) {
 #pragma unroll
-            for (int j = 0; j < BN / 64; j++)
-              td__tma_load_2d(sb + j * 64 * S::BK * 2, &map_b, full, tn * BN + 64 * j, kb * S::BK);
+            for (int j = (int)crank; j < BN / 64; j += CLUSTER) {
+              if constexpr (CLUSTER > 1)
+                td__tma_load_2d_multicast(sb + j * 64 * S::BK * 2, &map_b, f, tn * BN + 64 * j,
+                                          kb * S::BK, (unsigned short)((1u << CLUSTER) - 1));
+              else
+                td__tma_load_2d(sb + j * 64 * S::BK * 2, &map_b, f, tn * BN + 64 * j, kb * S::BK);
+            }
           } else {
-            td__tma_load_2d(sb, &map_b, full, kb * S::BK, tn * BN);
+            if constexpr (CLUSTER > 1)
+              td__tma_load_2d_multicast(sb + crank * (BN / CLUSTER) * 128, &map_b, f, kb * S::BK,
+                                        tn * BN + (int)crank * (BN / CLUSTER),
+                                        (unsigned short)((1u << CLUSTER) - 1));
+            else
+              td__tma_load_2d(sb, &map_b, f, kb * S::BK, tn * BN);
           }
           if (++stage == STAGES) {
             stage = 0;
@@ -194,48 +263,83 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
           }
         }
       }
+    } else if (WAIT && warp == 1 && lane == 0) {
+      /* Runs up to two tiles ahead of the loads, so satisfied waits cost them nothing. */
+      int waits_on = 1, i = 0;
+      for (int u = first_unit; u < units; u += unit_step, i++) {
+        int tc, tn;
+        td__gemm_tile_coords(u, rows_c, tiles_n, group_c, &tc, &tn);
+        const long long r0 = (long long)(tc * CLUSTER + (int)crank) * BM;
+        const long long r1 = r0 + BM < m ? r0 + BM : m;
+        td__mbar_wait(ready_free + 8 * (i & 1), ((i >> 1) + 1) & 1);
+        if (waits_on && r0 < r1 && td__gemm_wait_rows(hooks, r0, r1))
+          waits_on = 0; /* recorded; the host reports it: stop waiting */
+        td__mbar_arrive(ready + 8 * (i & 1));
+      }
+    } else if (RAISE && warp == 2 && lane == 0) {
+      /* Raises each finished tile's signals off the consumers' path. */
+      int i = 0;
+      for (int u = first_unit; u < units; u += unit_step, i++) {
+        int tc, tn;
+        td__gemm_tile_coords(u, rows_c, tiles_n, group_c, &tc, &tn);
+        const long long r0 = (long long)(tc * CLUSTER + (int)crank) * BM;
+        const long long r1 = r0 + BM < m ? r0 + BM : m;
+        td__mbar_wait(done + 8 * (i & 1), (i >> 1) & 1);
+        if (r0 < r1)
+          td__gemm_raise_rows<HOOKS>(hooks, r0, r1);
+        td__mbar_arrive(done_free + 8 * (i & 1));
+      }
     }
   } else {
     /* ---- consumers ---- */
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
-    const int cw = wg - 1;                 /* consumer index */
+    const int cw = wg - 1;                  /* consumer index */
     const int tid = threadIdx.x - 128 * wg; /* 0..127 inside the warpgroup */
     const int warp = tid / 32, lane = tid % 32;
     float acc[S::MI][BN / 2];
     int stage = 0;
     td__u32 phase = 0;
     const bool vec = (n % 2) == 0;
+    int i = 0;
 
-    for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
-      int tm, tn;
-      td__gemm_tile_coords(t, tiles_m, tiles_n, GROUP_M, &tm, &tn);
+    for (int u = first_unit; u < units; u += unit_step, i++) {
+      int tc, tn;
+      td__gemm_tile_coords(u, rows_c, tiles_n, group_c, &tc, &tn);
+      const int tm = tc * CLUSTER + (int)crank;
       int prev = -1;
       for (int kb = 0; kb < nk; kb++) {
-        td__mbar_wait(bars + 8 * stage, phase);
-        td__u32 sa = ring + stage * S::STAGE_BYTES + cw * S::WG_ROWS * 128;
-        td__u32 sb = ring + stage * S::STAGE_BYTES + S::A_BYTES;
+        td__mbar_wait(full + 8 * stage, phase);
+        const td__u32 sa = ring + stage * S::STAGE_BYTES + cw * S::WG_ROWS * 128;
+        const td__u32 sb = ring + stage * S::STAGE_BYTES + S::A_BYTES;
 #pragma unroll
-        for (int i = 0; i < S::MI; i++)
-          td__fence_regs<BN / 2>(acc[i]);
+        for (int x = 0; x < S::MI; x++)
+          td__fence_regs<BN / 2>(acc[x]);
         td__wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < S::BK / 16; kk++) {
           td__u64 db = B_KN ? td__smem_desc(sb + kk * 16 * 128, 64 * S::BK * 2, 1024)
                             : td__smem_desc(sb + kk * 32, 16, 1024);
 #pragma unroll
-          for (int i = 0; i < S::MI; i++) {
-            td__u64 da = td__smem_desc(sa + i * 64 * 128 + kk * 32, 16, 1024);
-            td__wgmma_step<BN, DTYPE, B_KN>(acc[i], da, db, (kb | kk) != 0);
+          for (int x = 0; x < S::MI; x++) {
+            td__u64 da = td__smem_desc(sa + x * 64 * 128 + kk * 32, 16, 1024);
+            td__wgmma_step<BN, DTYPE, B_KN>(acc[x], da, db, (kb | kk) != 0);
           }
         }
         td__wgmma_commit();
 #pragma unroll
-        for (int i = 0; i < S::MI; i++)
-          td__fence_regs<BN / 2>(acc[i]);
+        for (int x = 0; x < S::MI; x++)
+          td__fence_regs<BN / 2>(acc[x]);
         /* The group before this one has retired: its stage may be refilled. */
         td__wgmma_wait<1>();
-        if (prev >= 0 && lane == 0)
-          td__mbar_arrive(bars + 8 * (STAGES + prev));
+        if (prev >= 0 && lane == 0) {
+#pragma unroll
+          for (int r = 0; r < CLUSTER; r++) {
+            if constexpr (CLUSTER > 1)
+              td__mbar_arrive_cluster(empty + 8 * prev, (td__u32)r);
+            else
+              td__mbar_arrive(empty + 8 * prev);
+          }
+        }
         prev = stage;
         if (++stage == STAGES) {
           stage = 0;
@@ -244,15 +348,24 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
       }
       td__wgmma_wait<0>();
 #pragma unroll
-      for (int i = 0; i < S::MI; i++)
-        td__fence_regs<BN / 2>(acc[i]);
-      if (prev >= 0 && lane == 0)
-        td__mbar_arrive(bars + 8 * (STAGES + prev));
-
-      /* ---- epilogue: registers -> C (or a peer's buffer), then hooks ---- */
+      for (int x = 0; x < S::MI; x++)
+        td__fence_regs<BN / 2>(acc[x]);
+      if (prev >= 0 && lane == 0) {
 #pragma unroll
-      for (int i = 0; i < S::MI; i++) {
-        long long r0 = (long long)tm * BM + cw * S::WG_ROWS + i * 64 + warp * 16 + lane / 4;
+        for (int r = 0; r < CLUSTER; r++) {
+          if constexpr (CLUSTER > 1)
+            td__mbar_arrive_cluster(empty + 8 * prev, (td__u32)r);
+          else
+            td__mbar_arrive(empty + 8 * prev);
+        }
+      }
+      if constexpr (RAISE) /* the raiser has finished with this hand-off slot's last use */
+        td__mbar_wait(done_free + 8 * (i & 1), ((i >> 1) + 1) & 1);
+
+      /* ---- epilogue: registers -> C (or a peer's buffer) ---- */
+#pragma unroll
+      for (int x = 0; x < S::MI; x++) {
+        long long r0 = (long long)tm * BM + cw * S::WG_ROWS + x * 64 + warp * 16 + lane / 4;
         int col0 = tn * BN + (lane % 4) * 2;
 #pragma unroll
         for (int h = 0; h < 2; h++) {
@@ -261,38 +374,41 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
             td__u16 *rowp = td__gemm_out_row<DTYPE, HOOKS>(c, hooks, n, r);
 #pragma unroll
             for (int j = 0; j < BN / 8; j++)
-              td__gemm_put2<DTYPE, HOOKS>(rowp, col0 + 8 * j, n, vec, acc[i][4 * j + 2 * h],
-                                          acc[i][4 * j + 2 * h + 1]);
+              td__gemm_put2<DTYPE, HOOKS>(rowp, col0 + 8 * j, n, vec, acc[x][4 * j + 2 * h],
+                                          acc[x][4 * j + 2 * h + 1]);
           }
         }
       }
-      if constexpr ((HOOKS & TD_GEMM_HOOK_RAISE) != 0) {
-        /* Every consumer thread's stores, then one release per covered signal. */
-        asm volatile("bar.sync 1, %0;" ::"n"(128 * S::NC) : "memory");
-        if (threadIdx.x == 128) {
-          long long r0 = (long long)tm * BM, r1 = r0 + BM < m ? r0 + BM : m;
-          td__gemm_raise_rows<HOOKS>(hooks, r0, r1);
-        }
+      if constexpr (RAISE) {
+        /* The warp's stores, then one release-arrive per warp; the raiser acquires it. */
+        __syncwarp();
+        if (lane == 0)
+          td__mbar_arrive(done + 8 * (i & 1));
       }
     }
   }
+  if constexpr (CLUSTER > 1)
+    td__cluster_sync(); /* no CTA leaves while its peer may still write into its ring */
 #endif
 }
 
 /* The kernel as the nvcc-built launcher instantiates it. Launch with
  * S::THREADS threads, S::SMEM_BYTES dynamic shared memory, at most one block
- * per multiprocessor (the grid is persistent). */
-template <int BM, int BN, int STAGES, int GROUP_M, int DTYPE, int B_KN, unsigned HOOKS>
+ * per multiprocessor (the grid is persistent), cluster dimension CLUSTER. */
+template <int BM, int BN, int STAGES, int GROUP_M, int DTYPE, int B_KN, unsigned HOOKS, int CLUSTER>
 __global__ void __launch_bounds__(td__gemm_sm90_shape<BM, BN, STAGES>::THREADS, 1)
     td__gemm_sm90_kernel(const __grid_constant__ td__tensor_map map_a,
                          const __grid_constant__ td__tensor_map map_b, td__u16 *c, int m, int n,
                          int k, const __grid_constant__ td_gemm_hooks hooks) {
-  td__gemm_sm90_body<BM, BN, STAGES, GROUP_M, DTYPE, B_KN, HOOKS>(map_a, map_b, c, m, n, k, hooks);
+  td__gemm_sm90_body<BM, BN, STAGES, GROUP_M, DTYPE, B_KN, HOOKS, CLUSTER>(map_a, map_b, c, m, n,
+                                                                           k, hooks);
 }
 
 /* The JIT's entry point: one configuration per compiled module, chosen with
  * -DTD_GEMM_BM=.. -DTD_GEMM_BN=.. -DTD_GEMM_STAGES=.. -DTD_GEMM_GROUP_M=..
- * -DTD_GEMM_DTYPE=.. -DTD_GEMM_B_KN=.. -DTD_GEMM_HOOKS=.. and an unmangled name. */
+ * -DTD_GEMM_DTYPE=.. -DTD_GEMM_B_KN=.. -DTD_GEMM_HOOKS=.. -DTD_GEMM_CLUSTER=..
+ * and an unmangled name. The launcher must use a matching cluster dimension
+ * and the B box of gemm_sm90_launch.cu. */
 #if defined(TD_GEMM_BM) && defined(TD_GEMM_BN)
 #ifndef TD_GEMM_STAGES
 #define TD_GEMM_STAGES 4
@@ -309,13 +425,16 @@ __global__ void __launch_bounds__(td__gemm_sm90_shape<BM, BN, STAGES>::THREADS, 
 #ifndef TD_GEMM_HOOKS
 #define TD_GEMM_HOOKS 0u
 #endif
+#ifndef TD_GEMM_CLUSTER
+#define TD_GEMM_CLUSTER 1
+#endif
 extern "C" __global__ void __launch_bounds__(
     td__gemm_sm90_shape<TD_GEMM_BM, TD_GEMM_BN, TD_GEMM_STAGES>::THREADS, 1)
     td_gemm_sm90(const __grid_constant__ td__tensor_map map_a,
                  const __grid_constant__ td__tensor_map map_b, td__u16 *c, int m, int n, int k,
                  const __grid_constant__ td_gemm_hooks hooks) {
   td__gemm_sm90_body<TD_GEMM_BM, TD_GEMM_BN, TD_GEMM_STAGES, TD_GEMM_GROUP_M, TD_GEMM_DTYPE,
-                     TD_GEMM_B_KN, TD_GEMM_HOOKS>(map_a, map_b, c, m, n, k, hooks);
+                     TD_GEMM_B_KN, TD_GEMM_HOOKS, TD_GEMM_CLUSTER>(map_a, map_b, c, m, n, k, hooks);
 }
 #endif
 

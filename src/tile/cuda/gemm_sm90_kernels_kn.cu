@@ -5,18 +5,20 @@
 #include "gemm_sm90.cuh"
 #include "gemm_sm90_registry.h"
 
-template <int BM, int BN, int STAGES, int GROUP_M, int DTYPE, unsigned HOOKS>
+template <int BM, int BN, int STAGES, int GROUP_M, int DTYPE, unsigned HOOKS, int CLUSTER = 1>
 static td__gemm_kernel_entry td__entry(void) {
   typedef td__gemm_sm90_shape<BM, BN, STAGES> S;
-  td__gemm_kernel_entry e = {90, BM, BN, S::BK, STAGES, GROUP_M, DTYPE, TD_GEMM_B_KN, HOOKS,
+  td__gemm_kernel_entry e = {90, BM, BN, S::BK, STAGES, GROUP_M, CLUSTER, DTYPE, TD_GEMM_B_KN, HOOKS,
                              (const void *)td__gemm_sm90_kernel<BM, BN, STAGES, GROUP_M, DTYPE,
-                                                                TD_GEMM_B_KN, HOOKS>,
+                                                                TD_GEMM_B_KN, HOOKS, CLUSTER>,
                              S::THREADS, S::SMEM_BYTES};
   return e;
 }
 
 static const td__gemm_kernel_entry td__kn[] = {
     td__entry<128, 256, 4, 8, TD_GEMM_DT_BF16, 0>(),
+    td__entry<128, 256, 4, 8, TD_GEMM_DT_BF16, 0, 2>(),
+    td__entry<128, 128, 6, 8, TD_GEMM_DT_BF16, 0, 2>(),
     td__entry<128, 192, 5, 8, TD_GEMM_DT_BF16, 0>(),
     td__entry<128, 128, 6, 8, TD_GEMM_DT_BF16, 0>(),
     td__entry<128, 64, 8, 8, TD_GEMM_DT_BF16, 0>(),

@@ -7,12 +7,12 @@
 #include "gemm_sm90.cuh"
 #include "gemm_sm90_registry.h"
 
-template <int BM, int BN, int STAGES, int GROUP_M, int DTYPE, unsigned HOOKS>
+template <int BM, int BN, int STAGES, int GROUP_M, int DTYPE, unsigned HOOKS, int CLUSTER = 1>
 static td__gemm_kernel_entry td__entry(void) {
   typedef td__gemm_sm90_shape<BM, BN, STAGES> S;
-  td__gemm_kernel_entry e = {90, BM, BN, S::BK, STAGES, GROUP_M, DTYPE, TD_GEMM_B_NK, HOOKS,
+  td__gemm_kernel_entry e = {90, BM, BN, S::BK, STAGES, GROUP_M, CLUSTER, DTYPE, TD_GEMM_B_NK, HOOKS,
                              (const void *)td__gemm_sm90_kernel<BM, BN, STAGES, GROUP_M, DTYPE,
-                                                                TD_GEMM_B_NK, HOOKS>,
+                                                                TD_GEMM_B_NK, HOOKS, CLUSTER>,
                              S::THREADS, S::SMEM_BYTES};
   return e;
 }
@@ -21,23 +21,38 @@ static const unsigned WR = TD_GEMM_HOOK_WAIT | TD_GEMM_HOOK_RAISE;
 static const unsigned PR = TD_GEMM_HOOK_PUSH | TD_GEMM_HOOK_RAISE;
 
 static const td__gemm_kernel_entry td__nk[] = {
-    /* large M: 128 x BN tiles, BN chosen so N divides into few partial waves */
+    /* large M: 128 x BN tiles, BN chosen so N divides into few partial waves;
+     * cluster 2 shares B between two CTAs through TMA multicast */
     td__entry<128, 256, 4, 8, TD_GEMM_DT_BF16, 0>(),
+    td__entry<128, 256, 4, 8, TD_GEMM_DT_BF16, 0, 2>(),
+    td__entry<128, 256, 4, 16, TD_GEMM_DT_BF16, 0, 2>(),
     td__entry<128, 224, 5, 8, TD_GEMM_DT_BF16, 0>(),
+    td__entry<128, 224, 5, 8, TD_GEMM_DT_BF16, 0, 2>(),
     td__entry<128, 192, 5, 8, TD_GEMM_DT_BF16, 0>(),
+    td__entry<128, 192, 5, 8, TD_GEMM_DT_BF16, 0, 2>(),
     td__entry<128, 160, 6, 8, TD_GEMM_DT_BF16, 0>(),
+    td__entry<128, 160, 6, 8, TD_GEMM_DT_BF16, 0, 2>(),
     td__entry<128, 128, 6, 8, TD_GEMM_DT_BF16, 0>(),
+    td__entry<128, 128, 6, 8, TD_GEMM_DT_BF16, 0, 2>(),
     td__entry<256, 128, 4, 8, TD_GEMM_DT_BF16, 0>(),
+    td__entry<256, 128, 4, 8, TD_GEMM_DT_BF16, 0, 2>(),
     /* small M: many thin tiles so every multiprocessor streams B */
     td__entry<128, 64, 8, 8, TD_GEMM_DT_BF16, 0>(),
     td__entry<128, 32, 8, 8, TD_GEMM_DT_BF16, 0>(),
     td__entry<64, 64, 8, 8, TD_GEMM_DT_BF16, 0>(),
     td__entry<64, 32, 8, 8, TD_GEMM_DT_BF16, 0>(),
-    /* hooked variants: wait+raise (AG+GEMM), push+raise (GEMM+RS), everything */
+    /* hooked variants of the configurations the benchmark picks: wait+raise
+     * (AG+GEMM); push+raise (GEMM+RS); every hook */
     td__entry<128, 256, 4, 8, TD_GEMM_DT_BF16, WR>(),
+    td__entry<128, 256, 4, 8, TD_GEMM_DT_BF16, WR, 2>(),
+    td__entry<128, 224, 5, 8, TD_GEMM_DT_BF16, WR, 2>(),
+    td__entry<128, 224, 5, 8, TD_GEMM_DT_BF16, WR>(),
+    td__entry<128, 160, 6, 8, TD_GEMM_DT_BF16, WR>(),
     td__entry<128, 128, 6, 8, TD_GEMM_DT_BF16, WR>(),
+    td__entry<64, 64, 8, 8, TD_GEMM_DT_BF16, WR>(),
     td__entry<128, 128, 6, 8, TD_GEMM_DT_BF16, PR>(),
     td__entry<128, 128, 6, 8, TD_GEMM_DT_BF16, TD_GEMM_HOOK_ALL>(),
+    td__entry<128, 128, 6, 8, TD_GEMM_DT_BF16, TD_GEMM_HOOK_ALL, 2>(),
     /* fp16 */
     td__entry<128, 256, 4, 8, TD_GEMM_DT_F16, 0>(),
     td__entry<128, 128, 6, 8, TD_GEMM_DT_F16, 0>(),

@@ -8,6 +8,7 @@
 #include <cuda.h>
 #include <cudaTypedefs.h>
 #include <cuda_runtime.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -73,10 +74,76 @@ static const td__gemm_kernel_entry *td__find(int arch, const td_gemm_config *cfg
   for (int i = 0; i < count; i++) {
     const td__gemm_kernel_entry *e = &tab[i];
     if (e->bm == cfg->bm && e->bn == cfg->bn && e->bk == cfg->bk && e->stages == cfg->stages &&
+        e->cluster == (cfg->cluster > 1 ? cfg->cluster : 1) &&
         e->group_m == cfg->group_m && e->dtype == dtype && e->b_kn == b_kn && e->hooks == hooks)
       return e;
   }
   return NULL;
+}
+
+/* Per-kernel facts that cost driver calls, looked up once per process under a
+ * lock (the kernels are few and fixed: a small table suffices). */
+typedef struct td__prepared {
+  const void *fn;
+  int binary_version, slots; /* slots > 0: blocks per SM; < 0: -(clusters per GPU) */
+} td__prepared;
+static td__prepared td__prep[128];
+static pthread_mutex_t td__prep_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static cudaError_t td__prepare_locked(const td__gemm_kernel_entry *e, td__prepared *out) {
+  cudaError_t err = cudaFuncSetAttribute(e->fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         e->smem_bytes);
+  if (err != cudaSuccess)
+    return err;
+  cudaFuncAttributes fa;
+  err = cudaFuncGetAttributes(&fa, e->fn);
+  if (err != cudaSuccess)
+    return err;
+  int slots = 1;
+  if (e->cluster > 1) {
+    cudaLaunchConfig_t lc = {};
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = (unsigned)e->cluster;
+    attr[0].val.clusterDim.y = 1;
+    attr[0].val.clusterDim.z = 1;
+    lc.gridDim = dim3(e->cluster * 64);
+    lc.blockDim = dim3(e->threads);
+    lc.dynamicSmemBytes = (size_t)e->smem_bytes;
+    lc.attrs = attr;
+    lc.numAttrs = 1;
+    int clusters = 0;
+    err = cudaOccupancyMaxActiveClusters(&clusters, e->fn, &lc);
+    if (err != cudaSuccess)
+      return err;
+    slots = -(clusters > 0 ? clusters : 1);
+  } else if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&slots, e->fn, e->threads,
+                                                           e->smem_bytes) != cudaSuccess ||
+             slots < 1) {
+    slots = 1;
+  }
+  out->fn = e->fn;
+  out->binary_version = fa.binaryVersion;
+  out->slots = slots;
+  return cudaSuccess;
+}
+
+/* Fills *out with the kernel's facts, querying the driver on first use. */
+static cudaError_t td__prepare(const td__gemm_kernel_entry *e, td__prepared *out) {
+  cudaError_t err = cudaSuccess;
+  pthread_mutex_lock(&td__prep_lock);
+  int i = 0;
+  while (i < 128 && td__prep[i].fn && td__prep[i].fn != e->fn)
+    i++;
+  if (i < 128 && td__prep[i].fn == e->fn) {
+    *out = td__prep[i];
+  } else {
+    err = td__prepare_locked(e, out);
+    if (err == cudaSuccess && i < 128)
+      td__prep[i] = *out;
+  }
+  pthread_mutex_unlock(&td__prep_lock);
+  return err;
 }
 
 static int td__sm_count(int *major) {
@@ -152,8 +219,9 @@ static void td__list_configs(char *buf, size_t cap, int arch, int dtype, int b_k
   buf[0] = 0;
   for (int i = 0; i < count && used + 40 < cap; i++)
     if (tab[i].dtype == dtype && tab[i].hooks == hooks && tab[i].b_kn == b_kn)
-      used += (size_t)snprintf(buf + used, cap - used, "%s%dx%dx%d/s%d/g%d", used ? ", " : "",
-                               tab[i].bm, tab[i].bn, tab[i].bk, tab[i].stages, tab[i].group_m);
+      used += (size_t)snprintf(buf + used, cap - used, "%s%dx%dx%d/s%d/g%d/c%d", used ? ", " : "",
+                               tab[i].bm, tab[i].bn, tab[i].bk, tab[i].stages, tab[i].group_m,
+                               tab[i].cluster);
 }
 
 extern "C" size_t td__gemm_cuda_workspace_size(const td_gemm_problem *p, const td_gemm_config *cfg) {
@@ -165,10 +233,9 @@ extern "C" size_t td__gemm_cuda_workspace_size(const td_gemm_problem *p, const t
 extern "C" td_status td__gemm_cuda_run(const td_gemm_problem *p, const td_gemm_config *cfg,
                                        unsigned flags, const td_gemm_hooks *hooks, void *stream) {
   TD_CHECK(td__check(p, cfg, flags, hooks));
-  if (cfg->split_k > 1 || cfg->cluster > 1)
+  if (cfg->split_k > 1)
     return td__error(TD_ERR_UNSUPPORTED,
-                     "gemm: split_k=%d cluster=%d are not compiled into this build; use 1",
-                     cfg->split_k, cfg->cluster);
+                     "gemm: split_k=%d is not compiled into this build; use 1", cfg->split_k);
   int dtype = p->dtype == TD_BF16 ? TD_GEMM_DT_BF16 : TD_GEMM_DT_F16;
   int b_kn = p->b_layout == TD_GEMM_B_KN;
   int arch = cfg->arch == TD_GEMM_SM90 ? 90 : 80;
@@ -177,9 +244,9 @@ extern "C" td_status td__gemm_cuda_run(const td_gemm_problem *p, const td_gemm_c
     char list[1024];
     td__list_configs(list, sizeof list, arch, dtype, b_kn, flags);
     return td__error(TD_ERR_UNSUPPORTED,
-                     "gemm: no sm_%d kernel compiled for %dx%dx%d stages=%d group_m=%d dtype=%s "
-                     "B=%s hooks=0x%x; compiled: %s (others need the JIT)",
-                     arch, cfg->bm, cfg->bn, cfg->bk, cfg->stages, cfg->group_m,
+                     "gemm: no sm_%d kernel compiled for %dx%dx%d stages=%d group_m=%d "
+                     "cluster=%d dtype=%s B=%s hooks=0x%x; compiled: %s (others need the JIT)",
+                     arch, cfg->bm, cfg->bn, cfg->bk, cfg->stages, cfg->group_m, cfg->cluster,
                      td_dtype_name(p->dtype), b_kn ? "[K,N]" : "[N,K]", flags,
                      list[0] ? list : "none");
   }
@@ -196,46 +263,51 @@ extern "C" td_status td__gemm_cuda_run(const td_gemm_problem *p, const td_gemm_c
   else
     memset(&h, 0, sizeof h);
 
-  long long tiles = (long long)((p->m + e->bm - 1) / e->bm) * ((p->n + e->bn - 1) / e->bn);
-  int grid = (int)(tiles < sms ? tiles : sms);
-  cudaError_t err = cudaFuncSetAttribute(e->fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         e->smem_bytes);
+  /* Persistent grid: one block (sm_90a) or as many as fit (sm_80) per
+   * multiprocessor, never more blocks than tile units. */
+  const int cl = e->cluster;
+  long long tiles_m = (p->m + e->bm - 1) / e->bm, tiles_n = (p->n + e->bn - 1) / e->bn;
+  long long units = ((tiles_m + cl - 1) / cl) * tiles_n; /* clusters' worth of tiles */
+  td__prepared prep;
+  cudaError_t err = td__prepare(e, &prep);
   if (err != cudaSuccess)
-    return td__error(TD_ERR_CUDA, "gemm: cannot give the kernel %d bytes of shared memory: %s",
-                     e->smem_bytes, cudaGetErrorString(err));
-  cudaFuncAttributes fa;
-  err = cudaFuncGetAttributes(&fa, e->fn);
-  if (err != cudaSuccess || (arch == 90 && fa.binaryVersion < 90))
+    return td__error(TD_ERR_CUDA, "gemm: cannot prepare the %dx%d sm_%d kernel: %s", e->bm, e->bn,
+                     arch, cudaGetErrorString(err));
+  if (arch == 90 && prep.binary_version < 90)
     return td__error(TD_ERR_UNSUPPORTED,
-                     "gemm: this build has no sm_90a code for the kernel (%s); configure with "
-                     "CMAKE_CUDA_ARCHITECTURES including 90a",
-                     err != cudaSuccess ? cudaGetErrorString(err) : "compiled for an older GPU");
-  int per_sm = 1;
-  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, e->fn, e->threads, e->smem_bytes) !=
-          cudaSuccess ||
-      per_sm < 1)
-    per_sm = 1;
-  if (tiles < (long long)sms * per_sm)
-    grid = (int)tiles;
-  else
-    grid = sms * per_sm;
+                     "gemm: this build has no sm_90a code for the kernel; configure with "
+                     "CMAKE_CUDA_ARCHITECTURES including 90a");
+  long long slots = prep.slots < 0 ? -prep.slots : (long long)prep.slots * sms;
+  int grid = (int)((units < slots ? units : slots) * cl);
   td__u16 *c = (td__u16 *)p->c;
   int m = p->m, n = p->n, k = p->k;
+  cudaLaunchConfig_t lc = {};
+  cudaLaunchAttribute attr[1];
+  lc.gridDim = dim3(grid);
+  lc.blockDim = dim3(e->threads);
+  lc.dynamicSmemBytes = (size_t)e->smem_bytes;
+  lc.stream = (cudaStream_t)stream;
+  if (cl > 1) {
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = (unsigned)cl;
+    attr[0].val.clusterDim.y = 1;
+    attr[0].val.clusterDim.z = 1;
+    lc.attrs = attr;
+    lc.numAttrs = 1;
+  }
   if (arch == 90) {
     td__tensor_map ma, mb;
     TD_CHECK(td__make_map(&ma, p->a, dtype, m, k, 64, e->bm, "A"));
     if (b_kn)
       TD_CHECK(td__make_map(&mb, p->b, dtype, k, n, 64, 64, "B[K,N]"));
     else
-      TD_CHECK(td__make_map(&mb, p->b, dtype, n, k, 64, e->bn, "B[N,K]"));
+      TD_CHECK(td__make_map(&mb, p->b, dtype, n, k, 64, e->bn / cl, "B[N,K]"));
     void *args[] = {&ma, &mb, &c, &m, &n, &k, &h};
-    err = cudaLaunchKernel(e->fn, dim3(grid), dim3(e->threads), args, (size_t)e->smem_bytes,
-                           (cudaStream_t)stream);
+    err = cudaLaunchKernelExC(&lc, e->fn, args);
   } else {
     const td__u16 *a = (const td__u16 *)p->a, *b = (const td__u16 *)p->b;
     void *args[] = {&a, &b, &c, &m, &n, &k, &h};
-    err = cudaLaunchKernel(e->fn, dim3(grid), dim3(e->threads), args, (size_t)e->smem_bytes,
-                           (cudaStream_t)stream);
+    err = cudaLaunchKernelExC(&lc, e->fn, args);
   }
   if (err != cudaSuccess)
     return td__error(TD_ERR_CUDA, "gemm: launch of the %dx%d sm_%d kernel failed: %s", e->bm,
@@ -256,7 +328,8 @@ extern "C" int td__gemm_cuda_configs(td_gemm_arch arch, td_dtype dtype, int b_la
     if (tab[i].hooks != 0 || tab[i].dtype != dt || tab[i].b_kn != (b_layout == TD_GEMM_B_KN))
       continue;
     if (out && n < cap) {
-      td_gemm_config c = {arch, tab[i].bm, tab[i].bn, tab[i].bk, tab[i].stages, 1, tab[i].group_m, 1};
+      td_gemm_config c = {arch,          tab[i].bm,      tab[i].bn, tab[i].bk,
+                          tab[i].stages, tab[i].cluster, tab[i].group_m, 1};
       out[n] = c;
     }
     n++;

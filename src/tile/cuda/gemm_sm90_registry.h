@@ -14,7 +14,7 @@ extern "C" {
 
 typedef struct td__gemm_kernel_entry {
   int arch;                   /* 80 or 90 */
-  int bm, bn, bk, stages, group_m;
+  int bm, bn, bk, stages, group_m, cluster;
   int dtype;                  /* TD_GEMM_DT_* */
   int b_kn;                   /* TD_GEMM_B_NK / TD_GEMM_B_KN */
   unsigned hooks;             /* TD_GEMM_HOOK_* mask compiled in */
