@@ -15,7 +15,9 @@
 
 #include <cuda_runtime_api.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "exec/cuda/cuda_exec.h"
 #include "exec/exec_harness.h"
@@ -90,6 +92,25 @@ static td_status rank_fn(td_world *w, int rank, void *arg) {
     for (size_t i = 0; i < n && st == TD_OK; i++)
       if (ev[i].end_ns < ev[i].start_ns || ev[i].task >= s->ntasks || ev[i].worker < 0)
         st = EX_FAIL("rank %d: trace event %zu is malformed", rank, i);
+    /* The same Chrome-trace writer as the CPU executor (collective). */
+    char path[128];
+    snprintf(path, sizeof path, "/tmp/tdist-gpu-trace-%d.json", (int)getpid());
+    td_trace_summary sum;
+    if (st == TD_OK)
+      st = td_exec_trace_summary(ex, &sum);
+    if (st == TD_OK && sum.ntasks != s->ntasks)
+      st = EX_FAIL("rank %d: summary counts %u tasks, schedule has %u", rank, sum.ntasks, s->ntasks);
+    if (st == TD_OK)
+      st = td_exec_trace_write(ex, path);
+    if (st == TD_OK && rank == 0) {
+      FILE *f = fopen(path, "r");
+      char head[64] = "";
+      if (!f || !fgets(head, sizeof head, f) || !strchr(head, '{'))
+        st = EX_FAIL("trace file %s missing or not JSON", path);
+      if (f)
+        fclose(f);
+      remove(path);
+    }
   }
   char msg[512];
   for (int b = RG_OUT; b < RG_NBUFS && st == TD_OK; b++) { /* the buffers tasks write */
