@@ -163,10 +163,36 @@ static void test_errors(void **state) {
   td_plan_destroy(pp.plan);
 }
 
+static td_status env_rank(td_world *w, int rank, void *arg) {
+  pipe_plan *pp = arg;
+  td_exec *ex = NULL;
+  (void)rank;
+  EX_CHECK(td_exec_create(pp->plan, td_world_team(w), NULL, &ex) == TD_ERR_INVALID_ARG);
+  EX_CHECK(strstr(td_last_error(), "TD_CPU_COMPUTE_WORKERS='many' is not a decimal integer") != NULL);
+  EX_CHECK(ex == NULL);
+  return TD_OK;
+}
+
+/* A malformed worker-count variable fails td_exec_create before any
+ * collective call, with the variable's message (set in the main thread). */
+static void test_bad_worker_env(void **state) {
+  (void)state;
+  pipe_plan pp;
+  build_pipe(1, &pp);
+  setenv("TD_CPU_COMPUTE_WORKERS", "many", 1);
+  td_world_opts o = ex_world_opts(20000);
+  td_status st = td_local_world_run(1, &o, env_rank, &pp);
+  unsetenv("TD_CPU_COMPUTE_WORKERS");
+  if (st != TD_OK)
+    fail_msg("%s: %s", td_status_name(st), td_last_error());
+  td_plan_destroy(pp.plan);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_pipeline_repeated_runs),
       cmocka_unit_test(test_errors),
+      cmocka_unit_test(test_bad_worker_env),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -140,14 +140,18 @@ static void td__stop_workers(td__cpu_exec *cx) {
   cx->nworkers = 0;
 }
 
-static td_status td__start_workers(td__cpu_exec *cx) {
-  td_exec *e = cx->exec;
-  int want[TD__CPU_QUEUES];
+/* Worker counts per class (after the queues are built). */
+static td_status td__resolve_workers(td__cpu_exec *cx, int want[TD__CPU_QUEUES]) {
   for (int q = 0; q < TD__CPU_QUEUES; q++) {
-    TD_CHECK(td__workers_wanted(e, q, &want[q]));
+    TD_CHECK(td__workers_wanted(cx->exec, q, &want[q]));
     if ((uint32_t)want[q] > cx->qlen[q])
       want[q] = (int)cx->qlen[q];
   }
+  return TD_OK;
+}
+
+static td_status td__start_workers(td__cpu_exec *cx, const int want[TD__CPU_QUEUES]) {
+  td_exec *e = cx->exec;
   int n = want[0] + want[1];
   cx->workers = calloc((size_t)n + 1, sizeof *cx->workers);
   if (!cx->workers)
@@ -205,14 +209,21 @@ static td_status td__cpu_create(td_exec *e) {
   pthread_cond_init(&cx->progress_cv, &attr);
   pthread_condattr_destroy(&attr);
   td__tile_cpu_blas_single_thread();
-  /* Allocation is collective: every rank must reach it, so local failures
-   * (queues, workers) come after it. A rank failing before its collective
-   * calls would leave the others waiting until their deadline. */
-  td_status st = td__alloc_buffers(cx);
+  /* What can fail on one rank alone (configuration, memory) is settled
+   * before the collective allocation, so a rank that fails here fails before
+   * its peers wait for it in td_symm_alloc (they time out with a diagnostic
+   * naming it rather than hang). Only thread creation comes after. */
+  int want[TD__CPU_QUEUES] = {0, 0};
+  td_status st = td__build_queues(cx);
   if (st == TD_OK)
-    st = td__build_queues(cx);
+    st = td__resolve_workers(cx, want);
+  if (st != TD_OK) {
+    td__cpu_free(cx, 0);
+    return st;
+  }
+  st = td__alloc_buffers(cx);
   if (st == TD_OK)
-    st = td__start_workers(cx);
+    st = td__start_workers(cx, want);
   if (st != TD_OK) {
     td__cpu_free(cx, 1);
     return st;
