@@ -94,7 +94,7 @@ void td__ready_order(td__lower *L, td_value v, int rank, int64_t row0, int64_t r
 uint32_t td__visit_order(td__lower *L, td_value v, int rank, int64_t *pairs, uint32_t max) {
   td__readymap *m = td__map(L, v, rank);
   uint32_t n = m->norder;
-  if (n > max)
+  if (n == 0 || n > max)
     return 0; /* callers fall back to the natural order */
   memcpy(pairs, m->order, sizeof *pairs * 2 * n);
   return n;

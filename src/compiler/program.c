@@ -57,8 +57,10 @@ td_status td__program_copy(const td_program *src, td_program **out) {
     td_program_destroy(p);
     return td__error(TD_ERR_NO_MEMORY, "compile: out of memory");
   }
-  memcpy(p->vals, src->vals, sizeof *p->vals * (size_t)src->nvals);
-  memcpy(p->dims, src->dims, sizeof *p->dims * (size_t)src->ndims);
+  if (src->nvals)
+    memcpy(p->vals, src->vals, sizeof *p->vals * (size_t)src->nvals);
+  if (src->ndims)
+    memcpy(p->dims, src->dims, sizeof *p->dims * (size_t)src->ndims);
   p->cap = src->nvals;
   p->dimcap = src->ndims;
   *out = p;
