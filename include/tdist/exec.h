@@ -61,7 +61,9 @@ typedef struct td_exec_opts {
   int compute_workers;
   int comm_workers;
   int trace;               /* nonzero: record every task's start and end (see below) */
-  int timeout_ms;          /* deadline of each wait; 0 = the world's (TD_TIMEOUT_MS) */
+  int timeout_ms;          /* deadline of each wait; 0 = the world's (TD_TIMEOUT_MS). cpu:
+                            * signal waits always use the world's deadline (they are the
+                            * runtime's waits); local-dependency waits use this one */
   int skip_launch_barrier; /* see "Launch barrier" above */
   void *cuda_stream;       /* CUDA: cudaStream_t to launch on; NULL = the backend's own */
 } td_exec_opts;
