@@ -81,6 +81,7 @@ struct td_world {
   uint64_t epoch_hwm; /* highest barrier epoch this rank used on any team */
   uint64_t team_mask; /* barrier flag sets in use by this rank's teams */
   int finalized;
+  unsigned spin_iters, yield_iters; /* wait policy, from ranks per core (wait.c) */
   uint64_t freed[64]; /* heap offsets of recently freed blocks, to say "already freed" */
   unsigned nfreed;
 };
@@ -99,6 +100,7 @@ void td__world_teardown_teams(td_world *w);
 
 /* wait.c */
 int64_t td__now_ns(void);
+void td__wait_policy(td_world *w);
 int td__cmp_holds(td_cmp cmp, uint64_t v, uint64_t value);
 /* Waits without writing a message: TD_OK, TD_ERR_TIMEOUT or TD_ERR_PEER_FAILED. */
 td_status td__wait_raw(td_world *w, const _Atomic uint64_t *addr, td_cmp cmp, uint64_t value,

@@ -45,9 +45,11 @@ static uint64_t td__align_up(uint64_t v, uint64_t a) { return (v + a - 1) & ~(a 
 static uint64_t td__find_common(const td_team *t, uint64_t bytes, uint64_t align) {
   const td_world *w = t->world;
   uint64_t need = bytes ? bytes : 1, off = 0;
+  if (need > w->heap_size)
+    return UINT64_MAX;
   for (int moved = 1; moved;) {
     moved = 0;
-    if (off + need > w->heap_size)
+    if (off > w->heap_size - need)
       return UINT64_MAX;
     for (int i = 0; i < t->size; i++) {
       const td__rank_ctl *rc = &w->ranks[t->members[i]];

@@ -28,8 +28,9 @@
 #include "prim/prim_impl.h"
 
 enum {
-  TD__SPIN_ITERS = 128,         /* polls before yielding */
+  TD__SPIN_ITERS = 128,         /* polls before yielding, when every rank has a core */
   TD__YIELD_ITERS = 256,        /* then polls with sched_yield between */
+  TD__OVER_YIELD_ITERS = 16,    /* yields before sleeping when ranks outnumber cores */
   TD__SLEEP_NS = 1000000,       /* longest futex sleep */
   TD__LIVENESS_NS = 100000000,  /* how often sleeping waiters check peer pids */
 };
@@ -55,6 +56,24 @@ int td__cmp_holds(td_cmp cmp, uint64_t v, uint64_t value) {
 const char *td_cmp_name(td_cmp cmp) {
   static const char *const names[] = {"eq", "ne", "gt", "ge", "lt", "le"};
   return (unsigned)cmp < 6 ? names[cmp] : "invalid";
+}
+
+/* When ranks outnumber cores, spinning only burns the slice of the rank we
+ * wait for, and sched_yield does not reliably hand the core to it; sleeping
+ * on the doorbell does. Measured on 2 cores with 4 and 8 ranks (docs/perf.md):
+ * no spin and 16 yields gave the fastest barriers. */
+void td__wait_policy(td_world *w) {
+  cpu_set_t set;
+  int cores = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : (int)sysconf(_SC_NPROCESSORS_ONLN);
+  if (cores < 1)
+    cores = 1;
+  if (w->size > cores) {
+    w->spin_iters = 0;
+    w->yield_iters = TD__OVER_YIELD_ITERS;
+  } else {
+    w->spin_iters = TD__SPIN_ITERS;
+    w->yield_iters = TD__YIELD_ITERS;
+  }
 }
 
 static void td__cpu_relax(void) {
@@ -117,7 +136,7 @@ td_status td__wait_raw(td_world *w, const _Atomic uint64_t *addr, td_cmp cmp, ui
       break;
     if (atomic_load_explicit(&w->ctl->failed, memory_order_acquire))
       return TD_ERR_PEER_FAILED;
-    if (iter < TD__SPIN_ITERS) {
+    if (iter < w->spin_iters) {
       td__cpu_relax();
       continue;
     }
@@ -127,7 +146,7 @@ td_status td__wait_raw(td_world *w, const _Atomic uint64_t *addr, td_cmp cmp, ui
         *observed = v;
       return TD_ERR_TIMEOUT;
     }
-    if (iter < TD__SPIN_ITERS + TD__YIELD_ITERS) {
+    if (iter < w->spin_iters + w->yield_iters) {
       sched_yield();
       continue;
     }

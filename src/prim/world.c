@@ -76,6 +76,7 @@ td_status td__world_setup(td_world *w, int rank, int size, const td__transport *
   w->ranks = (td__rank_ctl *)((char *)w->ctl + td__round_up(sizeof(td__ctl), 64));
   w->heaps = base + td__ctl_bytes(size);
   w->team_mask = 1; /* flag set 0 is the world team's */
+  td__wait_policy(w);
   int *members = malloc(sizeof(int) * (size_t)size);
   if (!members)
     return td__error(TD_ERR_NO_MEMORY, "world of %d ranks: no memory for the world team", size);

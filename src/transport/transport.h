@@ -35,6 +35,7 @@ typedef struct td__region_header {
   int32_t creator_pid;
   _Atomic int32_t attached; /* ranks attached so far */
   _Atomic int32_t unlinked; /* 1 once the creator removed the name */
+  _Atomic int32_t refused;  /* rank + 1 of a rank that found the region unusable: stop waiting for it */
 } td__region_header;
 
 #define TD__REGION_MAGIC UINT64_C(0x7464697374726731) /* "tdistrg1" */

@@ -32,6 +32,12 @@
 
 typedef td_status (*rt_fn)(td_world *w, int rank, void *arg);
 
+/* Called in each forked child of rt_fork before td_world_init (e.g. to give
+ * one rank a different environment); NULL = nothing. */
+static void (*rt_child_setup)(int rank);
+/* Every failing child's line ("RANK STATUS MESSAGE") of the last rt_fork. */
+static char rt_fork_log[16384];
+
 static int rt_sizes[8] = {1, 2, 3, 4, 8};
 static int rt_nsizes = 5;
 
@@ -117,6 +123,8 @@ static inline td_status rt_fork_ex(int n, int world_size, const char *job, const
       char id[128];
       snprintf(id, sizeof id, "rt-%s-%ld", job, (long)getppid());
       setenv("TD_JOB_ID", id, 1);
+      if (rt_child_setup)
+        rt_child_setup(r);
       td_status st = rt_run_launched(opts, fn, arg);
       if (st != TD_OK) {
         char msg[2200];
@@ -137,6 +145,7 @@ static inline td_status rt_fork_ex(int n, int world_size, const char *job, const
     len += (size_t)got;
   all[len] = '\0';
   close(fds[0]);
+  memcpy(rt_fork_log, all, len + 1);
   if (!len)
     return TD_OK;
   int best = 1 << 30, best_st = 0;

@@ -56,6 +56,8 @@ static td_status args_rank(td_world *w, int rank, void *arg) {
   RT_CHECK(td_symm_alloc(team, (size_t)2 << 20, 0, &p) == TD_ERR_HEAP_EXHAUSTED);
   HAS("requested 2097152 bytes");
   HAS("1048576 of 1048576 bytes free");
+  RT_CHECK(td_symm_alloc(team, SIZE_MAX, 0, &p) == TD_ERR_HEAP_EXHAUSTED);
+  HAS("no range that large is free on every member");
   RT_OK(td_symm_alloc(team, 600 << 10, 0, &p));
   void *q = NULL;
   RT_CHECK(td_symm_alloc(team, 600 << 10, 0, &q) == TD_ERR_HEAP_EXHAUSTED);
@@ -173,6 +175,93 @@ static void test_create_errors(void **state) {
   td_local_world_destroy(NULL);
 }
 
+/* NULL handles and outputs of every entry point, and local-world misuse. */
+static td_status null_rank(td_world *w, int rank, void *arg) {
+  td_team *team = td_world_team(w);
+  uint64_t *p = NULL;
+  RT_OK(td_symm_alloc(team, 64, 0, (void **)&p));
+  RT_CHECK(td_symm_alloc(team, 64, 0, NULL) == TD_ERR_INVALID_ARG);
+  HAS("out is NULL");
+  RT_CHECK(td_symm_free(NULL, p) == TD_ERR_INVALID_ARG);
+  HAS("team is NULL");
+  RT_CHECK(td_symm_at(team, p, 0, NULL) == TD_ERR_INVALID_ARG);
+  HAS("td_symm_at: out is NULL");
+  RT_CHECK(td_symm_heap_base(w, 0, NULL, &(size_t){0}) == TD_ERR_INVALID_ARG);
+  HAS("base is NULL");
+  RT_CHECK(td_putmem(NULL, p, p, 8, 0) == TD_ERR_INVALID_ARG);
+  HAS("td_putmem: team is NULL");
+  RT_CHECK(td_getmem(team, NULL, p, 8, 0) == TD_ERR_INVALID_ARG);
+  HAS("td_getmem: dest is NULL with 8 bytes");
+  RT_CHECK(td_putmem_signal(team, p, p, 8, NULL, 1, TD_SIGNAL_SET, 0) == TD_ERR_INVALID_ARG);
+  HAS("td_putmem_signal: sig=");
+  RT_CHECK(td_signal_wait_until(NULL, p, TD_CMP_EQ, 0, NULL) == TD_ERR_INVALID_ARG);
+  HAS("td_signal_wait_until: team is NULL");
+  RT_CHECK(td_fence(NULL) == TD_ERR_INVALID_ARG);
+  HAS("td_fence: team is NULL");
+  RT_CHECK(td_quiet(NULL) == TD_ERR_INVALID_ARG);
+  HAS("td_quiet: team is NULL");
+  RT_CHECK(td_team_sync(NULL) == TD_ERR_INVALID_ARG);
+  HAS("td_team_sync: team is NULL");
+  RT_CHECK(td_team_barrier(NULL) == TD_ERR_INVALID_ARG);
+  HAS("td_team_barrier: team is NULL");
+  RT_CHECK(td_barrier_all(NULL) == TD_ERR_INVALID_ARG);
+  HAS("td_barrier_all: world is NULL");
+  RT_CHECK(td_team_split_strided(team, 0, 1, 1, NULL) == TD_ERR_INVALID_ARG);
+  HAS("out is NULL");
+  RT_CHECK(td_team_translate_rank(NULL, 0, team) == -1);
+  RT_CHECK(td_team_size(NULL) == 0 && td_team_rank(NULL) == -1 && td_team_world(NULL) == NULL);
+  RT_CHECK(td_world_size(NULL) == 0 && td_world_rank(NULL) == -1 && td_world_team(NULL) == NULL);
+  RT_CHECK(strcmp(td_cmp_name((td_cmp)77), "invalid") == 0 && strcmp(td_cmp_name(TD_CMP_LE), "le") == 0);
+  RT_OK(td_symm_free(team, p));
+  /* Finalizing a local-world rank twice. */
+  RT_OK(td_world_finalize(w));
+  RT_CHECK(td_world_finalize(w) == TD_ERR_STATE);
+  HAS("already finalized");
+  return TD_OK;
+}
+
+static void test_null_args(void **state) {
+  td_status st = td_local_world_run(2, NULL, null_rank, NULL);
+  if (st != TD_OK)
+    fail_msg("%s", td_last_error());
+}
+
+/* Limits: 512 live blocks per rank, 64 live teams per rank; different blocks freed. */
+static td_status limits_rank(td_world *w, int rank, void *arg) {
+  td_team *team = td_world_team(w);
+  enum { MAXB = 512, MAXT = 64 };
+  static void *blocks[2][MAXB];
+  void **b = blocks[rank];
+  for (int i = 0; i < MAXB; i++)
+    RT_OK(td_symm_alloc(team, 8, 8, &b[i]));
+  void *extra = NULL;
+  RT_CHECK(td_symm_alloc(team, 8, 8, &extra) == TD_ERR_HEAP_EXHAUSTED);
+  HAS("already has 512 live blocks");
+  RT_CHECK(td_symm_free(team, b[rank]) == TD_ERR_MISMATCH);
+  HAS("members passed different blocks");
+  for (int i = 0; i < MAXB; i++)
+    RT_OK(td_symm_free(team, b[i]));
+  td_team *teams[MAXT];
+  int made = 0;
+  td_status st = TD_OK;
+  while (made < MAXT && (st = td_team_split(team, 0, 0, &teams[made])) == TD_OK)
+    made++;
+  RT_CHECK(made == MAXT - 1); /* the world team holds one of the 64 */
+  RT_CHECK(st == TD_ERR_NO_MEMORY);
+  HAS("already belongs to 64 live teams");
+  for (int i = made - 1; i >= 0; i--)
+    RT_OK(td_team_destroy(teams[i]));
+  RT_OK(td_team_split(team, 0, 0, &teams[0]));
+  RT_OK(td_team_destroy(teams[0]));
+  return TD_OK;
+}
+
+static void test_limits(void **state) {
+  td_status st = td_local_world_run(2, NULL, limits_rank, NULL);
+  if (st != TD_OK)
+    fail_msg("%s", td_last_error());
+}
+
 int main(int argc, char **argv) {
   rt_parse_args(argc, argv);
   const struct CMUnitTest tests[] = {
@@ -180,6 +269,8 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_args_and_exhaustion),
       cmocka_unit_test(test_free_errors),
       cmocka_unit_test(test_create_errors),
+      cmocka_unit_test(test_null_args),
+      cmocka_unit_test(test_limits),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -154,6 +154,49 @@ static void test_peer_death(void **state) {
     fail_msg("%s: %s", td_status_name(st), td_last_error());
 }
 
+static void bigger_heap_on_rank_1(int rank) {
+  if (rank == 1)
+    setenv("TD_SYMM_HEAP_SIZE", "8M", 1);
+}
+
+static void test_heap_size_mismatch(void **state) {
+  if (rt_launched())
+    skip();
+  td_world_opts o;
+  td_world_opts_init(&o);
+  o.timeout_ms = 300;
+  rt_child_setup = bigger_heap_on_rank_1;
+  td_status st = rt_fork(2, "hsize", NULL, never_rank, NULL); /* 60 s deadline: must not be needed */
+  rt_child_setup = NULL;
+  assert_int_not_equal(st, TD_OK);
+  assert_non_null(strstr(rt_fork_log, "1 2 shm transport: /tdist-rt-hsize-"));
+  assert_non_null(strstr(rt_fork_log, "same TD_WORLD_SIZE and TD_SYMM_HEAP_SIZE"));
+  assert_non_null(strstr(rt_fork_log, "0 2 shm transport: rank 0 stopped waiting"));
+  assert_non_null(strstr(rt_fork_log, "rank 1 found it made for another world size or heap size"));
+  assert_int_equal(leftovers("hsize"), 0);
+}
+
+static void two_rank_ones(int rank) {
+  if (rank == 2)
+    setenv("TD_RANK", "1", 1);
+}
+
+static void test_rank_taken(void **state) {
+  if (rt_launched())
+    skip();
+  td_world_opts o;
+  td_world_opts_init(&o);
+  o.timeout_ms = 300;
+  rt_child_setup = two_rank_ones;
+  td_status st = rt_fork(3, "taken", &o, never_rank, NULL);
+  rt_child_setup = NULL;
+  assert_int_not_equal(st, TD_OK);
+  assert_non_null(strstr(rt_fork_log, "shm transport: rank 1 of /tdist-rt-taken-"));
+  assert_non_null(strstr(rt_fork_log, "is already taken by pid"));
+  assert_non_null(strstr(rt_fork_log, "never arrived: rank 2"));
+  assert_int_equal(leftovers("taken"), 0);
+}
+
 int main(int argc, char **argv) {
   rt_parse_args(argc, argv);
   const struct CMUnitTest tests[] = {
@@ -162,6 +205,8 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_live_segment_refused),
       cmocka_unit_test(test_missing_rank),
       cmocka_unit_test(test_peer_death),
+      cmocka_unit_test(test_heap_size_mismatch),
+      cmocka_unit_test(test_rank_taken),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

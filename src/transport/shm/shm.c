@@ -169,6 +169,8 @@ static td_status td__shm_join(const td__job *job, const char *name, int64_t dead
                                 "on every rank, and one TD_JOB_ID per job)",
                                 name, (int)h->world_size, (unsigned long long)h->region_bytes, job->rank,
                                 job->size, job->region_bytes);
+      int32_t none = 0; /* tell the ranks waiting for us not to wait until the deadline */
+      atomic_compare_exchange_strong(&h->refused, &none, job->rank + 1);
       munmap(base, map_bytes);
       return st2;
     }
@@ -196,6 +198,16 @@ static td_status td__shm_attach(const td__job *job, td__region *out) {
     return st;
   td__region_header *h = r.base;
   while (atomic_load_explicit(&h->attached, memory_order_acquire) < job->size) {
+    int refused = atomic_load_explicit(&h->refused, memory_order_acquire);
+    if (refused) {
+      if (job->rank == 0)
+        shm_unlink(name);
+      munmap(r.base, r.bytes);
+      return td__error(TD_ERR_MISMATCH,
+                       "shm transport: rank %d stopped waiting for the ranks of %s: rank %d found it made for "
+                       "another world size or heap size (its own error says which)",
+                       job->rank, name, refused - 1);
+    }
     if (td__shm_now_ms() > deadline) {
       char missing[512];
       size_t len = 0;
