@@ -107,6 +107,12 @@ static td_status errors_rank(td_world *w, int rank, void *arg) {
     EX_CHECK(strstr(td_last_error(), "'cuda' is not in this build") != NULL ||
              strstr(td_last_error(), "no usable CUDA device") != NULL);
   }
+  td_exec_opts_init(&o);
+  o.timeout_ms = -5;
+  EX_CHECK(td_exec_create(pp->plan, team, &o, &ex) == TD_ERR_INVALID_ARG);
+  EX_CHECK(strstr(td_last_error(), "timeout_ms -5 must be >= 0") != NULL);
+  EX_CHECK(td_exec_run(NULL) == TD_ERR_INVALID_ARG);
+  EX_CHECK(strstr(td_last_error(), "td_exec_run: exec is NULL") != NULL);
   EX_CHECK(td_exec_create(NULL, team, NULL, &ex) == TD_ERR_INVALID_ARG);
   EX_CHECK(strstr(td_last_error(), "must not be NULL") != NULL);
   EX_CHECK(ex == NULL);

@@ -194,10 +194,58 @@ static void test_traced_run_and_chrome_json(void **state) {
   td_plan_destroy(tc.plan);
 }
 
+static td_status errors_rank(td_world *w, int rank, void *arg) {
+  trace_case *tc = arg;
+  td_exec_opts o;
+  td_exec_opts_init(&o);
+  o.trace = 1;
+  td_exec *ex = NULL;
+  EX_OK(td_exec_create(tc->plan, td_world_team(w), &o, &ex));
+  td_trace_summary s;
+  EX_CHECK(td_exec_trace_summary(ex, &s) == TD_ERR_STATE);
+  EX_CHECK(strstr(td_last_error(), "no run has been traced yet; call td_exec_run first") != NULL);
+  EX_OK(td_exec_run(ex));
+  EX_CHECK(td_exec_trace_summary(ex, NULL) == TD_ERR_INVALID_ARG);
+  EX_CHECK(strstr(td_last_error(), "out is NULL") != NULL);
+  EX_CHECK(td_exec_trace_events(ex, NULL, NULL) == TD_ERR_INVALID_ARG);
+  EX_CHECK(strstr(td_last_error(), "events and count must not be NULL") != NULL);
+  /* Rank 0 cannot write into a missing folder: only rank 0 fails, with the path. */
+  td_status st = td_exec_trace_write(ex, "/nonexistent-dir/trace.json");
+  if (rank == 0) {
+    EX_CHECK(st == TD_ERR_SYSTEM);
+    EX_CHECK(strstr(td_last_error(), "cannot write trace file '/nonexistent-dir/trace.json'") != NULL);
+    EX_CHECK(td_exec_trace_write(ex, NULL) == TD_ERR_INVALID_ARG);
+    EX_CHECK(strstr(td_last_error(), "path is NULL on team rank 0") != NULL);
+  } else {
+    EX_OK(st);
+  }
+  return td_exec_destroy(ex);
+}
+
+static void test_trace_errors(void **state) {
+  (void)state;
+  trace_case tc = {NULL, "", 1, {TD_OK}, {""}};
+  td_world_opts o = ex_world_opts(20000);
+  /* One rank, so its NULL-path refusal (before any collective call) leaves
+   * no peer waiting. */
+  td_plan *p = NULL;
+  assert_int_equal(td_plan_create(1, &p), TD_OK);
+  uint32_t idx;
+  td_task t = ex_task(TD_TASK_NOP, TD_WORKER_COMPUTE, 0, "nop");
+  assert_int_equal(td_plan_add_task(p, 0, &t, NULL, 0, NULL, 0, NULL, 0, &idx), TD_OK);
+  assert_int_equal(td_plan_validate(p), TD_OK);
+  tc.plan = p;
+  td_status st = td_local_world_run(1, &o, errors_rank, &tc);
+  if (st != TD_OK)
+    fail_msg("%s: %s", td_status_name(st), td_last_error());
+  td_plan_destroy(p);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_summary_vs_brute_force),
       cmocka_unit_test(test_traced_run_and_chrome_json),
+      cmocka_unit_test(test_trace_errors),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

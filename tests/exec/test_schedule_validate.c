@@ -258,6 +258,98 @@ static void test_builder_errors(void **state) {
   assert_int_equal(td_plan_validate(NULL), TD_ERR_INVALID_ARG);
 }
 
+/* Kind-specific faults not covered above, one plan each. */
+static void test_kind_faults(void **state) {
+  fixture f = fresh(state);
+  td_task t = ex_task((td_task_kind)17, TD_WORKER_COMPUTE, 0, "odd kind");
+  add(&f, 0, t, NULL, NULL, NULL);
+  expect_fault(&f, "rank 0 task 0 'odd kind': unknown task kind 17", NULL);
+
+  f = fresh(state);
+  t = ex_task(TD_TASK_NOP, (td_worker_class)5, 0, "odd class");
+  add(&f, 0, t, NULL, NULL, NULL);
+  expect_fault(&f, "rank 0 task 0 'odd class': unknown worker class 5", NULL);
+
+  f = fresh(state);
+  t = ex_task(TD_TASK_GEMM, TD_WORKER_COMPUTE, 8, "gemm flags");
+  t.a = ex_view(f.in, TD_PEER_SELF, 0, 0, 4, 4);
+  t.b = ex_view(f.w, TD_PEER_SELF, 0, 0, 4, 4);
+  t.c = ex_view(f.loc, TD_PEER_SELF, 0, 0, 4, 4);
+  add(&f, 0, t, NULL, NULL, NULL);
+  expect_fault(&f, "rank 0 task 0 'gemm flags': gemm flags 0x8 have unknown bits", NULL);
+
+  f = fresh(state);
+  t = ex_task(TD_TASK_REDUCE, TD_WORKER_COMM, 9, "red op");
+  t.a = ex_view(f.in, TD_PEER_SELF, 0, 0, 2, 4);
+  t.c = ex_view(f.sy, 1, 0, 0, 2, 4);
+  add(&f, 0, t, NULL, NULL, NULL);
+  expect_fault(&f, "rank 0 task 0 'red op': reduce op 9 is unknown; allowed sum, max, min, prod", NULL);
+
+  f = fresh(state);
+  t = ex_task(TD_TASK_EWISE, TD_WORKER_COMPUTE, 11, "ew op");
+  t.a = t.c = ex_view(f.loc, TD_PEER_SELF, 0, 0, 2, 4);
+  add(&f, 0, t, NULL, NULL, NULL);
+  expect_fault(&f, "rank 0 task 0 'ew op': ewise op 11 is unknown", NULL);
+
+  f = fresh(state);
+  int32_t iv = ex_buffer(f.p, "ints", TD_BUF_LOCAL, TD_I32, 2, 4);
+  t = ex_task(TD_TASK_EWISE, TD_WORKER_COMPUTE, TD_EW_SILU, "ew ints");
+  t.a = ex_view(iv, TD_PEER_SELF, 0, 0, 2, 4);
+  t.c = ex_view(f.loc, TD_PEER_SELF, 0, 0, 2, 4);
+  add(&f, 0, t, NULL, NULL, NULL);
+  expect_fault(&f, "rank 0 task 0 'ew ints': ewise needs view a in f32, f16 or bf16; buffer is i32", NULL);
+
+  f = fresh(state);
+  int32_t bytes = ex_buffer(f.p, "bytes", TD_BUF_LOCAL, TD_U8, 2, 4);
+  t = ex_task(TD_TASK_REDUCE, TD_WORKER_COMPUTE, TD_SUM, "red u8");
+  t.a = t.c = ex_view(bytes, TD_PEER_SELF, 0, 0, 2, 4);
+  add(&f, 0, t, NULL, NULL, NULL);
+  expect_fault(&f, "rank 0 task 0 'red u8': reduce needs a and c of one dtype other than u8; got u8 and u8", NULL);
+
+  f = fresh(state);
+  t = ex_task(TD_TASK_RMSNORM, TD_WORKER_COMPUTE, 0, "neg eps");
+  t.alpha = -1.0f;
+  t.a = ex_view(f.in, TD_PEER_SELF, 0, 0, 2, 4);
+  t.b = ex_view(f.w, TD_PEER_SELF, 0, 0, 1, 4);
+  t.c = ex_view(f.loc, TD_PEER_SELF, 0, 0, 2, 4);
+  add(&f, 0, t, NULL, NULL, NULL);
+  expect_fault(&f, "rank 0 task 0 'neg eps': rmsnorm epsilon (alpha) -1 must be >= 0", NULL);
+
+  f = fresh(state);
+  td_raise big = {f.sig, 1, UINT64_MAX / 2};
+  add(&f, 0, ex_task(TD_TASK_NOP, TD_WORKER_COMM, 0, "big 1"), NULL, NULL, &big);
+  add(&f, 0, ex_task(TD_TASK_NOP, TD_WORKER_COMM, 0, "big 2"), NULL, NULL, &big);
+  expect_fault(&f, "rank 0 task 1 'big 2': raises of signal 'ready' on rank 1 add up to more than 2^63", NULL);
+  *(fixture *)*state = f;
+}
+
+static void test_null_arguments(void **state) {
+  fixture *f = *state;
+  int32_t bi;
+  uint32_t idx;
+  td_buffer_desc d;
+  memset(&d, 'x', sizeof d); /* name without a terminator */
+  assert_int_equal(td_plan_add_buffer(f->p, &d, &bi), TD_ERR_INVALID_ARG);
+  assert_non_null(strstr(td_last_error(), "name is not NUL-terminated within 32 bytes"));
+  memset(&d, 0, sizeof d);
+  d.dtype = (td_dtype)99;
+  assert_int_equal(td_plan_add_buffer(f->p, &d, &bi), TD_ERR_INVALID_ARG);
+  assert_non_null(strstr(td_last_error(), "has unknown dtype 99"));
+  assert_int_equal(td_plan_add_buffer(f->p, NULL, &bi), TD_ERR_INVALID_ARG);
+  assert_non_null(strstr(td_last_error(), "plan, desc and index must not be NULL"));
+  assert_int_equal(td_plan_add_signal(NULL, "s", &idx), TD_ERR_INVALID_ARG);
+  assert_non_null(strstr(td_last_error(), "plan and index must not be NULL"));
+  assert_int_equal(td_plan_add_task(f->p, 0, NULL, NULL, 0, NULL, 0, NULL, 0, &idx), TD_ERR_INVALID_ARG);
+  assert_non_null(strstr(td_last_error(), "plan, task and index must not be NULL"));
+  assert_int_equal(td_plan_create(2, NULL), TD_ERR_INVALID_ARG);
+  assert_non_null(strstr(td_last_error(), "out is NULL"));
+  assert_int_equal(td_plan_dump(NULL, stdout), TD_ERR_INVALID_ARG);
+  assert_non_null(strstr(td_last_error(), "plan and out must not be NULL"));
+  assert_null(td_plan_schedule(f->p, 7));
+  assert_null(td_plan_buffer(f->p, -1));
+  assert_null(td_plan_signal_name(f->p, 99));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_valid_plan_totals),  cmocka_unit_test(test_unknown_buffer),
@@ -266,6 +358,7 @@ int main(void) {
       cmocka_unit_test(test_dependency_on_later_task), cmocka_unit_test(test_unsatisfiable_wait),
       cmocka_unit_test(test_bad_signal_refs),    cmocka_unit_test(test_cycle_across_ranks),
       cmocka_unit_test(test_cycle_through_class_order), cmocka_unit_test(test_builder_errors),
+      cmocka_unit_test(test_kind_faults),        cmocka_unit_test(test_null_arguments),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
