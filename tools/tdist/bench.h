@@ -16,6 +16,8 @@ typedef struct td_bench_kind {
 
 /* bench_coll.c: host collectives vs Open MPI (table, JSON). */
 int td_bench_coll(int argc, char **argv);
+/* bench_exec.c: CPU executor (GEMM tiles) vs one multi-threaded OpenBLAS call. */
+int td_bench_exec(int argc, char **argv);
 
 /* Helpers shared by kinds (cmd_bench.c). */
 /** Parses a byte size with an optional K, M or G suffix (powers of 1024).

@@ -13,6 +13,7 @@
 
 static const td_bench_kind td__bench_kinds[] = {
     {"coll", "host collectives (all_gather, reduce_scatter, all_reduce, all_to_all) vs Open MPI", td_bench_coll},
+    {"exec", "CPU executor: N independent GEMM tiles vs one multi-threaded OpenBLAS sgemm", td_bench_exec},
 };
 enum { TD__NKINDS = sizeof td__bench_kinds / sizeof td__bench_kinds[0] };
 
