@@ -20,11 +20,12 @@
 static char launch_check[4096], fake_torchrun[4096];
 
 /* Checks that `out` has the success line of every rank of n (each once),
- * prefixed "[R] " when prefixed is set; returns the job id of rank 0's line. */
+ * prefixed "[R] " when prefixed is set, and nothing else; when job is not
+ * NULL, copies the job id printed by rank 0 into it. */
 static void expect_all_ok(const char *out, int n, int prefixed, const char *transport, char *job, size_t job_size) {
   for (int r = 0; r < n; r++) {
     char want[128];
-    snprintf(want, sizeof want, "%slaunch_check: rank %d of %d ok (transport ", "", r, n);
+    snprintf(want, sizeof want, "launch_check: rank %d of %d ok (transport ", r, n);
     char line[160];
     if (prefixed)
       snprintf(line, sizeof line, "[%d] %s", r, want);
