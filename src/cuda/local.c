@@ -32,7 +32,8 @@ td_status td__cuda_error(cudaError_t e, const char *call) {
                    cudaGetErrorName(e));
 }
 
-static td_status td__cl_check_opts(const td_cuda_local_opts *o, int ndev) {
+/* Checks that need no device first, so they also hold on machines without one. */
+static td_status td__cl_check_opts(const td_cuda_local_opts *o) {
   if (o->nranks < 1 || o->nranks > TD_DEV_MAX_PEERS)
     return td__error(TD_ERR_INVALID_ARG,
                      "td_cuda_local_create: nranks = %d; allowed 1..%d (TD_DEV_MAX_PEERS)",
@@ -48,6 +49,10 @@ static td_status td__cl_check_opts(const td_cuda_local_opts *o, int ndev) {
     return td__error(TD_ERR_INVALID_ARG,
                      "td_cuda_local_create: flags 0x%x; only TD_DEV_RETURN_ON_TIMEOUT (0x%x) allowed",
                      o->flags, TD_DEV_RETURN_ON_TIMEOUT);
+  return TD_OK;
+}
+
+static td_status td__cl_check_devices(const td_cuda_local_opts *o, int ndev) {
   for (int r = 0; o->devices && r < o->nranks; r++)
     if (o->devices[r] < 0 || o->devices[r] >= ndev)
       return td__error(TD_ERR_INVALID_ARG,
@@ -118,12 +123,13 @@ td_status td_cuda_local_create(const td_cuda_local_opts *opts, td_cuda_local **o
   if (opts == NULL || out == NULL)
     return td__error(TD_ERR_INVALID_ARG, "td_cuda_local_create: %s is NULL",
                      opts ? "out" : "opts");
+  TD_CHECK(td__cl_check_opts(opts));
   int ndev = 0;
   cudaError_t e = cudaGetDeviceCount(&ndev);
   if (e != cudaSuccess || ndev == 0)
     return td__error(TD_ERR_CUDA, "td_cuda_local_create: no CUDA device (%s)",
                      e != cudaSuccess ? cudaGetErrorString(e) : "device count is 0");
-  TD_CHECK(td__cl_check_opts(opts, ndev));
+  TD_CHECK(td__cl_check_devices(opts, ndev));
   td_cuda_local *cl = calloc(1, sizeof *cl);
   if (cl == NULL)
     return td__error(TD_ERR_NO_MEMORY, "td_cuda_local_create: out of host memory");
@@ -264,4 +270,15 @@ struct CUstream_st *td_cuda_local_ce_stream(const td_cuda_local *cl, int rank) {
 
 const td_dev_diagnostic *td_cuda_local_diagnostic(const td_cuda_local *cl) {
   return cl ? cl->diag : NULL;
+}
+
+td_status td_cuda_local_clear_diagnostic(td_cuda_local *cl) {
+  if (cl == NULL)
+    return td__error(TD_ERR_INVALID_ARG, "td_cuda_local_clear_diagnostic: cl is NULL");
+  cudaSetDevice(cl->rank[0].device);
+  cudaError_t e = cudaMemset((char *)cl->rank[0].heap + TD__OFF_LOCK, 0, sizeof(uint32_t));
+  if (e != cudaSuccess)
+    return td__cuda_error(e, "cudaMemset (diagnostic lock)");
+  memset(cl->diag, 0, sizeof *cl->diag);
+  return TD_OK;
 }

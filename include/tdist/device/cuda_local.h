@@ -122,8 +122,14 @@ td_status td_cuda_local_launch(td_cuda_local *cl, const void *kernel, unsigned i
  * never satisfied); TD_ERR_CUDA (names the rank and CUDA's message). */
 td_status td_cuda_local_sync(td_cuda_local *cl);
 
-/** The shared diagnostic record (host address). */
+/** The shared diagnostic record (host address). It keeps the first timeout
+ * until cleared: every td_cuda_local_sync reports it. */
 const td_dev_diagnostic *td_cuda_local_diagnostic(const td_cuda_local *cl);
+
+/** Forgets the recorded timeout (return-on-timeout contexts, after the host
+ * handled it) so later waits can record again. Call with no kernel running.
+ * Errors: TD_ERR_INVALID_ARG (NULL), TD_ERR_CUDA. */
+td_status td_cuda_local_clear_diagnostic(td_cuda_local *cl);
 
 /* ---- copy engine ---------------------------------------------------------
  * Host-issued, stream-ordered operations on rank `rank`'s copy-engine stream
