@@ -188,6 +188,10 @@ typedef struct td_compile_opts {
   int comm_workers;      /* per rank; 0 = perf model */
   int64_t one_shot_bytes; /* all_reduce outputs up to this size use one-shot; -1 = perf model */
   const td_perf_model *model; /* NULL = td_perf_model_load() */
+  int backend_cuda;      /* 0: plan for the cpu backend (default), 1: for cuda. On cpu,
+                            f16/bf16 weights multiplied by more than one GEMM tile are
+                            converted to f32 once per launch (the cpu GEMM tile would
+                            otherwise convert its whole B operand for every tile). */
 } td_compile_opts;
 
 /** Fills opts: nranks 1, overlap 1, everything else chosen by the perf model. */

@@ -100,6 +100,7 @@ typedef struct td__lower {
   td_plan *plan;
   int32_t *buf;        /* per value: plan buffer */
   int32_t *symbuf;     /* per value: extra symmetric buffer (receive slots), -1 */
+  int32_t *f32buf;     /* per value: f32 copy of a 16-bit weight for cpu GEMMs, -1 */
   td__readymap *ready; /* [value * n + rank] */
   int *nuses;          /* per value: number of consuming ops */
   int32_t *consumer;   /* per value: the (last) consuming value */

@@ -336,6 +336,7 @@ static void td__lower_free(td__lower *L) {
     }
   free(L->ready);
   free(L->symbuf);
+  free(L->f32buf);
   td_plan_destroy(L->plan);
   free(L->buf);
 }
@@ -364,17 +365,18 @@ td_status td_program_compile(const td_program *program, const td_compile_opts *o
   size_t nv = (size_t)program->nvals;
   L.buf = malloc(sizeof *L.buf * (nv ? nv : 1));
   L.symbuf = malloc(sizeof *L.symbuf * (nv ? nv : 1));
+  L.f32buf = malloc(sizeof *L.f32buf * (nv ? nv : 1));
   /* Twice the values: slot nvals + v holds the readiness of v's hidden intermediate. */
   L.ready = calloc(nv * 2 * (size_t)L.n + 1, sizeof *L.ready);
   td_status st = td_plan_create(L.n, &L.plan);
-  if (st == TD_OK && (!L.buf || !L.symbuf || !L.ready))
+  if (st == TD_OK && (!L.buf || !L.symbuf || !L.f32buf || !L.ready))
     st = td__error(TD_ERR_NO_MEMORY, "compile: out of memory");
   if (st != TD_OK) {
     td__lower_free(&L);
     return st;
   }
   for (size_t i = 0; i < nv; i++)
-    L.symbuf[i] = -1;
+    L.symbuf[i] = L.f32buf[i] = -1;
   td__model_choose(&L);
   td__make_buffers(&L);
   for (td_value v = 0; v < program->nvals && L.st == TD_OK; v++) {

@@ -77,6 +77,45 @@ static uint32_t td__blocks(td__lower *L, td_value v, int rank, int64_t rows, int
   return n;
 }
 
+/* On the cpu backend a 16-bit GEMM tile converts all of its B operand to f32
+ * each time it runs, so B is converted once per launch instead: a few
+ * element-wise copies into an f32 local buffer, which the tiles then read.
+ * They run on the compute workers: they are computation, and counting them
+ * as communication would inflate the hidden share. Only for B that
+ * is an input or weight (ready at launch) and used by more than one tile. */
+static int32_t td__f32_weight(td__lower *L, td_value b) {
+  const td__val *B = &L->p->vals[b];
+  if (L->o.backend_cuda || B->dtype == TD_F32 || (B->op != TD_OP_INPUT && B->op != TD_OP_WEIGHT))
+    return -1;
+  if (L->f32buf[b] >= 0)
+    return L->f32buf[b];
+  const td_buffer_desc *d = td_plan_buffer(L->plan, L->buf[b]);
+  char name[40];
+  snprintf(name, sizeof name, "%.26s.f32", d->name);
+  int32_t fb = td__buffer(L, name, TD_BUF_LOCAL, TD_F32, d->rows, d->cols);
+  if (fb < 0)
+    return -1;
+  for (int r = 0; r < L->n; r++) {
+    int64_t r0, rows, c0, cols;
+    td__local_extent(L, b, r, &r0, &rows, &c0, &cols);
+    for (int piece = 0; piece < 2 && cols > 0; piece++) {
+      size_t po, pl;
+      td_chunk_range((size_t)rows, 2, piece, &po, &pl);
+      if (!pl)
+        continue;
+      td_task t = {.kind = TD_TASK_EWISE, .worker = TD_WORKER_COMPUTE, .op = TD_EW_COPY, .alpha = 1.0f};
+      t.a = td__view(L->buf[b], TD_PEER_SELF, (int64_t)po, 0, (int64_t)pl, cols);
+      t.b.buf = -1;
+      t.c = td__view(fb, TD_PEER_SELF, (int64_t)po, 0, (int64_t)pl, cols);
+      td__label(&t, "f32 %.12s r%lld", B->name, (long long)po);
+      uint32_t idx = td__emit(L, r, &t, NULL, NULL, 0);
+      td__ready_task(L, L->p->nvals + b, r, (int64_t)po, (int64_t)pl, idx);
+    }
+  }
+  L->f32buf[b] = fb;
+  return fb;
+}
+
 td_status td__lower_matmul(td__lower *L, td_value v) {
   const td_program *p = L->p;
   const td__val *V = &p->vals[v];
@@ -100,6 +139,18 @@ td_status td__lower_matmul(td__lower *L, td_value v) {
                      td__val_where(p, v, where, sizeof where), (long long)K, L->n);
   }
   int whole_a = ta || td__whole(L, a);
+  /* More than one tile on some rank: stage a 16-bit weight in f32 (see td__f32_weight). */
+  int32_t bbuf = L->buf[b];
+  td_value b_rv = b;
+  int64_t o_r0, o_rows, o_c0, o_cols;
+  td__local_extent(L, v, 0, &o_r0, &o_rows, &o_c0, &o_cols); /* rank 0 holds the largest part */
+  if (o_rows > L->tile_rows || (L->tile_cols > 0 && o_cols > L->tile_cols)) {
+    int32_t fb = td__f32_weight(L, b);
+    if (fb >= 0) {
+      bbuf = fb;
+      b_rv = p->nvals + b;
+    }
+  }
   td__need need = {0};
   char lab[40];
   td__val_label(p, v, lab, sizeof lab);
@@ -129,13 +180,13 @@ td_status td__lower_matmul(td__lower *L, td_value v) {
           int64_t nn = ocols - j < tc ? ocols - j : tc;
           td__need_clear(&need);
           td__need_rows(L, &need, a, r, i, m, whole_a);
-          td__need_rows(L, &need, b, r, 0, INT64_MAX / 4, 1);
+          td__need_rows(L, &need, b_rv, r, 0, INT64_MAX / 4, 1);
           td_task t = {.kind = TD_TASK_GEMM, .worker = TD_WORKER_COMPUTE, .alpha = 1.0f};
           t.op = (ta ? TD_GEMM_TRANS_A : 0) | (tb ? TD_GEMM_TRANS_B : 0);
           t.a = ta ? td__view(L->buf[a], TD_PEER_SELF, aK0, i, (int64_t)kl, m)
                    : td__view(L->buf[a], TD_PEER_SELF, i, aK0, m, (int64_t)kl);
-          t.b = tb ? td__view(L->buf[b], TD_PEER_SELF, j, bK0, nn, (int64_t)kl)
-                   : td__view(L->buf[b], TD_PEER_SELF, bK0, j, (int64_t)kl, nn);
+          t.b = tb ? td__view(bbuf, TD_PEER_SELF, j, bK0, nn, (int64_t)kl)
+                   : td__view(bbuf, TD_PEER_SELF, bK0, j, (int64_t)kl, nn);
           t.c = td__view(L->buf[v], TD_PEER_SELF, i, j, m, nn);
           td__label(&t, "mm %.8s r%lld c%lld", lab, (long long)i, (long long)j);
           uint32_t idx = td__emit(L, r, &t, &need, NULL, 0);
