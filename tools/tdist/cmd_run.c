@@ -21,6 +21,7 @@ static void td__run_usage(FILE *out) {
           "  --backend cpu|cuda   where tiles run (default cpu)\n"
           "  --dims M=..,H=..     bind the program's symbolic dims (defaults from the file)\n"
           "  --iters K            timed launches after one warm-up (default 10)\n"
+          "  --rounds R           alternate overlapped/sequential R times, report medians (default 3)\n"
           "  --check              compare outputs with the single-rank f64 reference\n"
           "  --trace FILE         Chrome trace (Perfetto) of the overlapped run's last launch\n"
           "  --json FILE          write the results as JSON\n"
@@ -59,6 +60,23 @@ static cJSON *td__result_json(const td_program_run_result *r, int check) {
   return o;
 }
 
+static int td__cmp_seconds(const void *a, const void *b) {
+  double x = ((const td_program_run_result *)a)->seconds, y = ((const td_program_run_result *)b)->seconds;
+  return x < y ? -1 : x > y;
+}
+
+/* The round with the median time; the check result is round 0's (the only checked one). */
+static td_program_run_result td__median_result(td_program_run_result *r, int n) {
+  td_program_run_result first = r[0], sorted[16];
+  memcpy(sorted, r, sizeof *r * (size_t)n);
+  qsort(sorted, (size_t)n, sizeof *sorted, td__cmp_seconds);
+  td_program_run_result m = sorted[n / 2];
+  m.max_rel_error = first.max_rel_error;
+  m.tolerance = first.tolerance;
+  m.pass = first.pass;
+  return m;
+}
+
 static void td__row(const char *name, const td_program_run_result *r, int check) {
   char hidden[16] = "-", err[16] = "-";
   if (r->comm_hidden >= 0)
@@ -71,7 +89,7 @@ static void td__row(const char *name, const td_program_run_result *r, int check)
 
 int td_cmd_run(int argc, char **argv) {
   const char *path = NULL, *backend = "cpu", *dims = NULL, *trace = NULL, *json = NULL;
-  long long ranks = 0, iters = 10, seed = 1, chunks = 0, tile_rows = 0, cw = 0, mw = 0;
+  long long ranks = 0, rounds = 3, iters = 10, seed = 1, chunks = 0, tile_rows = 0, cw = 0, mw = 0;
   int check = 0, baseline = 1;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -93,6 +111,8 @@ int td_cmd_run(int argc, char **argv) {
         ok = td__int_arg(a, val, 1, 64, &ranks);
       else if (!strcmp(a, "--iters"))
         ok = td__int_arg(a, val, 1, 100000, &iters);
+      else if (!strcmp(a, "--rounds"))
+        ok = td__int_arg(a, val, 1, 15, &rounds);
       else if (!strcmp(a, "--seed"))
         ok = td__int_arg(a, val, 0, (long long)1 << 62, &seed);
       else if (!strcmp(a, "--chunks"))
@@ -154,26 +174,33 @@ int td_cmd_run(int argc, char **argv) {
   co.tile_rows = tile_rows;
   co.compute_workers = (int)cw;
   co.comm_workers = (int)mw;
-  td_program_run_opts ro = {(int)ranks, backend, (int)iters, (uint64_t)seed, 1, check, trace, &co};
-  td_program_run_result ov, sq = {0};
-  if (td_program_run(prog, &ro, &ov) != TD_OK) {
-    fprintf(stderr, "tdist run: overlapped run failed: %s\n", td_last_error());
-    td_program_destroy(prog);
-    return 1;
-  }
-  if (baseline) {
-    ro.overlap = 0;
-    ro.trace_path = NULL;
-    if (td_program_run(prog, &ro, &sq) != TD_OK) {
-      fprintf(stderr, "tdist run: sequential run failed: %s\n", td_last_error());
-      td_program_destroy(prog);
-      return 1;
+  td_program_run_opts ro = {(int)ranks, backend, (int)iters, (uint64_t)seed, 1, check, NULL, &co};
+  int rounds_i = (int)rounds;
+  /* Rounds alternate the order (O S, S O, ...) so load from other processes and
+   * warm-up effects hit both plans alike; each figure is the median over rounds. */
+  td_program_run_result ov = {0}, sq = {0}, res[2][16];
+  for (int round = 0; round < rounds_i; round++) {
+    for (int k = 0; k < 2; k++) {
+      int overlap = (round % 2 == 0) ? k == 0 : k == 1;
+      if (!overlap && !baseline)
+        continue;
+      ro.overlap = overlap;
+      ro.check = check && round == 0;
+      ro.trace_path = overlap && round == rounds_i - 1 ? trace : NULL;
+      if (td_program_run(prog, &ro, &res[overlap][round]) != TD_OK) {
+        fprintf(stderr, "tdist run: %s run failed: %s\n", overlap ? "overlapped" : "sequential", td_last_error());
+        td_program_destroy(prog);
+        return 1;
+      }
     }
   }
+  ov = td__median_result(res[1], rounds_i);
+  if (baseline)
+    sq = td__median_result(res[0], rounds_i);
   printf("tdist run %s: %lld ranks, backend %s, dims", path, ranks, backend);
   for (int d = 0; d < td_program_ndims(prog); d++)
     printf("%s%s=%lld", d ? "," : " ", td_program_dim_name(prog, d), (long long)td_program_dim_value(prog, d));
-  printf(", %lld iters (median), seed %lld\n", iters, seed);
+  printf(", %lld rounds x %lld iters (median), seed %lld\n", rounds, iters, seed);
   printf("  %-11s %12s %12s %14s   %s\n", "plan", "time_ms", "comm_hidden", "max_rel_err", "check");
   td__row("overlapped", &ov, check);
   if (baseline) {
@@ -196,6 +223,7 @@ int td_cmd_run(int argc, char **argv) {
     for (int d = 0; d < td_program_ndims(prog); d++)
       cJSON_AddNumberToObject(jd, td_program_dim_name(prog, d), (double)td_program_dim_value(prog, d));
     cJSON_AddNumberToObject(j, "iters", (double)iters);
+    cJSON_AddNumberToObject(j, "rounds", (double)rounds);
     cJSON_AddNumberToObject(j, "seed", (double)seed);
     cJSON_AddItemToObject(j, "overlapped", td__result_json(&ov, check));
     if (baseline) {
