@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "randgraph.h"
+#include "tdist/exec.h"
 #include "core/error.h"
 #include "tile/tile.h"
 
@@ -356,3 +357,58 @@ int rg_compare(const rg_graph *g, int rank, int b, const void *got, char *msg, s
   }
   return 1;
 }
+
+#define RG_OK(expr)                                                                    \
+  do {                                                                                 \
+    td_status rg_st_ = (expr);                                                         \
+    if (rg_st_ != TD_OK)                                                               \
+      return rg_st_;                                                                   \
+  } while (0)
+
+td_status rg_run_rank(td_world *w, int rank, void *arg) {
+  rg_graph *g = arg;
+  td_exec_opts o;
+  td_exec_opts_init(&o);
+  o.compute_workers = g->compute_workers;
+  o.comm_workers = g->comm_workers;
+  td_exec *ex = NULL;
+  RG_OK(td_exec_create(g->plan, td_world_team(w), &o, &ex));
+  /* Caller buffers: copies of the initial data (out is written). */
+  void *mine[RG_NBUFS] = {0};
+  td_status st = TD_OK;
+  for (int b = 0; b < RG_NBUFS; b++) {
+    void *init = g->init[rank * RG_NBUFS + b];
+    size_t bytes = rg_bytes(g, b);
+    const td_buffer_desc *d = td_plan_buffer(g->plan, g->buf[b]);
+    if (d->kind == TD_BUF_SYMM || d->kind == TD_BUF_LOCAL) {
+      RG_OK(td_exec_buffer(ex, g->buf[b], &mine[b]));
+      memcpy(mine[b], init, bytes);
+    } else {
+      mine[b] = malloc(bytes);
+      memcpy(mine[b], init, bytes);
+      RG_OK(td_exec_bind(ex, g->buf[b], mine[b]));
+    }
+  }
+  for (int run = 0; st == TD_OK && run < g->runs; run++)
+    st = td_exec_run(ex);
+  /* Peers' writes into this rank's copies are ordered with this rank's end
+   * only where this rank waits for them: the barrier orders the rest. */
+  if (st == TD_OK)
+    st = td_barrier_all(w);
+  char msg[256];
+  for (int b = RG_OUT; st == TD_OK && b < RG_NBUFS; b++)
+    if (!rg_compare(g, rank, b, mine[b], msg, sizeof msg))
+      st = td__error(TD_ERR_CHECK_FAILED, "%s", msg);
+  char saved[1024];
+  snprintf(saved, sizeof saved, "%s", td_last_error());
+  td_status dst = td_exec_destroy(ex);
+  for (int b = 0; b < RG_NBUFS; b++) {
+    const td_buffer_desc *d = td_plan_buffer(g->plan, g->buf[b]);
+    if (d->kind != TD_BUF_SYMM && d->kind != TD_BUF_LOCAL)
+      free(mine[b]);
+  }
+  if (st != TD_OK)
+    return td__error(st, "%s", saved);
+  return dst;
+}
+

@@ -42,4 +42,11 @@ size_t rg_bytes(const rg_graph *g, int b);
  * GEMM is OpenBLAS and the interpreter's the reference. */
 int rg_compare(const rg_graph *g, int rank, int b, const void *got, char *msg, size_t cap);
 
+/** Rank function for td_local_world_run / forked worlds (arg: the graph):
+ * creates a CPU executor with the graph's worker counts, loads the initial
+ * data, runs `runs` launches, barriers, and compares this rank's copies of
+ * every writable buffer with the expectation (TD_ERR_CHECK_FAILED naming the
+ * first difference). */
+td_status rg_run_rank(td_world *w, int rank, void *arg);
+
 #endif
