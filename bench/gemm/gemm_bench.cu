@@ -244,6 +244,7 @@ int main(int argc, char **argv) {
            tf_blas, sets);
     summary sum = {s, tf_blas, 0, configs.empty() ? td_gemm_config{} : configs[0], 0};
     run_blas(0, cref);
+    td_gemm_problem p0 = {s.m, s.n, s.k, TD_BF16, layout, a, b, c, NULL};
     for (const td_gemm_config &cfg : configs) {
       if (layout == TD_GEMM_B_KN && cfg.bn % 64 && cfg.arch == TD_GEMM_SM90)
         continue;
@@ -261,9 +262,10 @@ int main(int argc, char **argv) {
       bool ok = hs[2] == 0 && rel < 1e-2;
       double t = time_it([&](int set) { run_ours(set, cfg, 0, NULL); });
       double tf = flop / t / 1e9;
-      printf("    sm%d %3dx%3dx%d s%d g%d c%d %8.3f ms %6.1f TFLOP/s  %.2fx cublas  rel %.1e unwritten %.0f %s\n",
-             (int)cfg.arch, cfg.bm, cfg.bn, cfg.bk, cfg.stages, cfg.group_m, cfg.cluster, t, tf, tf / tf_blas,
-             rel, hs[2], ok ? "ok" : "FAIL");
+      printf("    sm%d %3dx%3dx%d s%d g%d c%d grid %3d %8.3f ms %6.1f TFLOP/s  %.2fx cublas  rel %.1e "
+             "unwritten %.0f %s\n",
+             (int)cfg.arch, cfg.bm, cfg.bn, cfg.bk, cfg.stages, cfg.group_m, cfg.cluster,
+             td__gemm_cuda_grid(&p0, &cfg), t, tf, tf / tf_blas, rel, hs[2], ok ? "ok" : "FAIL");
       if (!ok)
         failed = 1;
       cJSON *r = cJSON_CreateObject();
@@ -287,8 +289,12 @@ int main(int argc, char **argv) {
         sum.cfg = cfg;
       }
     }
-    if (with_hooks && sum.best > 0) {
-      /* The best config again with wait + raise hooks whose waits are already satisfied. */
+    if (sum.best > 0) {
+      /* Final pass: cuBLAS, the best configuration, and (with --hooks) the same
+       * configuration with wait + raise hooks whose waits are already
+       * satisfied, measured in alternation (3 rounds) so that clock drift
+       * between the sweep's first and last configuration cannot bias the
+       * ratios. Signals cover M/8 rows (AG+GEMM over 8 ranks). */
       td_gemm_hooks h;
       memset(&h, 0, sizeof h);
       CK(cudaMemset(signals, 0, 1 << 20));
@@ -297,7 +303,7 @@ int main(int argc, char **argv) {
         ones[i] = 1;
       CK(cudaMemcpy(signals, ones, sizeof ones, cudaMemcpyHostToDevice));
       h.wait_signals = signals;
-      h.wait_rows = (s.m + 1023) / 1024 + 1;
+      h.wait_rows = s.m / 8 > 0 ? s.m / 8 : 1;
       h.wait_value = 1;
       h.timeout_ns = 10ull * 1000 * 1000 * 1000;
       h.raise_signals[0] = signals + 1024;
@@ -306,30 +312,29 @@ int main(int argc, char **argv) {
       h.diag = signals + 4096;
       unsigned flags = TD_GEMM_HOOK_WAIT | TD_GEMM_HOOK_RAISE;
       td_gemm_problem p = {s.m, s.n, s.k, TD_BF16, layout, a, b, c, NULL};
-      /* The best config when a hooked variant of it is compiled, else 128x256. */
-      td_gemm_config hc = sum.cfg;
-      if (td__gemm_cuda_run(&p, &hc, flags, &h, NULL) != TD_OK) {
-        hc.arch = TD_GEMM_SM90;
-        hc.bm = 128;
-        hc.bn = 256;
-        hc.bk = 64;
-        hc.stages = 4;
-        hc.group_m = 8;
-        hc.cluster = 1;
+      bool hooked = with_hooks && td__gemm_cuda_run(&p, &sum.cfg, flags, &h, NULL) == TD_OK &&
+                    td__gemm_cuda_check_diag(h.diag) == TD_OK;
+      if (with_hooks && !hooked)
+        printf("    hooks: no hooked kernel for the best configuration (%s)\n", td_last_error());
+      std::vector<float> tb, tp, th;
+      for (int round = 0; round < 3; round++) {
+        tb.push_back((float)time_it([&](int set) { run_blas(set, cref); }));
+        tp.push_back((float)time_it([&](int set) { run_ours(set, sum.cfg, 0, NULL); }));
+        if (hooked)
+          th.push_back((float)time_it([&](int set) { run_ours(set, sum.cfg, flags, &h); }));
       }
-      if (td__gemm_cuda_run(&p, &hc, flags, &h, NULL) == TD_OK &&
-          td__gemm_cuda_check_diag(h.diag) == TD_OK) {
-        double t_plain = time_it([&](int set) { run_ours(set, hc, 0, NULL); });
-        double t = time_it([&](int set) { run_ours(set, hc, flags, &h); });
-        sum.hooked = flop / t / 1e9;
-        double t_plain2 = time_it([&](int set) { run_ours(set, hc, 0, NULL); });
-        printf("    hooks wait+raise (satisfied) %3dx%3d c%d: %8.4f ms vs %8.4f / %8.4f ms without: "
-               "%+.2f%%\n",
-               hc.bm, hc.bn, hc.cluster, t, t_plain, t_plain2,
-               100.0 * (t - 0.5 * (t_plain + t_plain2)) / (0.5 * (t_plain + t_plain2)));
-      } else {
-        printf("    hooks: no hooked kernel for %dx%d (%s)\n", hc.bm, hc.bn, td_last_error());
+      double mb = median(tb), mp = median(tp);
+      sum.blas = flop / mb / 1e9;
+      sum.best = flop / mp / 1e9;
+      printf("    final (alternating, 3 rounds): cublas %.4f ms, tdist %.4f ms: %.3fx", mb, mp,
+             mb / mp);
+      if (hooked) {
+        double mh = median(th);
+        sum.hooked = flop / mh / 1e9;
+        printf(", hooked %.4f ms (%+.2f%%, rounds %.4f %.4f %.4f vs %.4f %.4f %.4f)", mh,
+               100.0 * (mh - mp) / mp, th[0], th[1], th[2], tp[0], tp[1], tp[2]);
       }
+      printf("\n");
     }
     table.push_back(sum);
     CK(cudaFree(a));

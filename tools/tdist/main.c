@@ -13,6 +13,7 @@ static const td_cli_command td__commands[] = {
     {"run", "compile a .td program, run it overlapped and sequential on N ranks, check it", td_cmd_run},
     {"explain", "show a .td program's per-rank schedule and predicted timeline", td_cmd_explain},
     {"calibrate", "measure the compiler's perf model constants on this machine", td_cmd_calibrate},
+    {"tune", "search GEMM tile configurations and cache the fastest: tdist tune gemm --M .. --N .. --K ..", td_cmd_tune},
 };
 enum { TD__NCOMMANDS = sizeof td__commands / sizeof td__commands[0] };
 

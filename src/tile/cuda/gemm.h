@@ -146,11 +146,56 @@ int td__gemm_cuda_configs(td_gemm_arch arch, td_dtype dtype, int b_layout, td_ge
  * cache refines it). Never fails: returns a compiled configuration. */
 td_gemm_config td__gemm_cuda_default_config(td_gemm_arch arch, int m, int n, int k);
 
+/** The number of blocks td__gemm_cuda_run would launch for this problem and
+ * hook-free configuration; -1 when no such kernel is compiled. For reports. */
+int td__gemm_cuda_grid(const td_gemm_problem *problem, const td_gemm_config *config);
+
 /** Reads a finished kernel's diagnostic record (hooks.diag, device memory) and
  * turns a timed-out wait into TD_ERR_TIMEOUT with a message naming the signal,
  * the expected and observed values and the tile's first row; TD_OK otherwise.
  * Synchronises with the device. */
 td_status td__gemm_cuda_check_diag(const td__u64 *diag);
+
+/* ---- tuning (gemm_sm90_tune.c) ---- */
+
+/** Called after each configuration is timed: index of count, the mean time of
+ * one launch in ms and TFLOP/s (0 when it failed: `status` says why; the
+ * thread's last error has the message). */
+typedef void (*td_gemm_tune_progress)(void *user, int index, int count, const td_gemm_config *cfg,
+                                      double ms, double tflops, td_status status);
+
+/** Times every configuration compiled for (arch, dtype, layout) on an M x N x K
+ * problem with random data (device memory allocated and freed here): 3
+ * warm-up launches, then the mean of `iters` back-to-back launches. Writes the
+ * fastest to *best and its rate to *best_tflops. Errors: TD_ERR_INVALID_ARG
+ * (sizes or iters < 1, NULL outputs), TD_ERR_UNSUPPORTED (nothing compiled or
+ * nothing ran), TD_ERR_CUDA, TD_ERR_NO_MEMORY. Not thread-safe with other
+ * GPU work timed at the same time. */
+td_status td__gemm_tune(td_gemm_arch arch, td_dtype dtype, int layout, int m, int n, int k,
+                        int iters, td_gemm_tune_progress progress, void *user,
+                        td_gemm_config *best, double *best_tflops);
+
+/** The tuning cache file: $TD_CACHE_DIR/gemm-tune.json, else
+ * ~/.cache/tdist/gemm-tune.json; creates the directory. TD_ERR_INVALID_ARG
+ * when neither variable is set or the path is too long, TD_ERR_SYSTEM when
+ * the directory cannot be made. */
+td_status td__gemm_tune_cache_path(char *buf, size_t cap);
+
+/** The shape class a tuned entry stands for: each size rounded up to a power
+ * of two (at least 64), written "m8192_n4096_k8192". */
+void td__gemm_shape_class(int m, int n, int k, char *buf, size_t cap);
+
+/** Stores cfg as the best for (gpu name, dtype, layout, shape class of M,N,K),
+ * replacing an older entry; the file is replaced atomically (temp + rename).
+ * Errors: those of td__gemm_tune_cache_path, TD_ERR_SYSTEM on write failure. */
+td_status td__gemm_tune_store(const char *gpu, td_dtype dtype, int layout, int m, int n, int k,
+                              const td_gemm_config *cfg, double tflops);
+
+/** Reads the entry for (gpu, dtype, layout, shape class of M,N,K) into *out.
+ * TD_ERR_NOT_FOUND (message names the key and file) when there is none; an
+ * unreadable file counts as empty. */
+td_status td__gemm_tune_lookup(const char *gpu, td_dtype dtype, int layout, int m, int n, int k,
+                               td_gemm_config *out);
 
 #ifdef __cplusplus
 }

@@ -122,11 +122,13 @@ __device__ __forceinline__ void td__gemm_sm80_body(const td__u16 *a, const td__u
     const int m0 = tm * BM, n0 = tn * BN;
     if constexpr ((HOOKS & TD_GEMM_HOOK_WAIT) != 0) {
       __shared__ int timed_out;
-      if (threadIdx.x == 0) {
+      if (threadIdx.x < 32) {
         long long r1 = m0 + BM < m ? m0 + BM : m;
-        timed_out = waits_on ? td__gemm_wait_rows(hooks, m0, r1) : 1;
+        int late = waits_on ? td__gemm_wait_rows(hooks, m0, r1) : 1;
+        if (threadIdx.x == 0)
+          timed_out = late;
       }
-      __syncthreads(); /* the acquire by thread 0 now orders every thread's loads */
+      __syncthreads(); /* warp 0's acquires now order every thread's loads */
       if (timed_out)
         waits_on = 0;
     }

@@ -54,29 +54,47 @@ __device__ __forceinline__ td__u64 td__gemm_load_acquire(const td__u64 *p) {
 }
 
 /* Waits until every signal covering rows [row0, row_end) reaches wait_value.
- * Called by one thread. Returns 0 when satisfied, 1 after recording a timeout
- * (the caller then stops waiting for the rest of the launch: the host turns
- * the record into TD_ERR_TIMEOUT). */
+ * Called by all 32 lanes of one warp: each lane polls its own signals, so a
+ * tile covering many signals costs about one load latency, not one per
+ * signal. Returns (in every lane) 0 when satisfied, 1 after recording a
+ * timeout in h.diag (the caller then stops waiting for the rest of the
+ * launch: the host turns the record into TD_ERR_TIMEOUT). */
 __device__ __forceinline__ int td__gemm_wait_rows(const td_gemm_hooks &h, long long row0,
                                                   long long row_end) {
-  long long first = row0 / h.wait_rows, last = (row_end - 1) / h.wait_rows;
-  td__u64 start = td__gemm_globaltimer();
-  for (long long i = first; i <= last; i++) {
-    td__u64 seen;
-    while ((seen = td__gemm_load_acquire(h.wait_signals + i)) < h.wait_value) {
-      if (td__gemm_globaltimer() - start > h.timeout_ns) {
-        if (h.diag && atomicCAS(h.diag + TD_GEMM_DIAG_FLAG, 0ull, 1ull) == 0ull) {
+  const unsigned full = 0xffffffffu;
+  const int lane = threadIdx.x % 32;
+  const long long first = row0 / h.wait_rows, last = (row_end - 1) / h.wait_rows;
+  const td__u64 start = td__gemm_globaltimer();
+  for (long long base = first; base <= last; base += 32) {
+    const long long i = base + lane;
+    const bool mine = i <= last;
+    td__u64 seen = 0;
+    for (;;) {
+      bool ok = true;
+      if (mine) {
+        seen = td__gemm_load_acquire(h.wait_signals + i);
+        ok = seen >= h.wait_value;
+      }
+      if (__all_sync(full, ok))
+        break;
+      int late = lane == 0 && td__gemm_globaltimer() - start > h.timeout_ns;
+      if (__shfl_sync(full, late, 0)) {
+        unsigned pending = __ballot_sync(full, !ok);
+        if (lane == __ffs(pending) - 1 && h.diag &&
+            atomicCAS(h.diag + TD_GEMM_DIAG_FLAG, 0ull, 1ull) == 0ull) {
           h.diag[TD_GEMM_DIAG_SIGNAL] = (td__u64)i;
           h.diag[TD_GEMM_DIAG_OBSERVED] = seen;
           h.diag[TD_GEMM_DIAG_EXPECTED] = h.wait_value;
           h.diag[TD_GEMM_DIAG_ROW] = (td__u64)row0;
           __threadfence_system();
         }
+        __syncwarp();
         return 1;
       }
       __nanosleep(64);
     }
   }
+  __syncwarp(); /* every lane's acquire precedes what lane 0 does next */
   return 0;
 }
 

@@ -263,7 +263,7 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
           }
         }
       }
-    } else if (WAIT && warp == 1 && lane == 0) {
+    } else if (WAIT && warp == 1) {
       /* Runs up to two tiles ahead of the loads, so satisfied waits cost them nothing. */
       int waits_on = 1, i = 0;
       for (int u = first_unit; u < units; u += unit_step, i++) {
@@ -274,7 +274,8 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
         td__mbar_wait(ready_free + 8 * (i & 1), ((i >> 1) + 1) & 1);
         if (waits_on && r0 < r1 && td__gemm_wait_rows(hooks, r0, r1))
           waits_on = 0; /* recorded; the host reports it: stop waiting */
-        td__mbar_arrive(ready + 8 * (i & 1));
+        if (lane == 0)
+          td__mbar_arrive(ready + 8 * (i & 1));
       }
     } else if (RAISE && warp == 2 && lane == 0) {
       /* Raises each finished tile's signals off the consumers' path. */

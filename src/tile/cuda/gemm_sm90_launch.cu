@@ -146,6 +146,16 @@ static cudaError_t td__prepare(const td__gemm_kernel_entry *e, td__prepared *out
   return err;
 }
 
+/* Blocks in the persistent grid: every co-resident slot (clusters of `cl`
+ * blocks when clustered, capped at what the multiprocessors can hold), never
+ * more than there are tile units. */
+static int td__grid_size(const td__prepared *prep, int sms, int cl, long long units) {
+  long long slots = prep->slots < 0 ? -prep->slots : (long long)prep->slots * sms;
+  if (cl > 1 && slots > sms / cl)
+    slots = sms / cl;
+  return (int)((units < slots ? units : slots) * cl);
+}
+
 static int td__sm_count(int *major) {
   int dev = 0, sms = 0;
   cudaGetDevice(&dev);
@@ -277,8 +287,7 @@ extern "C" td_status td__gemm_cuda_run(const td_gemm_problem *p, const td_gemm_c
     return td__error(TD_ERR_UNSUPPORTED,
                      "gemm: this build has no sm_90a code for the kernel; configure with "
                      "CMAKE_CUDA_ARCHITECTURES including 90a");
-  long long slots = prep.slots < 0 ? -prep.slots : (long long)prep.slots * sms;
-  int grid = (int)((units < slots ? units : slots) * cl);
+  int grid = td__grid_size(&prep, sms, cl, units);
   td__u16 *c = (td__u16 *)p->c;
   int m = p->m, n = p->n, k = p->k;
   cudaLaunchConfig_t lc = {};
@@ -372,4 +381,19 @@ extern "C" td_status td__gemm_cuda_check_diag(const td__u64 *diag) {
                      rec[TD_GEMM_DIAG_ROW], rec[TD_GEMM_DIAG_SIGNAL],
                      rec[TD_GEMM_DIAG_EXPECTED], rec[TD_GEMM_DIAG_OBSERVED]);
   return TD_OK;
+}
+
+extern "C" int td__gemm_cuda_grid(const td_gemm_problem *p, const td_gemm_config *cfg) {
+  if (!p || !cfg || p->m <= 0 || p->n <= 0)
+    return -1;
+  int dtype = p->dtype == TD_BF16 ? TD_GEMM_DT_BF16 : TD_GEMM_DT_F16;
+  int arch = cfg->arch == TD_GEMM_SM90 ? 90 : 80;
+  const td__gemm_kernel_entry *e = td__find(arch, cfg, dtype, p->b_layout == TD_GEMM_B_KN, 0);
+  td__prepared prep;
+  if (!e || td__prepare(e, &prep) != cudaSuccess)
+    return -1;
+  int major = 0, sms = td__sm_count(&major);
+  long long tiles_m = (p->m + e->bm - 1) / e->bm, tiles_n = (p->n + e->bn - 1) / e->bn;
+  long long units = ((tiles_m + e->cluster - 1) / e->cluster) * tiles_n;
+  return td__grid_size(&prep, sms, e->cluster, units);
 }

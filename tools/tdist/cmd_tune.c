@@ -1,0 +1,142 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * `tdist tune gemm --M m --N n --K k [--dtype bf16|f16] [--layout nk|kn]
+ *  [--arch 90|80] [--iters N] [--no-store]`: times every GEMM tile
+ * configuration compiled into this build on one shape, one progress line per
+ * configuration, and stores the fastest per (GPU, dtype, layout, shape class)
+ * in the tuning cache ($TD_CACHE_DIR or ~/.cache/tdist, gemm-tune.json).
+ * Needs the CUDA backend and a GPU; the search itself is td__gemm_tune. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "tdist/tdist.h"
+#if defined(TD_HAVE_GEMM_CUDA)
+#include <cuda_runtime_api.h>
+
+#include "tile/cuda/gemm.h"
+#endif
+
+static void td__tune_usage(FILE *out) {
+  fprintf(out,
+          "usage: tdist tune gemm --M m --N n --K k [--dtype bf16|f16] [--layout nk|kn]\n"
+          "                      [--arch 90|80] [--iters N] [--no-store]\n"
+          "Times each compiled GEMM tile configuration on an M x N x K problem (B given as\n"
+          "[N,K] with --layout nk, the default, or [K,N]) and stores the fastest for this GPU,\n"
+          "dtype, layout and shape class in $TD_CACHE_DIR (default ~/.cache/tdist).\n");
+}
+
+#if defined(TD_HAVE_GEMM_CUDA)
+static void td__tune_progress(void *user, int index, int count, const td_gemm_config *cfg,
+                              double ms, double tflops, td_status st) {
+  (void)user;
+  if (st == TD_OK)
+    printf("[%2d/%2d] sm%d %3dx%3dx%d stages %d cluster %d group %2d: %9.4f ms %7.1f TFLOP/s\n",
+           index + 1, count, (int)cfg->arch, cfg->bm, cfg->bn, cfg->bk, cfg->stages, cfg->cluster,
+           cfg->group_m, ms, tflops);
+  else
+    printf("[%2d/%2d] sm%d %3dx%3dx%d stages %d cluster %d: failed: %s\n", index + 1, count,
+           (int)cfg->arch, cfg->bm, cfg->bn, cfg->bk, cfg->stages, cfg->cluster, td_last_error());
+  fflush(stdout);
+}
+#endif
+
+static int td__tune_gemm(int argc, char **argv) {
+  int m = 0, n = 0, k = 0, iters = 20, layout = 0, arch = 90, store = 1;
+  const char *dtype_name = "bf16";
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+      td__tune_usage(stdout);
+      return 0;
+    } else if (!strcmp(a, "--no-store")) {
+      store = 0;
+    } else if (v && (!strcmp(a, "--M") || !strcmp(a, "-M"))) {
+      m = atoi(v), i++;
+    } else if (v && (!strcmp(a, "--N") || !strcmp(a, "-N"))) {
+      n = atoi(v), i++;
+    } else if (v && (!strcmp(a, "--K") || !strcmp(a, "-K"))) {
+      k = atoi(v), i++;
+    } else if (v && !strcmp(a, "--iters")) {
+      iters = atoi(v), i++;
+    } else if (v && !strcmp(a, "--arch")) {
+      arch = atoi(v), i++;
+    } else if (v && !strcmp(a, "--dtype")) {
+      dtype_name = v, i++;
+    } else if (v && !strcmp(a, "--layout")) {
+      if (strcmp(v, "nk") && strcmp(v, "kn")) {
+        fprintf(stderr, "tdist tune gemm: --layout must be nk or kn, not '%s'\n", v);
+        return 2;
+      }
+      layout = !strcmp(v, "kn"), i++;
+    } else {
+      fprintf(stderr, "tdist tune gemm: unknown or incomplete option '%s'\n", a);
+      td__tune_usage(stderr);
+      return 2;
+    }
+  }
+  if (m < 1 || n < 1 || k < 1 || iters < 1) {
+    fprintf(stderr, "tdist tune gemm: --M, --N, --K (and --iters) must be given, each >= 1\n");
+    td__tune_usage(stderr);
+    return 2;
+  }
+  if (arch != 90 && arch != 80) {
+    fprintf(stderr, "tdist tune gemm: --arch must be 90 or 80, not %d\n", arch);
+    return 2;
+  }
+  td_dtype dtype;
+  if (td_dtype_parse(dtype_name, &dtype) != TD_OK || (dtype != TD_BF16 && dtype != TD_F16)) {
+    fprintf(stderr, "tdist tune gemm: --dtype must be bf16 or f16, not '%s'\n", dtype_name);
+    return 2;
+  }
+#if defined(TD_HAVE_GEMM_CUDA)
+  struct cudaDeviceProp prop;
+  if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) {
+    fprintf(stderr, "tdist tune gemm: no usable GPU: the GEMM tiles are tuned on the GPU they run on\n");
+    return 1;
+  }
+  printf("tuning %dx%dx%d %s, B as %s, on %s (sm_%d kernels, %d launches each)\n", m, n, k,
+         dtype_name, layout ? "[K,N]" : "[N,K]", prop.name, arch, iters);
+  td_gemm_config best;
+  double tflops = 0;
+  td_status st = td__gemm_tune(arch == 90 ? TD_GEMM_SM90 : TD_GEMM_SM80, dtype, layout, m, n, k,
+                               iters, td__tune_progress, NULL, &best, &tflops);
+  if (st != TD_OK) {
+    fprintf(stderr, "tdist tune gemm: %s\n", td_last_error());
+    return 1;
+  }
+  char cls[64];
+  td__gemm_shape_class(m, n, k, cls, sizeof cls);
+  printf("best: sm%d %dx%dx%d stages %d cluster %d group %d: %.1f TFLOP/s (shape class %s)\n",
+         (int)best.arch, best.bm, best.bn, best.bk, best.stages, best.cluster, best.group_m, tflops,
+         cls);
+  if (store) {
+    char path[4200];
+    st = td__gemm_tune_store(prop.name, dtype, layout, m, n, k, &best, tflops);
+    if (st == TD_OK)
+      st = td__gemm_tune_cache_path(path, sizeof path);
+    if (st != TD_OK) {
+      fprintf(stderr, "tdist tune gemm: %s\n", td_last_error());
+      return 1;
+    }
+    printf("stored in %s\n", path);
+  }
+  return 0;
+#else
+  (void)store;
+  fprintf(stderr, "tdist tune gemm: this build has no CUDA GEMM tiles (configure with "
+                  "-DTD_WITH_CUDA=ON on a machine with nvcc)\n");
+  return 1;
+#endif
+}
+
+int td_cmd_tune(int argc, char **argv) {
+  if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+    td__tune_usage(argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  if (!strcmp(argv[1], "gemm"))
+    return td__tune_gemm(argc - 1, argv + 1);
+  fprintf(stderr, "tdist tune: unknown kind '%s' (known: gemm)\n", argv[1]);
+  return 2;
+}
