@@ -234,7 +234,8 @@ td_status td_compiled_explain(const td_compiled *compiled, FILE *out);
 
 typedef struct td_program_run_opts {
   int nranks;
-  const char *backend; /* "cpu" (default) or "cuda" */
+  const char *backend; /* "cpu" (default; NULL = cpu). "cuda" is refused for now with
+                          TD_ERR_UNSUPPORTED: this runner binds host memory. */
   int iters;           /* timed launches (>= 1); one warm-up launch precedes them */
   uint64_t seed;       /* input data */
   int overlap;         /* as td_compile_opts.overlap */
@@ -255,7 +256,8 @@ typedef struct td_program_run_result {
  * values in [-1, 1) (weights scaled by 1/sqrt(rows)), runs it on a local world
  * of nranks threads, and checks every output against the reference (f64
  * math on the full tensors, rounded to the dtype after each op). Errors:
- * those of td_program_compile, the executor's and the runtime's;
+ * TD_ERR_UNSUPPORTED (a backend other than cpu), TD_ERR_INVALID_ARG (nranks
+ * or iters < 1), those of td_program_compile, the executor's and the runtime's;
  * TD_ERR_CHECK_FAILED is not returned: a failing check sets pass = 0. */
 td_status td_program_run(const td_program *program, const td_program_run_opts *opts,
                          td_program_run_result *out);
@@ -265,7 +267,7 @@ td_status td_program_run(const td_program *program, const td_program_run_opts *o
  * each rows*cols doubles, row-major; a partial input is given as its sum),
  * rounding each op's result to its dtype. Writes values[v] (malloc'ed,
  * rows*cols) for every value; free them with free(). Errors: TD_ERR_SHAPE,
- * TD_ERR_NO_MEMORY. */
+ * TD_ERR_INVALID_ARG (an input without data: names it), TD_ERR_NO_MEMORY. */
 td_status td_program_reference(const td_program *program, const double *const *inputs,
                                double **values);
 

@@ -99,6 +99,10 @@ static double td__tolerance(td_dtype dt) { return dt == TD_BF16 ? 3e-2 : dt == T
 td_status td_program_run(const td_program *p, const td_program_run_opts *o, td_program_run_result *out) {
   if (!p || !o || !out)
     return td__error(TD_ERR_INVALID_ARG, "run: program, opts or result is NULL");
+  if (o->backend && strcmp(o->backend, "cpu") != 0)
+    return td__error(TD_ERR_UNSUPPORTED, "run: backend '%s' is not supported by the local-world runner yet "
+                     "(it binds host memory; the cuda executor needs device buffers); use backend cpu",
+                     o->backend);
   if (o->nranks < 1 || o->iters < 1)
     return td__error(TD_ERR_INVALID_ARG, "run: nranks (%d) and iters (%d) must be >= 1", o->nranks, o->iters);
   td_compile_opts co;

@@ -66,6 +66,8 @@ static void test_run_errors(void **state) {
   expect("run small.td --ranks 2 --frobnicate 1", 2, "tdist run: unknown option '--frobnicate' (see tdist run --help)");
   expect("run small.td other.td --ranks 2", 2, "tdist run: unexpected argument 'other.td' (one PROGRAM only)");
   expect("run small.td --ranks 2 --backend tpu", 2, "tdist run: unknown backend 'tpu' (cpu or cuda)");
+  expect("run small.td --ranks 2 --backend cuda", 1, "backend 'cuda' is not supported by the local-world runner yet");
+  expect("run small.td --ranks 2 --rounds 0", 2, "tdist run: --rounds expects an integer in 1..15, got '0'");
   expect("run missing.td --ranks 2", 1, "tdist run: cannot open program 'missing.td': No such file or directory");
   expect("run small.td --ranks 2 --dims Q=3", 2,
          "tdist run: dim 'Q' is not declared by the program (declared: M, H, F)");
