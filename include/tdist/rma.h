@@ -23,7 +23,10 @@
  * last observed. Waits spin briefly, then yield, then sleep on a futex, so
  * they progress when ranks outnumber cores.
  *
- * Thread-safety: a rank's handle is used by one thread at a time. */
+ * Thread-safety: the one-sided calls (put, get, signal op/fetch/wait, fence,
+ * quiet) only read the team and world handles, so several threads of one rank
+ * may call them at once (e.g. executor workers). Barriers, like every
+ * collective call, are made by one thread of each rank at a time. */
 #ifndef TDIST_RMA_H
 #define TDIST_RMA_H
 
