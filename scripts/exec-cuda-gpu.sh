@@ -5,6 +5,7 @@
 # GPU, deadline diagnostic, co-residency refusal) and the overhead benchmark.
 # Run ON THE GPU MACHINE from the repository root:
 #   . scripts/gpu-env.sh && scripts/exec-cuda-gpu.sh [tests|bench|all] [bench budget seconds]
+# TESTS=<ctest regex> narrows the test run.
 # Logs go to $OUT (default out/exec-cuda); ends with a summary.
 set -uo pipefail
 OUT=${OUT:-out/exec-cuda}
@@ -18,16 +19,20 @@ B=build-exec-gpu
 status=0
 cmake -S . -B $B "${GEN[@]}" -DTD_WITH_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90a -DCMAKE_BUILD_TYPE=Release \
   >"$OUT/cmake.log" 2>&1 || { tail -20 "$OUT/cmake.log"; exit 1; }
-T="exec_deadline_test exec_random_test test_jit_cache test_jit_compile test_cuda_codegen exec_overhead"
+T="exec_deadline_test exec_copy_engine_test exec_random_test test_jit_cache test_jit_compile test_cuda_codegen exec_overhead"
 if ! cmake --build $B -j "$(nproc)" --target $T >"$OUT/build.log" 2>&1; then
   grep -E "error" "$OUT/build.log" | head -20
   exit 1
 fi
 if [ "$WHAT" != bench ]; then
   echo "== tests"
-  (cd $B && ctest -R '^(exec_deadline_test|exec_random_test|test_jit_cache|test_jit_compile|test_cuda_codegen)$' \
+  # The H200 supports 64-bit stream memory operations: copy-engine tasks must use the queue there.
+  export TD_EXPECT_COPY_ENGINE=${TD_EXPECT_COPY_ENGINE:-1}
+  ALL='^(exec_deadline_test|exec_copy_engine_test|exec_random_test|test_jit_cache|test_jit_compile|test_cuda_codegen)$'
+  (cd $B && ctest -R "${TESTS:-$ALL}" \
     --output-on-failure --timeout 400) 2>&1 | tee "$OUT/tests.log" | tail -25
   [ "${PIPESTATUS[0]}" = 0 ] || status=1
+  $B/tests/exec_copy_engine_test 2>&1 | grep -m1 "copy-engine queue" | tee -a "$OUT/tests.log"
 fi
 if [ "$WHAT" != tests ]; then
   echo "== benchmark (simple GEMM tile, bf16)"
@@ -38,7 +43,7 @@ if [ "$WHAT" != tests ]; then
   nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv >>"$OUT/bench.log" 2>&1
 fi
 echo "== summary"
-grep -E "tests passed|Failed|FAILED" "$OUT/tests.log" 2>/dev/null | head -10
+grep -E "tests passed|Failed|FAILED|copy-engine queue" "$OUT/tests.log" 2>/dev/null | head -10
 grep -E "^\| exec-overhead" "$OUT/bench.log" 2>/dev/null
 git rev-parse --short HEAD 2>/dev/null
 exit $status
