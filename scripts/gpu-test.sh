@@ -24,7 +24,7 @@ sel=(-L gpu)
 [ -n "$REGEX" ] && sel+=(-R "$REGEX")
 tests=$(cd "$B" && ctest -N "${sel[@]}" | sed -n 's/^ *Test *#[0-9]*: *//p' | tr '\n' ' ')
 targets="$tests"
-case "$WHAT" in bench|all) targets="$targets gpu_put_bench" ;; esac
+case "$WHAT" in bench|all) targets="$targets gpu_put_bench exec_overhead" ;; esac
 case "$WHAT" in sanitizer|all) targets="$targets dev_gpu_test" ;; esac
 echo "== build: $targets"
 if ! cmake --build "$B" -j "$(nproc)" --target $targets >"$OUT/build.log" 2>&1; then
@@ -44,6 +44,8 @@ if [ "$WHAT" = bench ] || [ "$WHAT" = all ]; then
   echo "== bench: device primitives"
   "$B/bin/gpu_put_bench" --reps 50 --max-mib 256 2>&1 | tee "$OUT/gpu_put_bench.md" || status=1
   nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv >>"$OUT/gpu_put_bench.md" 2>&1
+  echo "== bench: CUDA executor overhead (persistent executor vs ordinary grid, simple GEMM tile)"
+  "$B/bin/exec_overhead" --shape 8192x3584x8192 --tile 256x256 --budget 10 2>&1 | tee "$OUT/exec_overhead.md" || status=1
 fi
 
 if [ "$WHAT" = sanitizer ] || [ "$WHAT" = all ]; then
