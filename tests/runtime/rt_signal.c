@@ -3,6 +3,8 @@
  * visible to the rank that waited for the signal, over many rounds, for
  * putmem_signal, putmem + signal_op, nbi + quiet, getmem, and atomic adds
  * from every rank to one counter. */
+#include <pthread.h>
+
 #include "runtime/rt_harness.h"
 
 enum { ROUNDS = 300, WORDS = 512 };
@@ -99,6 +101,68 @@ static td_status add_get_rank(td_world *w, int rank, void *arg) {
 
 static void test_add_and_get(void **state) { rt_run_all(NULL, add_get_rank, NULL); }
 
+/* Several threads of one rank use one-sided calls and waits at once: worker
+ * k of rank r sends to worker k of rank r+1 on its own signal word. */
+enum { WORKERS = 3, WROUNDS = 200 };
+
+typedef struct {
+  td_team *team;
+  uint64_t *data, *sig; /* per worker: data[k], sig[2k] (arrival), sig[2k+1] (ack) */
+  int k;
+  td_status st;
+  char msg[512];
+} worker_arg;
+
+static td_status worker_body(worker_arg *a) {
+  td_team *team = a->team;
+  int n = td_team_size(team), rank = td_team_rank(team);
+  int next = (rank + 1) % n, prev = (rank + n - 1) % n;
+  uint64_t *arrive = &a->sig[2 * a->k], *ack = &a->sig[2 * a->k + 1];
+  for (uint64_t i = 1; i <= WROUNDS; i++) {
+    RT_OK(td_signal_wait_until(team, ack, TD_CMP_GE, i - 1, NULL));
+    uint64_t v = i * 7 + (uint64_t)rank * 1000 + (uint64_t)a->k;
+    RT_OK(td_putmem_signal(team, &a->data[a->k], &v, sizeof v, arrive, i, TD_SIGNAL_SET, next));
+    RT_OK(td_signal_wait_until(team, arrive, TD_CMP_GE, i, NULL));
+    RT_CHECK(a->data[a->k] == i * 7 + (uint64_t)prev * 1000 + (uint64_t)a->k);
+    RT_OK(td_signal_op(team, ack, i, TD_SIGNAL_SET, prev));
+  }
+  return TD_OK;
+}
+
+static void *worker_main(void *p) {
+  worker_arg *a = p;
+  a->st = worker_body(a);
+  if (a->st != TD_OK)
+    snprintf(a->msg, sizeof a->msg, "%s", td_last_error());
+  return NULL;
+}
+
+static td_status threads_rank(td_world *w, int rank, void *arg) {
+  td_team *team = td_world_team(w);
+  uint64_t *data = NULL, *sig = NULL;
+  RT_OK(td_symm_alloc(team, WORKERS * sizeof(uint64_t), 0, (void **)&data));
+  RT_OK(td_symm_alloc(team, 2 * WORKERS * sizeof(uint64_t), 0, (void **)&sig));
+  memset(sig, 0, 2 * WORKERS * sizeof(uint64_t));
+  RT_OK(td_barrier_all(w));
+  worker_arg args[WORKERS];
+  pthread_t th[WORKERS];
+  for (int k = 0; k < WORKERS; k++) {
+    args[k] = (worker_arg){.team = team, .data = data, .sig = sig, .k = k};
+    RT_CHECK(pthread_create(&th[k], NULL, worker_main, &args[k]) == 0);
+  }
+  for (int k = 0; k < WORKERS; k++)
+    pthread_join(th[k], NULL);
+  for (int k = 0; k < WORKERS; k++)
+    if (args[k].st != TD_OK)
+      return td__error(args[k].st, "worker %d: %s", k, args[k].msg);
+  RT_OK(td_barrier_all(w));
+  RT_OK(td_symm_free(team, sig));
+  RT_OK(td_symm_free(team, data));
+  return TD_OK;
+}
+
+static void test_threads_per_rank(void **state) { rt_run_all(NULL, threads_rank, NULL); }
+
 int main(int argc, char **argv) {
   rt_parse_args(argc, argv);
   const struct CMUnitTest tests[] = {
@@ -106,6 +170,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_ring_put_then_signal_op),
       cmocka_unit_test(test_ring_nbi_quiet),
       cmocka_unit_test(test_add_and_get),
+      cmocka_unit_test(test_threads_per_rank),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
