@@ -135,6 +135,8 @@ static const td__case cases[] = {
      TD_ERR_SHAPE, "t.td: program has no output (mark one with `output NAME`)"},
     {"input x : f32[4, 4]\ny = gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(x",
      TD_ERR_PARSE, "t.td:2:330: expression is nested deeper than 64 levels"},
+    {"input x : f32[4, 4]\noutput y = scale(x, 1.00000000000000000000000000000000000000000000000000000000000000000001)",
+     TD_ERR_PARSE, "t.td:2:21: number '1.000000000000000000...' is too long"},
     {"input x : f32[4, 4]\x01" "",
      TD_ERR_PARSE, "t.td:1:20: unexpected byte 0x01"},
     {"input x : f32[4, 4] shard(0)\ninput w : f32[4, 4] shard(1)\noutput y = matmul(x, w)",
