@@ -8,6 +8,7 @@
 #    no bench/CMakeLists.txt;
 # 3. runs the benchmark: every compiled configuration on every shape, B as
 #    [N,K] (plus a few [K,N] shapes), hooks overhead, JSON and logs to $OUT.
+# 4. runs `tdist tune gemm` on one shape with a cache under $OUT.
 # `quick` skips the [K,N] sweep. Ends with the summary tables.
 set -uo pipefail
 OUT=${OUT:-out/gemm}
@@ -20,13 +21,13 @@ status=0
 
 echo "== tests (cmake, sm_90a)"
 cmake -S . -B build-gemm-gpu "${GEN[@]}" -DTD_WITH_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90a \
-  -DCMAKE_BUILD_TYPE=Release >"$OUT/cmake.log" 2>&1 || { tail -20 "$OUT/cmake.log"; status=1; }
+  -DCMAKE_BUILD_TYPE=Release >"$OUT/build.log" 2>&1 || { tail -20 "$OUT/build.log"; status=1; }
 if cmake --build build-gemm-gpu -j "$NPROC" --target gemm_args_test gemm_tile_test gemm_hooks_test \
-  >"$OUT/build-tests.log" 2>&1; then
+  gemm_tune_cache_test gemm_tune_cli_test tdist_cli >>"$OUT/build.log" 2>&1; then
   (cd build-gemm-gpu && ctest -R "^gemm_" --output-on-failure --timeout 90) 2>&1 | tee "$OUT/tests.log" | tail -15
   [ "${PIPESTATUS[0]}" = 0 ] || status=1
 else
-  grep -E "error|Error" "$OUT/build-tests.log" | head -20
+  grep -E "error|Error" "$OUT/build.log" | head -20
   status=1
 fi
 
@@ -46,9 +47,9 @@ done
 pids+=($!)
 for c in status types; do gcc -O2 -std=c17 -D_GNU_SOURCE -Iinclude -Isrc -I$B/include -c src/core/$c.c -o $B/$c.o; done
 for p in "${pids[@]}"; do wait "$p" || status=1; done
-cat $B/*.log >"$OUT/build-bench.log"
-grep -E "error" "$OUT/build-bench.log" | head
-grep -E "spill stores" "$OUT/build-bench.log" | sort | uniq -c | head -5
+cat $B/*.log >>"$OUT/build.log"
+grep -E "error" $B/*.log | head
+grep -hE "spill stores" $B/*.log | sort | uniq -c | head -5
 "${NV[@]}" $B/*.o -o $B/gemm_bench -lcublas -lcjson || { echo "link failed"; exit 1; }
 
 echo "== benchmark"
@@ -57,6 +58,9 @@ if [ "${1:-}" != quick ]; then
   timeout 120 $B/gemm_bench --layout kn --shapes 8192x3584x8192,1024x3584x8192 --json "$OUT/gemm_kn.json" \
     2>&1 | tee "$OUT/bench_kn.log" | tail -6 || status=1
 fi
+echo "== tune"
+TD_CACHE_DIR="$OUT" build-gemm-gpu/bin/tdist tune gemm --M 8192 --N 3584 --K 8192 --iters 10 \
+  2>&1 | tee "$OUT/tune.log" | tail -4 || status=1
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv >>"$OUT/bench_nk.log" 2>&1
 echo "== summary"
 grep -E "^\|" "$OUT/bench_nk.log"

@@ -179,6 +179,49 @@ __device__ __forceinline__ void td__gemm_put2(td__u16 *rowp, int col, int n, boo
   }
 }
 
+/* Stores one row's 32-column group held by a quad of lanes in the mma/wgmma
+ * accumulator layout: lane q of the quad holds, for n8 blocks b = 0..3, the
+ * packed pair at columns 8b + 2q (p0..p3). A 4x4 transpose inside the quad
+ * (shuffles) gives lane q the 8 consecutive columns of block q, written as one
+ * 16-byte store: a quarter of the store instructions of pair-wise stores, and
+ * whole 32-byte sectors. Every lane of the warp must call it (the shuffles);
+ * `valid` says this lane's row exists, `v16` that the row pointer is 16-byte
+ * aligned and N % 8 == 0; otherwise the elements go one by one. */
+template <int DTYPE>
+__device__ __forceinline__ void td__gemm_put_quad(td__u16 *rowp, int col0, int n, bool valid,
+                                                  bool v16, td__u32 p0, td__u32 p1, td__u32 p2,
+                                                  td__u32 p3) {
+  const int lane = threadIdx.x % 32, q = lane & 3;
+  td__u32 o0 = 0, o1 = 0, o2 = 0, o3 = 0;
+#pragma unroll
+  for (int r = 0; r < 4; r++) {
+    const int si = (q - r) & 3, di = (q + r) & 3;
+    const td__u32 send = si == 0 ? p0 : si == 1 ? p1 : si == 2 ? p2 : p3;
+    const td__u32 got = __shfl_sync(0xffffffffu, send, (lane & ~3) | di);
+    o0 = di == 0 ? got : o0;
+    o1 = di == 1 ? got : o1;
+    o2 = di == 2 ? got : o2;
+    o3 = di == 3 ? got : o3;
+  }
+  const int col = col0 + 8 * q;
+  if (!valid || col >= n)
+    return;
+  if (v16 && col + 8 <= n) {
+    asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(rowp + col), "r"(o0), "r"(o1),
+                 "r"(o2), "r"(o3)
+                 : "memory");
+  } else {
+    const td__u32 o[4] = {o0, o1, o2, o3};
+#pragma unroll
+    for (int e = 0; e < 4; e++) {
+      if (col + 2 * e < n)
+        rowp[col + 2 * e] = (td__u16)(o[e] & 0xffff);
+      if (col + 2 * e + 1 < n)
+        rowp[col + 2 * e + 1] = (td__u16)(o[e] >> 16);
+    }
+  }
+}
+
 /* Raises the signals covering rows [row0, row_end) of a finished tile. Called
  * by one thread after a barrier that follows every thread's stores: the
  * system-scope fence makes those stores visible before the release add. */

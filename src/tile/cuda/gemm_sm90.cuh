@@ -144,7 +144,7 @@ __device__ __forceinline__ void td__cluster_sync(void) {
 __device__ __forceinline__ void td__mbar_arrive_cluster(td__u32 bar, td__u32 rank) {
   asm volatile(
       "{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, %0, %1;\n"
-      "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n}" ::"r"(bar),
+      "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}" ::"r"(bar),
       "r"(rank)
       : "memory");
 }
@@ -371,7 +371,21 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
 #pragma unroll
         for (int h = 0; h < 2; h++) {
           long long r = r0 + 8 * h;
-          if (r < m) {
+          if constexpr ((HOOKS & TD_GEMM_HOOK_ACCUMULATE) == 0 && BN % 32 == 0) {
+            /* 16-byte stores after a transpose inside each quad of lanes */
+            const bool valid = r < m;
+            td__u16 *rowp = valid ? td__gemm_out_row<DTYPE, HOOKS>(c, hooks, n, r) : c;
+            const bool v16 = (n % 8) == 0 && ((unsigned long long)rowp & 15ull) == 0;
+#pragma unroll
+            for (int jj = 0; jj < BN / 32; jj++) {
+              const float *a4 = &acc[x][16 * jj + 2 * h];
+              td__gemm_put_quad<DTYPE>(rowp, tn * BN + 32 * jj, n, valid, v16,
+                                       td__gemm_pack2<DTYPE>(a4[0], a4[1]),
+                                       td__gemm_pack2<DTYPE>(a4[4], a4[5]),
+                                       td__gemm_pack2<DTYPE>(a4[8], a4[9]),
+                                       td__gemm_pack2<DTYPE>(a4[12], a4[13]));
+            }
+          } else if (r < m) {
             td__u16 *rowp = td__gemm_out_row<DTYPE, HOOKS>(c, hooks, n, r);
 #pragma unroll
             for (int j = 0; j < BN / 8; j++)
