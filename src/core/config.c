@@ -38,6 +38,8 @@ static const td__cfg_var td__vars[] = {
     {"TD_CPU_COMM_WORKERS", TD__CFG_INT, "0", 0, 1024, NULL,
      "CPU executor communication workers per rank (0 = from cores and ranks)"},
     {"TD_CUDA_DEVICE", TD__CFG_INT, NULL, 0, 1024, NULL, "CUDA device of this rank (default: local rank modulo device count)"},
+    {"TD_CUDA_NO_COPY_ENGINE", TD__CFG_INT, "0", 0, 1, NULL,
+     "1: the CUDA executor copies copy-engine tasks on SMs instead of its copy-engine stream"},
 };
 enum { TD__NVARS = sizeof td__vars / sizeof td__vars[0] };
 

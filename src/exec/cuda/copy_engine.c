@@ -20,6 +20,7 @@
 
 #include "core/error.h"
 #include "exec/cuda/cuda_exec.h"
+#include "tdist/config.h"
 
 typedef CUresult (*td__wait64_fn)(CUstream, CUdeviceptr, cuuint64_t, unsigned int);
 typedef CUresult (*td__write64_fn)(CUstream, CUdeviceptr, cuuint64_t, unsigned int);
@@ -60,7 +61,9 @@ td_status td__cuda_ce_setup(td__cuda_exec *cx) {
   if (attr && cx->ce_wait64 && cx->ce_write64 &&
       attr(&ok, CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS, (CUdevice)cx->device) != CUDA_SUCCESS)
     ok = 0;
-  if (!ok || !cx->ce_wait64 || !cx->ce_write64 || getenv("TD_CUDA_NO_COPY_ENGINE"))
+  int64_t off = 0;
+  TD_CHECK(td_config_int("TD_CUDA_NO_COPY_ENGINE", &off));
+  if (!ok || !cx->ce_wait64 || !cx->ce_write64 || off)
     return TD_OK; /* communication blocks run the copies instead */
   int lo = 0, hi = 0;
   cudaDeviceGetStreamPriorityRange(&lo, &hi);
