@@ -2,7 +2,8 @@
  * The CPU executor across processes: random task graphs (randgraph.c) run
  * as shm worlds of forked processes (one process per rank, the executor's
  * workers threads inside each), compared with the sequential interpreter.
- * Same graphs as test_exec_random, other transport; `--seed S` replays one. */
+ * Same graphs as test_exec_random, other transport; `--seed S` replays one,
+ * `--seeds A B` runs A .. B-1 (default 0 .. 39). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -43,11 +44,15 @@ static void test_random_graphs_shm(void **state) {
 }
 
 int main(int argc, char **argv) {
-  for (int i = 1; i + 1 < argc; i++)
+  for (int i = 1; i + 1 < argc; i++) {
     if (!strcmp(argv[i], "--seed")) {
       seed_lo = strtoull(argv[i + 1], NULL, 10);
       seed_hi = seed_lo + 1;
+    } else if (!strcmp(argv[i], "--seeds") && i + 2 < argc) {
+      seed_lo = strtoull(argv[i + 1], NULL, 10);
+      seed_hi = strtoull(argv[i + 2], NULL, 10);
     }
+  }
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_random_graphs_shm)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
