@@ -94,9 +94,21 @@ TD_DEVICE void td_dev__copy(void *dst, const void *src, size_t bytes, int lane, 
   const char *s = (const char *)src;
   size_t done = 0;
   if ((((uintptr_t)d | (uintptr_t)s) & 15) == 0) {
-    size_t nvec = bytes / 16;
-    for (size_t i = (size_t)lane; i < nvec; i += (size_t)nlanes)
-      ((uint4 *)d)[i] = ((const uint4 *)s)[i];
+    const size_t nvec = bytes / 16, step = (size_t)nlanes;
+    const uint4 *s4 = (const uint4 *)s;
+    uint4 *d4 = (uint4 *)d;
+    size_t i = (size_t)lane;
+    /* Four loads in flight before the stores: the copy is latency-bound
+     * otherwise (each store waits for its load). */
+    for (; i + 3 * step < nvec; i += 4 * step) {
+      const uint4 a = s4[i], b = s4[i + step], c = s4[i + 2 * step], e = s4[i + 3 * step];
+      d4[i] = a;
+      d4[i + step] = b;
+      d4[i + 2 * step] = c;
+      d4[i + 3 * step] = e;
+    }
+    for (; i < nvec; i += step)
+      d4[i] = s4[i];
     done = nvec * 16;
   } else if ((((uintptr_t)d | (uintptr_t)s) & 7) == 0) {
     size_t nvec = bytes / 8;
