@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "coll/coll_internal.h"
 #include "core/error.h"
@@ -65,6 +67,10 @@ static td_status td__coll_create(td_team *team, td__coll **out) {
   c->size = n;
   c->timeout_ms = td_world_timeout_ms(w);
   c->piece = td__coll_piece(w, n);
+  /* Ranks of a local world are threads of this process; launched ranks share the host. */
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  int on_host = td_world_local_size(w);
+  c->spin_ns = cores > 0 && on_host <= cores ? TD__COLL_SPIN_NS : 0;
   c->vec_off = sizeof(td__coll_ctl);
   size_t vec_bytes = 2 * 2 * (size_t)n * sizeof(uint64_t);
   c->scratch_off = (c->vec_off + vec_bytes + 4095) & ~(size_t)4095;
@@ -129,6 +135,8 @@ int td__coll_is_symm(const td__coll *c, const void *p, size_t bytes) {
   return p && bytes > 0 && td_symm_contains(td_team_world(c->team), p, bytes);
 }
 
+static int td__coll_spin(const td__coll *c, const _Atomic uint64_t *w, uint64_t s);
+
 static td_status td__coll_publish_wait(td__coll *c, const td__coll_pub *pub) {
   uint64_t s = c->seq + 1;
   td__coll_slot *slot = &((td__coll_ctl *)c->ctl_block)->slot[s & 1];
@@ -158,7 +166,7 @@ static td_status td__coll_publish_wait(td__coll *c, const td__coll_pub *pub) {
     if (p == c->rank)
       continue;
     const _Atomic uint64_t *w = &((td__coll_ctl *)c->peer_block[p])->slot[s & 1].seq;
-    if (atomic_load_explicit(w, memory_order_acquire) >= s)
+    if (td__coll_spin(c, w, s))
       continue;
     TD_CHECK(td__wait_u64(c->team, w, TD_CMP_GE, s, "a collective step of a peer", NULL));
   }
@@ -166,6 +174,39 @@ static td_status td__coll_publish_wait(td__coll *c, const td__coll_pub *pub) {
 }
 
 td_status td__coll_step(td__coll *c, const td__coll_pub *pub) { return td__coll_publish_wait(c, pub); }
+
+static int64_t td__coll_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static inline void td__coll_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield");
+#endif
+}
+
+/* Polls *w for up to c->spin_ns; 1 when it reached s. */
+static int td__coll_spin(const td__coll *c, const _Atomic uint64_t *w, uint64_t s) {
+  if (c->spin_ns <= 0)
+    return 0;
+  int64_t until = 0;
+  for (unsigned i = 1;; i++) {
+    if (atomic_load_explicit(w, memory_order_acquire) >= s)
+      return 1;
+    td__coll_relax();
+    if ((i & 255) == 0) {
+      int64_t now = td__coll_now_ns();
+      if (!until)
+        until = now + c->spin_ns;
+      else if (now >= until)
+        return 0;
+    }
+  }
+}
 
 td_status td__coll_done(td__coll *c) { return td__coll_publish_wait(c, NULL); }
 

@@ -38,6 +38,11 @@
 #define TD__COLL_PIECE_MAX ((size_t)1 << 20)
 /* Up to this many bytes an all_reduce is one-shot (every rank reduces all). */
 #define TD__COLL_ONESHOT_MAX ((size_t)64 << 10)
+/* Busy-poll budget of a step's wait when every rank has a core of its own; the
+ * runtime's wait yields the core after ~128 polls, which on a shared machine
+ * hands it to another job for a whole time slice (Open MPI likewise polls
+ * without yielding unless oversubscribed). */
+#define TD__COLL_SPIN_NS 200000
 /* Slot loc value: no data in memory (inline, or nothing to read). */
 #define TD__COLL_LOC_NONE UINT64_MAX
 
@@ -93,6 +98,7 @@ typedef struct td__coll {
   char **peer_block;     /* size entries: peer's copy of ctl_block, mapped here */
   char **peer_base;      /* size entries: peer's heap base, mapped here */
   const void **srcs;     /* size entries: reduction sources of the current piece */
+  int64_t spin_ns;       /* busy-poll this long before the runtime's yielding wait */
 } td__coll;
 
 /* What a rank publishes in a step, besides the seq. */

@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * `tdist bench coll`: option errors (exit status 2 and a message naming the
+ * option), an unknown bench kind, a tiny run on 2 rank processes whose JSON
+ * has a positive time for every collective and size, and, where Open MPI and
+ * the baseline program are built, a tiny run with the MPI column. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static char tdist_bin[4096];
+
+/* Runs `tdist ARGS` with stderr merged; returns the exit status, output in out. */
+static int run(const char *args, char *out, size_t cap) {
+  char cmd[8192];
+  snprintf(cmd, sizeof cmd, "'%s' %s 2>&1", tdist_bin, args);
+  FILE *p = popen(cmd, "r");
+  assert_non_null(p);
+  size_t len = fread(out, 1, cap - 1, p);
+  out[len] = '\0';
+  int st = pclose(p);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void expect_usage_error(const char *args, const char *needle) {
+  static char out[1 << 16];
+  int rc = run(args, out, sizeof out);
+  if (rc != 2 || !strstr(out, needle))
+    fprintf(stderr, "tdist %s: status %d, output:\n%s\n", args, rc, out);
+  assert_int_equal(rc, 2);
+  assert_non_null(strstr(out, needle));
+}
+
+static void test_option_errors(void **state) {
+  (void)state;
+  expect_usage_error("bench nope", "unknown kind 'nope'");
+  expect_usage_error("bench coll --ranks 0", "--ranks 0: give 1..256");
+  expect_usage_error("bench coll --op allgather", "--op allgather: give all_gather");
+  expect_usage_error("bench coll --min 9x", "--min 9x: give bytes");
+  expect_usage_error("bench coll --min 64 --max 8", "need 4 <= --min <= --max");
+  expect_usage_error("bench coll --iters -1", "--iters -1: give a positive count");
+  expect_usage_error("bench coll --repeat 0", "--repeat 0: give 1..100");
+  expect_usage_error("bench coll --frobnicate", "unknown or incomplete option '--frobnicate'");
+}
+
+static void test_tiny_run_json(void **state) {
+  (void)state;
+  char json[256], args[512];
+  snprintf(json, sizeof json, "/tmp/td_bench_cli_%ld.json", (long)getpid());
+  snprintf(args, sizeof args, "bench coll --ranks 2 --min 8 --max 1K --iters 3 --no-mpi --json %s", json);
+  static char out[1 << 16];
+  int rc = run(args, out, sizeof out);
+  if (rc != 0)
+    fprintf(stderr, "%s\n", out);
+  assert_int_equal(rc, 0);
+  assert_non_null(strstr(out, "# all_reduce"));
+  FILE *f = fopen(json, "r");
+  assert_non_null(f);
+  static char text[1 << 16];
+  size_t len = fread(text, 1, sizeof text - 1, f);
+  text[len] = '\0';
+  fclose(f);
+  unlink(json);
+  cJSON *root = cJSON_Parse(text);
+  assert_non_null(root);
+  assert_int_equal(cJSON_GetObjectItem(root, "ranks")->valueint, 2);
+  cJSON *res = cJSON_GetObjectItem(root, "results");
+  assert_int_equal(cJSON_GetArraySize(res), 4 * 8); /* 4 collectives x 8 B..1 KiB */
+  cJSON *e;
+  cJSON_ArrayForEach(e, res) {
+    cJSON *t = cJSON_GetObjectItem(e, "tdist_us");
+    assert_non_null(t);
+    assert_true(t->valuedouble > 0);
+    assert_null(cJSON_GetObjectItem(e, "mpi_us"));
+  }
+  cJSON_Delete(root);
+}
+
+static void test_with_mpi(void **state) {
+  (void)state;
+  char base[4096];
+  snprintf(base, sizeof base, "%s", tdist_bin);
+  snprintf(strrchr(base, '/') + 1, sizeof base - (size_t)(strrchr(base, '/') + 1 - base), "td_mpi_coll_bench");
+  if (access(base, X_OK) || system("command -v mpirun >/dev/null 2>&1")) {
+    skip();
+  }
+  static char out[1 << 16];
+  int rc = run("bench coll --ranks 2 --op all_reduce --min 8 --max 64 --iters 2", out, sizeof out);
+  if (rc != 0)
+    fprintf(stderr, "%s\n", out);
+  assert_int_equal(rc, 0);
+  /* the 64-byte row has both sides and a ratio: 11 columns after the size */
+  const char *row = strstr(out, "          64");
+  assert_non_null(row);
+  double v[8];
+  assert_int_equal(sscanf(row, " %*s %*s %*s | %lf %lf %lf | %lf %lf %lf | %lf", &v[0], &v[1], &v[2], &v[3],
+                          &v[4], &v[5], &v[6]), 7);
+  assert_true(v[0] > 0 && v[3] > 0 && v[6] > 0);
+}
+
+int main(void) {
+  const char *bin = getenv("TD_BIN_DIR");
+  snprintf(tdist_bin, sizeof tdist_bin, "%s/tdist", bin ? bin : ".");
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_option_errors), cmocka_unit_test(test_tiny_run_json),
+                                     cmocka_unit_test(test_with_mpi)};
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
