@@ -28,6 +28,7 @@
 typedef struct be_opts {
   int64_t m, n, k;
   int tiles, workers, iters;
+  int micro; /* tasks per run of the per-task overhead mode; 0 = GEMM mode */
   const char *json;
 } be_opts;
 
@@ -64,12 +65,14 @@ static void be_usage(FILE *out) {
           "  --tiles T    GEMM tasks (default 4 x workers)\n"
           "  --workers W  executor compute workers and OpenBLAS threads (default: online cores)\n"
           "  --iters I    timed runs per side, after one warm-up (default 5)\n"
-          "  --json FILE  also write the results as JSON\n");
+          "  --json FILE  also write the results as JSON\n"
+          "  --micro N    instead: per-task cost of N empty tasks per run (1 rank, W workers), and\n"
+          "               the latency of a signal hop between 2 ranks (N/10 round trips)\n");
 }
 
 static int be_parse(int argc, char **argv, be_opts *o) {
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  *o = (be_opts){4096, 4096, 4096, 0, cores > 0 ? (int)cores : 1, 5, NULL};
+  *o = (be_opts){4096, 4096, 4096, 0, cores > 0 ? (int)cores : 1, 5, 0, NULL};
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -100,6 +103,8 @@ static int be_parse(int argc, char **argv, be_opts *o) {
       o->workers = (int)x;
     } else if (!strcmp(a, "--iters")) {
       o->iters = (int)x;
+    } else if (!strcmp(a, "--micro")) {
+      o->micro = (int)x;
     } else {
       fprintf(stderr, "tdist bench exec: unknown option '%s' (see --help)\n", a);
       return 2;
@@ -209,6 +214,88 @@ static void be_write_json(const be_state *s, double tb, double te) {
   cJSON_Delete(root);
 }
 
+/* ---- per-task overhead (--micro) ---- */
+
+typedef struct be_micro {
+  int tasks, workers, iters;
+  double t_nop, t_hop; /* median seconds per run */
+} be_micro;
+
+static td_status be_micro_rank(td_world *w, int rank, void *arg) {
+  be_micro *mc = arg;
+  int n = td_world_size(w);
+  td_plan *p = NULL;
+  td_status st = td_plan_create(n, &p);
+  uint32_t ping = 0, pong = 0, idx;
+  if (st == TD_OK && n == 1) { /* independent empty tasks */
+    for (int i = 0; st == TD_OK && i < mc->tasks; i++) {
+      td_task t;
+      memset(&t, 0, sizeof t);
+      t.a.buf = t.b.buf = t.c.buf = -1;
+      st = td_plan_add_task(p, 0, &t, NULL, 0, NULL, 0, NULL, 0, &idx);
+    }
+  } else if (st == TD_OK) { /* ping-pong: rank 0 raises ping, rank 1 answers pong */
+    st = td_plan_add_signal(p, "ping", &ping);
+    if (st == TD_OK)
+      st = td_plan_add_signal(p, "pong", &pong);
+    for (int i = 0; st == TD_OK && i < mc->tasks / 10; i++) {
+      td_task t;
+      memset(&t, 0, sizeof t);
+      t.worker = TD_WORKER_COMM;
+      t.a.buf = t.b.buf = t.c.buf = -1;
+      td_wait w0 = {pong, TD_CMP_GE, (uint64_t)i}, w1 = {ping, TD_CMP_GE, (uint64_t)i + 1};
+      td_raise r0 = {ping, 1, 1}, r1 = {pong, 0, 1};
+      st = td_plan_add_task(p, 0, &t, NULL, 0, &w0, 1, &r0, 1, &idx);
+      if (st == TD_OK)
+        st = td_plan_add_task(p, 1, &t, NULL, 0, &w1, 1, &r1, 1, &idx);
+    }
+  }
+  if (st == TD_OK)
+    st = td_plan_validate(p);
+  td_exec *ex = NULL;
+  td_exec_opts eo;
+  td_exec_opts_init(&eo);
+  eo.compute_workers = mc->workers;
+  if (st == TD_OK)
+    st = td_exec_create(p, td_world_team(w), &eo, &ex);
+  double *t = calloc((size_t)mc->iters, sizeof *t);
+  for (int it = -1; st == TD_OK && t && it < mc->iters; it++) {
+    double t0 = be_now();
+    st = td_exec_run(ex);
+    if (it >= 0)
+      t[it] = be_now() - t0;
+  }
+  if (st == TD_OK && rank == 0 && t)
+    *(n == 1 ? &mc->t_nop : &mc->t_hop) = be_median(t, mc->iters);
+  free(t);
+  td_status dst = td_exec_destroy(ex);
+  td_plan_destroy(p);
+  return st != TD_OK ? st : dst;
+}
+
+static int be_micro_main(const be_opts *o) {
+  be_micro mc = {o->micro, o->workers, o->iters, 0, 0};
+  td_world_opts wo;
+  td_world_opts_init(&wo);
+  wo.heap_size = (size_t)1 << 20;
+  wo.transport = "local";
+  td_status st = td_local_world_run(1, &wo, be_micro_rank, &mc);
+  if (st == TD_OK && o->micro >= 10)
+    st = td_local_world_run(2, &wo, be_micro_rank, &mc);
+  if (st != TD_OK) {
+    fprintf(stderr, "tdist bench exec --micro: %s: %s\n", td_status_name(st), td_last_error());
+    return 1;
+  }
+  printf("# tdist bench exec --micro %d: %d workers, median of %d runs (each starts with a team barrier)\n",
+         o->micro, o->workers, o->iters);
+  printf("empty task, 1 rank:            %8.3f us per task (%.3f ms per run)\n", mc.t_nop / o->micro * 1e6,
+         mc.t_nop * 1e3);
+  if (o->micro >= 10)
+    printf("signal round trip, 2 ranks:    %8.3f us per round trip (%d per run)\n",
+           mc.t_hop / (o->micro / 10) * 1e6, o->micro / 10);
+  return 0;
+}
+
 int td_bench_exec(int argc, char **argv) {
   be_state s;
   memset(&s, 0, sizeof s);
@@ -216,6 +303,8 @@ int td_bench_exec(int argc, char **argv) {
   if (rc)
     return rc == 1 ? 0 : rc;
   const be_opts *o = &s.o;
+  if (o->micro)
+    return be_micro_main(o);
   size_t na = (size_t)(o->m * o->k), nb = (size_t)(o->k * o->n), nc = (size_t)(o->m * o->n);
   s.a = malloc(na * sizeof(float)), s.b = malloc(nb * sizeof(float));
   s.c_blas = malloc(nc * sizeof(float)), s.c_exec = malloc(nc * sizeof(float));
