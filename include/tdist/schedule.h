@@ -131,13 +131,22 @@ typedef struct td_plan td_plan;
 td_status td_plan_create(int nranks, td_plan **out);
 void td_plan_destroy(td_plan *plan);
 
-/** Adds a buffer to the table shared by all ranks; writes its index. */
+/** Adds a buffer to the table shared by all ranks; writes its index.
+ * Errors: TD_ERR_INVALID_ARG (NULL argument, name not NUL-terminated, unknown
+ * kind or dtype, negative or oversized shape), TD_ERR_NO_MEMORY. */
 td_status td_plan_add_buffer(td_plan *plan, const td_buffer_desc *desc, int32_t *index);
-/** Adds a signal word (one per rank, symmetric); writes its index. `name` for diagnostics. */
+/** Adds a signal word (one per rank, symmetric); writes its index. `name` for
+ * diagnostics (NULL = ""; at most 31 characters). Errors: TD_ERR_INVALID_ARG,
+ * TD_ERR_NO_MEMORY. */
 td_status td_plan_add_signal(td_plan *plan, const char *name, uint32_t *index);
 
 /** Appends a task to rank's schedule with its dependencies (task indices already
- * appended to that rank), waits and raises (copied). Writes the task's index. */
+ * appended to that rank), waits and raises (copied; the task's *_first and
+ * *_count fields are ignored and set from the arrays). Writes the task's index.
+ * Contents are checked by td_plan_validate, not here. Errors:
+ * TD_ERR_INVALID_ARG (NULL plan/task/index, rank out of range, a non-zero count
+ * with a NULL array), TD_ERR_NO_MEMORY. Any change after validation clears the
+ * validated mark: validate again before creating an executor. */
 td_status td_plan_add_task(td_plan *plan, int rank, const td_task *task, const uint32_t *deps,
                            uint32_t ndeps, const td_wait *waits, uint32_t nwaits,
                            const td_raise *raises, uint32_t nraises, uint32_t *index);
@@ -160,7 +169,8 @@ const char *td_plan_signal_name(const td_plan *plan, uint32_t index);
 /** Total added to `signal` on `rank` per launch (valid after validate). */
 uint64_t td_plan_signal_total(const td_plan *plan, uint32_t signal, int rank);
 
-/** Writes the plan as text (versioned; round-trips through td_plan_parse). */
+/** Writes the plan as text (versioned; round-trips through td_plan_parse).
+ * Errors: TD_ERR_INVALID_ARG, TD_ERR_SYSTEM (write failed). */
 td_status td_plan_dump(const td_plan *plan, FILE *out);
 /** Reads a plan from text written by td_plan_dump. Errors: TD_ERR_PARSE with line:col. */
 td_status td_plan_parse(const char *text, td_plan **out);
