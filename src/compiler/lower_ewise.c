@@ -38,7 +38,16 @@ td_status td__lower_ewise(td__lower *L, td_value v) {
     td__operand_offset(L, v, a, r, &ar, &ac);
     if (b >= 0 && V->op != TD_OP_RMSNORM)
       td__operand_offset(L, v, b, r, &br, &bc);
-    uint32_t nb = L->o.overlap && ar == 0 ? td__visit_order(L, a, r, order, 1024) : 0;
+    /* Follow an operand's visit order only when its local rows are the output's. */
+    td_layout lv = V->layout, la = L->p->vals[a].layout;
+    int same_a = la.kind == lv.kind && la.dim == lv.dim;
+    int same_b = b >= 0 && V->op != TD_OP_RMSNORM && L->p->vals[b].layout.kind == lv.kind &&
+                 L->p->vals[b].layout.dim == lv.dim;
+    uint32_t nb = 0;
+    if (L->o.overlap && same_a)
+      nb = td__visit_order(L, a, r, order, 1024);
+    if (L->o.overlap && !nb && same_b)
+      nb = td__visit_order(L, b, r, order, 1024);
     if (!nb) {
       order[0] = 0;
       order[1] = rows;
