@@ -12,7 +12,8 @@
  * Bandwidth counts payload bytes (one read + one write each): multiply by 2
  * for the "read + write" convention of DESIGN.md's 4.2 TB/s copy. Timing:
  * CUDA events, warm-up, median of --reps runs (default 50), inputs random.
- * Usage: gpu_put_bench [--reps N] [--max-mib M] */
+ * Usage: gpu_put_bench [--reps N] [--max-mib M] [--devices A,B]
+ * (--devices puts the two ranks on devices A and B; default 0,0 = sharing). */
 #include <algorithm>
 #include <cuda_runtime.h>
 #include <stdio.h>
@@ -126,16 +127,20 @@ static double median(std::vector<double> v) {
 int main(int argc, char **argv) {
   int reps = 50;
   size_t max_mib = 256;
+  int devices[2] = {0, 0};
   for (int i = 1; i + 1 < argc; i++) {
     if (!strcmp(argv[i], "--reps"))
       reps = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--max-mib"))
       max_mib = (size_t)atol(argv[++i]);
+    else if (!strcmp(argv[i], "--devices"))
+      sscanf(argv[++i], "%d,%d", &devices[0], &devices[1]);
   }
   const size_t max_bytes = max_mib << 20;
   td_cuda_local_opts o;
   td_cuda_local_opts_init(&o);
   o.nranks = 2;
+  o.devices = devices;
   o.heap_size = 2 * max_bytes + (16u << 20);
   td_cuda_local *cl = NULL;
   TK(td_cuda_local_create(&o, &cl));
@@ -161,8 +166,8 @@ int main(int argc, char **argv) {
   CK(cudaEventCreate(&a));
   CK(cudaEventCreate(&b));
 
-  printf("# gpu_put_bench: %s, %d SMs, 2 ranks sharing device 0, median of %d, GB/s of payload\n", prop.name, sms,
-         reps);
+  printf("# gpu_put_bench: %s, %d SMs, rank 0 on device %d, rank 1 on device %d, median of %d, GB/s of payload\n",
+         prop.name, sms, devices[0], devices[1], reps);
   printf("| size | cudaMemcpyAsync D2D | copy engine put+signal | block form (%d blk x 512) | warp form | thread form | "
          "block form, 1 block | best put / memcpy |\n",
          sms);
@@ -218,9 +223,11 @@ int main(int argc, char **argv) {
   TK(td_cuda_local_alloc(cl, 8, 0, &lat_ns));
   const int iters = 10000;
   uint64_t base = 0;
-  printf("\n| round trip between 2 ranks on one GPU | median ns per round trip (%d round trips x 7 runs) |\n|---|---:|\n",
+  printf("\n| round trip between the 2 ranks | median ns per round trip (%d round trips x 7 runs) |\n|---|---:|\n",
          iters);
   for (int with_data = 0; with_data < 3; with_data++) {
+    if (with_data == 2 && devices[0] != devices[1])
+      continue; /* GPU scope does not order across devices */
     std::vector<double> ns;
     for (int run = 0; run < 8; run++) {
       uint64_t *sig = (uint64_t *)td_cuda_local_ptr(cl, 0, lat_sig);

@@ -23,7 +23,14 @@ cmake -S . -B "$B" "${GEN[@]}" -DTD_WITH_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90a 
 sel=(-L gpu)
 [ -n "$REGEX" ] && sel+=(-R "$REGEX")
 tests=$(cd "$B" && ctest -N "${sel[@]}" | sed -n 's/^ *Test *#[0-9]*: *//p' | tr '\n' ' ')
-targets="$tests"
+# Test name = target name, except launcher variants (NAME_tdrun_N runs NAME under tdrun).
+targets=""
+for t in $tests; do
+  case "$t" in
+    *_tdrun_[0-9]*) targets="$targets ${t%_tdrun_*} tdrun" ;;
+    *) targets="$targets $t" ;;
+  esac
+done
 case "$WHAT" in bench|all) targets="$targets gpu_put_bench exec_overhead" ;; esac
 case "$WHAT" in sanitizer|all) targets="$targets dev_gpu_test" ;; esac
 echo "== build: $targets"

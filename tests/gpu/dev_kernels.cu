@@ -9,6 +9,7 @@
  * word is caught; kernels count wrong words instead of stopping. */
 #include <cuda_runtime.h>
 #include <stdio.h>
+#include <time.h>
 
 /* core/error.h has no C++ linkage block of its own. */
 extern "C" {
@@ -424,3 +425,59 @@ td_status gdev_launch_kernel_for_check(td_cuda_local *cl, unsigned blocks, unsig
 }
 
 const void *gdev_stuck_kernel(void) { return (const void *)k_stuck; }
+
+/* ---- one context, no td_cuda_local (the nccl transport) ----------------- */
+
+/* Waits for `stream` at most the context's deadline + 1 s; a recorded
+ * diagnostic wins over the CUDA error of a trap. */
+static td_status gsync_ctx(const td_dev_ctx *ctx, cudaStream_t stream, const td_dev_diagnostic *diag) {
+  for (long us = 0;; us += 50) {
+    cudaError_t e = cudaStreamQuery(stream);
+    if (e == cudaSuccess)
+      return td_dev_diagnostic_status(diag);
+    if (e != cudaErrorNotReady || us > (long)(ctx->timeout_ns / 1000) + 1000000) {
+      if (td_dev_diagnostic_status(diag) == TD_ERR_TIMEOUT)
+        return TD_ERR_TIMEOUT;
+      return td__error(e == cudaErrorNotReady ? TD_ERR_TIMEOUT : TD_ERR_CUDA, "rank %d's stream: %s", ctx->rank,
+                       e == cudaErrorNotReady ? "did not finish within the deadline" : cudaGetErrorString(e));
+    }
+    struct timespec ts = {0, 50000};
+    nanosleep(&ts, NULL);
+  }
+}
+
+static td_status gcheck_ctx(const td_dev_ctx *ctx, size_t errs_off, const char *what) {
+  uint64_t e[2];
+  cudaError_t ce = cudaMemcpy(e, (const void *)(ctx->peer_base[ctx->rank] + errs_off), sizeof e, cudaMemcpyDeviceToHost);
+  if (ce != cudaSuccess)
+    return td__error(TD_ERR_CUDA, "%s: reading errors: %s", what, cudaGetErrorString(ce));
+  if (e[0] != 0)
+    return td__error(TD_ERR_CHECK_FAILED, "%s: rank %d saw %llu wrong words (first at %llu)", what, ctx->rank,
+                     (unsigned long long)e[0], (unsigned long long)(e[1] - 1));
+  return TD_OK;
+}
+
+td_status gdev_ctx_ring_and_barrier(const td_dev_ctx *ctx, const td_dev_diagnostic *diag, const size_t off[6],
+                                    int rounds, size_t words, int barriers) {
+  cudaStream_t s;
+  if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess)
+    return td__error(TD_ERR_CUDA, "cudaStreamCreateWithFlags failed");
+  td_status st = TD_OK;
+  for (int form = 0; form < GDEV_RING_FORMS && st == TD_OK; form++) {
+    k_ring<<<1, 256, 0, s>>>(*ctx, NULL, form, rounds, words, off[0], off[1], off[2], off[3]);
+    st = gsync_ctx(ctx, s, diag);
+    if (st == TD_OK) {
+      char what[64];
+      snprintf(what, sizeof what, "ring form %d", form);
+      st = gcheck_ctx(ctx, off[3], what);
+    }
+  }
+  if (st == TD_OK) {
+    k_barrier<<<1, 64, 0, s>>>(*ctx, NULL, barriers, off[4], off[5]);
+    st = gsync_ctx(ctx, s, diag);
+    if (st == TD_OK)
+      st = gcheck_ctx(ctx, off[5], "barrier");
+  }
+  cudaStreamDestroy(s);
+  return st;
+}

@@ -36,6 +36,12 @@ td_status gdev_copy_engine(td_cuda_local *cl, int rounds, size_t words);
 td_status gdev_stuck(td_cuda_local *cl, int blocks, uint64_t *status_out);
 /** Launches the deadlock kernel with the given grid (for the co-residency check only). */
 td_status gdev_launch_kernel_for_check(td_cuda_local *cl, unsigned blocks, unsigned threads);
+/** With one context of any transport (the nccl one): every ring form, then
+ * `barriers` x 2 block barriers, one block per rank on a private stream.
+ * off[]: src, buf, sig (2 x GDEV_RING_FORMS words), errs (2 words), count,
+ * errs2 (2 words): symmetric heap offsets, zeroed. */
+td_status gdev_ctx_ring_and_barrier(const td_dev_ctx *ctx, const td_dev_diagnostic *diag, const size_t off[6],
+                                    int rounds, size_t words, int barriers);
 /** Address of the deadlock kernel, for td_cuda_local_check_coresident. */
 const void *gdev_stuck_kernel(void);
 
