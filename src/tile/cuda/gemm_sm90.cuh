@@ -12,7 +12,7 @@
  *     swizzled descriptors), keeping one wgmma group in flight, releasing a
  *     stage as soon as the group that read it retired; then writes its rows
  *     of C straight from registers and runs the post-store hooks.
- * setmaxnreg moves registers from the producer (40) to the consumers. With
+ * setmaxnreg moves registers from the producer (56) to the consumers (224). With
  * CLUSTER = 2, two CTAs on vertically adjacent tiles share the B slice through
  * TMA multicast. Hooks run off the critical path: a waiter warp checks the
  * signals of the next tiles ahead of the loads, a raiser warp raises each
@@ -218,7 +218,7 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
 
   if (wg == 0) {
     /* ---- producer warpgroup: warp 0 loads, warp 1 waits (WAIT), warp 2 raises (RAISE) ---- */
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 56;");
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     if (warp == 0 && lane == 0) {
       int stage = 0;
@@ -228,35 +228,66 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
         int tc, tn;
         td__gemm_tile_coords(u, rows_c, tiles_n, group_c, &tc, &tn);
         const int tm = tc * CLUSTER + (int)crank;
-        if constexpr (WAIT) {
-          td__mbar_wait(ready + 8 * (i & 1), (i >> 1) & 1);
-          td__mbar_arrive(ready_free + 8 * (i & 1));
-          /* TMA reads through the async proxy: order it after the acquire. */
-          asm volatile("fence.proxy.async.global;" ::: "memory");
-        }
-        for (int kb = 0; kb < nk; kb++) {
-          td__mbar_wait(empty + 8 * stage, phase ^ 1);
-          const td__u32 f = full + 8 * stage;
-          const td__u32 sa = ring + stage * S::STAGE_BYTES, sb = sa + S::A_BYTES;
-          td__mbar_expect_tx(f, S::STAGE_BYTES);
-          td__tma_load_2d(sa, &map_a, f, kb * S::BK, tm * BM);
+        const td__u32 mask = (1u << CLUSTER) - 1;
+        auto load_a = [&](int st, int kb) {
+          td__tma_load_2d(ring + st * S::STAGE_BYTES, &map_a, full + 8 * st, kb * S::BK, tm * BM);
+        };
+        auto load_b = [&](int st, int kb) {
+          const td__u32 f = full + 8 * st, sb = ring + st * S::STAGE_BYTES + S::A_BYTES;
           if constexpr (B_KN) {
 #pragma unroll
             for (int j = (int)crank; j < BN / 64; j += CLUSTER) {
               if constexpr (CLUSTER > 1)
                 td__tma_load_2d_multicast(sb + j * 64 * S::BK * 2, &map_b, f, tn * BN + 64 * j,
-                                          kb * S::BK, (unsigned short)((1u << CLUSTER) - 1));
+                                          kb * S::BK, (unsigned short)mask);
               else
                 td__tma_load_2d(sb + j * 64 * S::BK * 2, &map_b, f, tn * BN + 64 * j, kb * S::BK);
             }
           } else {
             if constexpr (CLUSTER > 1)
               td__tma_load_2d_multicast(sb + crank * (BN / CLUSTER) * 128, &map_b, f, kb * S::BK,
-                                        tn * BN + (int)crank * (BN / CLUSTER),
-                                        (unsigned short)((1u << CLUSTER) - 1));
+                                        tn * BN + (int)crank * (BN / CLUSTER), (unsigned short)mask);
             else
               td__tma_load_2d(sb, &map_b, f, kb * S::BK, tn * BN);
           }
+        };
+        auto claim = [&](int st, td__u32 ph) { /* wait for the slot, announce its bytes */
+          td__mbar_wait(empty + 8 * st, ph ^ 1);
+          td__mbar_expect_tx(full + 8 * st, S::STAGE_BYTES);
+        };
+        int kb = 0;
+        if constexpr (WAIT) {
+          /* B (the weights) never waits: claim the first stages and start their B
+           * loads, then wait for the tile's A rows, so the signal check hides
+           * behind the B traffic. */
+          const int pre = nk < STAGES ? nk : STAGES;
+          int st = stage;
+          td__u32 ph = phase;
+          for (int j = 0; j < pre; j++) {
+            claim(st, ph);
+            load_b(st, j);
+            if (++st == STAGES) {
+              st = 0;
+              ph ^= 1;
+            }
+          }
+          td__mbar_wait(ready + 8 * (i & 1), (i >> 1) & 1);
+          td__mbar_arrive(ready_free + 8 * (i & 1));
+          /* TMA reads through the async proxy: order it after the acquire. */
+          asm volatile("fence.proxy.async.global;" ::: "memory");
+          for (int j = 0; j < pre; j++) {
+            load_a(stage, j);
+            if (++stage == STAGES) {
+              stage = 0;
+              phase ^= 1;
+            }
+          }
+          kb = pre;
+        }
+        for (; kb < nk; kb++) {
+          claim(stage, phase);
+          load_a(stage, kb);
+          load_b(stage, kb);
           if (++stage == STAGES) {
             stage = 0;
             phase ^= 1;
@@ -293,7 +324,7 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
     }
   } else {
     /* ---- consumers ---- */
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 224;");
     const int cw = wg - 1;                  /* consumer index */
     const int tid = threadIdx.x - 128 * wg; /* 0..127 inside the warpgroup */
     const int warp = tid / 32, lane = tid % 32;

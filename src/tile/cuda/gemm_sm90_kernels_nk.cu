@@ -50,6 +50,7 @@ static const td__gemm_kernel_entry td__nk[] = {
     td__entry<128, 160, 6, 8, TD_GEMM_DT_BF16, WR>(),
     td__entry<128, 128, 6, 8, TD_GEMM_DT_BF16, WR>(),
     td__entry<64, 64, 8, 8, TD_GEMM_DT_BF16, WR>(),
+    td__entry<256, 128, 4, 8, TD_GEMM_DT_BF16, WR, 2>(),
     td__entry<128, 128, 6, 8, TD_GEMM_DT_BF16, PR>(),
     td__entry<128, 128, 6, 8, TD_GEMM_DT_BF16, TD_GEMM_HOOK_ALL>(),
     td__entry<128, 128, 6, 8, TD_GEMM_DT_BF16, TD_GEMM_HOOK_ALL, 2>(),

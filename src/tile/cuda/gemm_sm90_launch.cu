@@ -346,6 +346,9 @@ extern "C" int td__gemm_cuda_configs(td_gemm_arch arch, td_dtype dtype, int b_la
   return n;
 }
 
+/* Rules of thumb from the H200 sweeps recorded in docs/gemm-notes.md: thin
+ * tiles when M is small (every SM must stream B), BN that splits N into
+ * nearly full waves for mid-size problems, 128x256 for large ones. */
 extern "C" td_gemm_config td__gemm_cuda_default_config(td_gemm_arch arch, int m, int n, int k) {
   (void)k;
   if (arch == TD_GEMM_SM80) {
@@ -354,11 +357,15 @@ extern "C" td_gemm_config td__gemm_cuda_default_config(td_gemm_arch arch, int m,
   }
   td_gemm_config c = {TD_GEMM_SM90, 128, 256, 64, 4, 1, 8, 1};
   if (m <= 256) {
-    c.bn = 32;
+    c.bm = 64;
+    c.bn = 64;
     c.stages = 8;
-  } else if (n % 256 != 0 && n % 128 == 0) {
-    c.bn = 128;
+  } else if (n <= 2048) {
+    c.bn = 160;
     c.stages = 6;
+  } else if (m <= 4096) {
+    c.bn = 224;
+    c.stages = 5;
   }
   return c;
 }
