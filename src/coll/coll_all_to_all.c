@@ -51,7 +51,7 @@ td_status td_all_to_all(td_team *team, void *dst, const void *src, size_t count,
       memcpy(out + (size_t)p * b, td__coll_peer_slot(c, p)->data + (size_t)r * b, b);
     return TD_OK;
   }
-  const int src_symm = td__coll_is_symm(c, src, total);
+  const int src_symm = td__coll_read_direct(c, src, total);
   size_t q = (c->piece / (size_t)n) & ~(size_t)63;
   int all_symm = 1, any_symm = 0;
   size_t pieces = 1;
@@ -149,7 +149,7 @@ td_status td_all_to_allv(td_team *team, void *dst, const size_t *recv_counts,
     vec[n + p] = send_displs[p];
     my_max = send_counts[p] > my_max ? send_counts[p] : my_max;
   }
-  const int src_symm = td__coll_is_symm(c, src, sext);
+  const int src_symm = td__coll_read_direct(c, src, sext);
   td__coll_pub pub = {.kind = TD__COLL_ALL_TO_ALLV, .dtype = dtype, .aux = {my_max},
                       .loc = src_symm ? td__coll_off(c, src) : TD__COLL_LOC_NONE,
                       .mode = src_symm ? TD__COLL_SRC_SYMM : 0};

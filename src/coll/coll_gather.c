@@ -74,7 +74,7 @@ td_status td_all_gather(td_team *team, void *dst, const void *src, size_t count,
       memcpy(mine, src, bytes);
     return TD_OK;
   }
-  const int src_symm = td__coll_is_symm(c, src, bytes);
+  const int src_symm = td__coll_read_direct(c, src, bytes);
   td__stage_piece(c, &pub, src, bytes, 0, src_symm);
   TD_CHECK(td__coll_begin(c, name, &pub, check));
   int all_symm = 1, any_symm = 0;
@@ -145,7 +145,7 @@ td_status td_broadcast(td_team *team, void *dst, const void *src, size_t count, 
       memcpy(dst, is_root ? src : (const void *)td__coll_peer_slot(c, root)->data, bytes);
     return TD_OK;
   }
-  const int src_symm = is_root && td__coll_is_symm(c, src, bytes);
+  const int src_symm = is_root && td__coll_read_direct(c, src, bytes);
   if (is_root)
     td__stage_piece(c, &pub, src, bytes, 0, src_symm);
   TD_CHECK(td__coll_begin(c, name, &pub, check));

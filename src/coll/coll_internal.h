@@ -36,6 +36,10 @@
 #define TD__COLL_INLINE 256
 /* Largest staging piece (per scratch region); smaller when the heap is small. */
 #define TD__COLL_PIECE_MAX ((size_t)1 << 20)
+/* Up to this many bytes a rank stages its data even from a symmetric src:
+ * one copy is cheaper than the extra "done" step that direct reads need
+ * (several microseconds when ranks outnumber cores). */
+#define TD__COLL_STAGE_SMALL ((size_t)16 << 10)
 /* Up to this many bytes an all_reduce is one-shot (every rank reduces all). */
 #define TD__COLL_ONESHOT_MAX ((size_t)64 << 10)
 /* Busy-poll budget of a step's wait when every rank has a core of its own; the
@@ -163,6 +167,11 @@ static inline const char *td__coll_peer_at(const td__coll *c, int p, uint64_t of
 
 /** Whether [p, p+bytes) is in this rank's symmetric heap (bytes > 0). */
 int td__coll_is_symm(const td__coll *c, const void *p, size_t bytes);
+/** Whether peers should read these bytes straight from src: symmetric and
+ * more than TD__COLL_STAGE_SMALL. */
+static inline int td__coll_read_direct(const td__coll *c, const void *src, size_t bytes) {
+  return bytes > TD__COLL_STAGE_SMALL && td__coll_is_symm(c, src, bytes);
+}
 
 /** For the reductions: publishes piece k of every rank's chunk of `src` (count
  * elements of es bytes, split with td_chunk_range) for the next step, q

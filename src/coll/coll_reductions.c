@@ -67,7 +67,7 @@ td_status td_reduce_scatter(td_team *team, void *dst, const void *src, size_t co
   }
   size_t len0 = 0, off0 = 0;
   td_chunk_range(count, n, 0, &off0, &len0); /* chunk 0 is the longest */
-  const int src_symm = td__coll_is_symm(c, src, bytes);
+  const int src_symm = td__coll_read_direct(c, src, bytes);
   size_t q = c->piece / (size_t)n / es;
   td__coll_stage_chunks(c, &pub, src, count, es, 0, q, src_symm);
   TD_CHECK(td__coll_begin(c, name, &pub, check));
@@ -159,7 +159,7 @@ td_status td_all_reduce(td_team *team, void *dst, const void *src, size_t count,
   if (bytes <= td__min(td__oneshot_max(n), c->piece)) {
     /* Symmetric, not in place: publish src itself (peers may then go direct);
      * otherwise stage a copy, which also makes in-place safe. */
-    const int sy = dst != src && td__coll_is_symm(c, src, bytes) && td__coll_is_symm(c, dst, bytes);
+    const int sy = dst != src && td__coll_read_direct(c, src, bytes) && td__coll_is_symm(c, dst, bytes);
     const char *mine = src;
     if (sy) {
       pub.loc = td__coll_off(c, src);
