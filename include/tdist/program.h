@@ -17,7 +17,11 @@
  * size is the same on every rank: the largest part (ceil) for a sharded dim,
  * the full size otherwise; a rank's part occupies its top-left corner and the
  * row stride is the buffer's column count. td_compiled_local_shape gives the
- * extent a rank actually holds.
+ * extent a rank actually holds. The buffer's dtype is the value's, except on
+ * the cpu backend for f16/bf16 weights read only by matmul/rmsnorm: those are
+ * *prepacked* as f32 buffers (bind the values converted to f32 once; exact),
+ * so GEMM tiles need no per-tile conversion. td_plan_buffer(plan,
+ * td_compiled_buffer(c, v))->dtype tells which.
  *
  * The `.td` text format, one statement per line, `#` starts a comment:
  *     dim M = 512, H = 1024            # symbolic dims with their defaults

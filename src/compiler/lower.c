@@ -279,6 +279,20 @@ static void td__make_buffers(td__lower *L) {
     td_buffer_kind kind = V->op == TD_OP_INPUT ? TD_BUF_INPUT
                           : V->op == TD_OP_WEIGHT ? TD_BUF_WEIGHT
                           : V->is_output ? TD_BUF_OUTPUT : TD_BUF_LOCAL;
+    /* cpu: prepack 16-bit weights that only GEMMs and norms read as f32 buffers
+     * (the caller converts once when binding; exact, since the values are
+     * 16-bit), instead of converting them inside every GEMM tile. */
+    td_dtype bdt = V->dtype;
+    if (V->op == TD_OP_WEIGHT && V->dtype != TD_F32 && !L->o.backend_cuda) {
+      int only_gemm = 1;
+      for (td_value u = v + 1; u < L->p->nvals; u++) {
+        const td__val *U = &L->p->vals[u];
+        if ((U->in[0] == v || U->in[1] == v) && U->op != TD_OP_MATMUL && U->op != TD_OP_RMSNORM)
+          only_gemm = 0;
+      }
+      if (only_gemm)
+        bdt = TD_F32;
+    }
     int peer_written = V->op == TD_OP_ALL_GATHER || V->op == TD_OP_ALL_TO_ALL || V->op == TD_OP_ALL_REDUCE;
     char name[40];
     td__val_label(L->p, v, name, sizeof name);
@@ -286,7 +300,7 @@ static void td__make_buffers(td__lower *L) {
       L->symbuf[v] = td__buffer(L, name, TD_BUF_SYMM, V->dtype, R, C);
       L->buf[v] = V->is_output ? td__buffer(L, name, TD_BUF_OUTPUT, V->dtype, R, C) : L->symbuf[v];
     } else {
-      L->buf[v] = td__buffer(L, name, kind, V->dtype, R, C);
+      L->buf[v] = td__buffer(L, name, kind, bdt, R, C);
     }
   }
 }

@@ -85,8 +85,9 @@ static uint32_t td__blocks(td__lower *L, td_value v, int rank, int64_t rows, int
  * is an input or weight (ready at launch) and used by more than one tile. */
 static int32_t td__f32_weight(td__lower *L, td_value b) {
   const td__val *B = &L->p->vals[b];
-  if (L->o.backend_cuda || B->dtype == TD_F32 || (B->op != TD_OP_INPUT && B->op != TD_OP_WEIGHT))
-    return -1;
+  if (L->o.backend_cuda || td_plan_buffer(L->plan, L->buf[b])->dtype == TD_F32 ||
+      (B->op != TD_OP_INPUT && B->op != TD_OP_WEIGHT))
+    return -1; /* already f32 (prepacked weights included), or not ready at launch */
   if (L->f32buf[b] >= 0)
     return L->f32buf[b];
   const td_buffer_desc *d = td_plan_buffer(L->plan, L->buf[b]);

@@ -184,7 +184,11 @@ td_status td_program_run(const td_program *p, const td_program_run_opts *o, td_p
       const double *src = partial ? parts[v * n + r] : global[v];
       for (int64_t i = 0; i < rows; i++)
         for (int64_t j = 0; j < cols; j++)
-          td__store(R.bufs[r][b], V->dtype, (size_t)(i * d->cols + j), src[(r0 + i) * Cw + c0 + j]);
+          { /* round to the value's dtype, store in the buffer's (f32 for prepacked weights) */
+            float tmp;
+            td__store(&tmp, V->dtype, 0, src[(r0 + i) * Cw + c0 + j]);
+            td__store(R.bufs[r][b], d->dtype, (size_t)(i * d->cols + j), td__load(&tmp, V->dtype, 0));
+          }
     }
   }
   if (st == TD_OK) {
