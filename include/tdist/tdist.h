@@ -15,6 +15,7 @@
 #include "tdist/schedule.h"
 #include "tdist/exec.h"
 #include "tdist/program.h"
+#include "tdist/ops.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Internal interface of the operators layer (src/ops, include/tdist/ops.h).
+ * An operator is a program of a few values compiled into a plan and run by
+ * one executor per rank; the per-operator files only say which program to
+ * build, which variants it accepts and which candidates the perf model
+ * compares. Everything else (collective argument check, compiling, variant
+ * choice, the copy-engine plan rewrite, binding, running) is in tp_op.c. */
+#ifndef TD_OPS_INTERNAL_H
+#define TD_OPS_INTERNAL_H
+
+#include "tdist/ops.h"
+#include "tdist/program.h"
+
+/** What a kind's create call hands to the common code. */
+typedef struct td__tp_desc {
+  td_tp_kind kind;
+  int64_t m, n, k;      /* GEMM dims; all-reduce: rows, cols of its 2-D view, k = 0 */
+  size_t count;         /* all-reduce elements (0 for GEMM operators) */
+  td_dtype dtype;
+  unsigned variants;    /* bit v set: variant v may be forced */
+  td_tp_variant auto_candidates[4]; /* compared by the perf model for TD_TP_AUTO, in
+                                       order of preference on a tie; TD_TP_AUTO ends */
+  int min_k_ranks;      /* 1: K must be >= the rank count (K is split over ranks) */
+  /* Builds the program; writes the values of A, B (-1 if none) and C. */
+  td_status (*build)(const struct td__tp_desc *d, td_program *p, td_value vals[3]);
+} td__tp_desc;
+
+struct td_tp_op {
+  td__tp_desc d;
+  td_team *team;
+  int nranks, rank;
+  td_tp_opts opts;
+  td_tp_variant variant;
+  td_compiled *compiled;
+  td_plan *plan_ce;       /* the plan with puts moved to the copy engine, or NULL */
+  const td_plan *plan;    /* the plan run: compiled's or plan_ce */
+  td_exec *exec;
+  td_value vals[3];
+  int32_t bufs[3];
+  const void *bound[3];   /* last pointers bound, to skip re-binding */
+  int chunks, compute_workers, comm_workers;
+  double predicted_s;
+  int failed;             /* a run failed: only destroy is allowed */
+};
+
+/** Creates an operator of any kind (collective). */
+td_status td__tp_create(td_team *team, const td__tp_desc *d, const td_tp_opts *opts, td_tp_op **out);
+/** Runs one call: binds the three operands (C is written), launches. */
+td_status td__tp_run(td_tp_op *op, td_tp_kind kind, void *c, const void *a, const void *b);
+
+/** Text "[rows, cols]" for the program builder's dims. */
+void td__tp_dim(char *buf, size_t size, int64_t v);
+
+#endif

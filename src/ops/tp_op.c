@@ -1,0 +1,278 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Operators layer: what every tensor-parallel operator shares. Creating one
+ * checks the arguments collectively (tp_check.c), compiles the operator's
+ * program with the compile options of its variant (TD_TP_AUTO: every
+ * candidate is compiled and the perf model's predicted makespan picks one;
+ * rank 0's pick is broadcast so that all ranks run the same plan), rewrites
+ * the plan for the copy engine when asked (tp_plan_ce.c) and creates the
+ * executor of the chosen backend. A call binds the caller's buffers (only
+ * when a pointer changed) and runs one launch, so repeated calls never reset
+ * anything: the executor's epochs do that job. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "ops/ops_internal.h"
+#include "tdist/coll.h"
+
+td_status td__tp_check(td_team *team, const td__tp_desc *d, const td_tp_opts *o, int have_out);
+td_status td__tp_plan_copy_engine(const td_plan *src, td_plan **out);
+
+void td_tp_opts_init(td_tp_opts *opts) {
+  if (opts)
+    memset(opts, 0, sizeof *opts);
+}
+
+void td__tp_dim(char *buf, size_t size, int64_t v) { snprintf(buf, size, "%" PRId64, v); }
+
+static const char *const td__kind_names[TD_TP_KIND_COUNT] = {"ag_gemm", "gemm_rs", "gemm_ar", "all_reduce"};
+static const char *const td__variant_names[TD_TP_VARIANT_COUNT] = {"auto", "sequential", "sm", "copy_engine",
+                                                                   "ring", "one_shot", "two_shot"};
+
+const char *td_tp_kind_name(td_tp_kind kind) {
+  return (int)kind >= 0 && kind < TD_TP_KIND_COUNT ? td__kind_names[kind] : "invalid";
+}
+
+const char *td_tp_variant_name(td_tp_variant v) {
+  return (int)v >= 0 && v < TD_TP_VARIANT_COUNT ? td__variant_names[v] : "invalid";
+}
+
+td_status td_tp_variant_parse(const char *name, td_tp_variant *out) {
+  for (int v = 0; name && v < TD_TP_VARIANT_COUNT; v++)
+    if (!strcmp(name, td__variant_names[v])) {
+      if (out)
+        *out = (td_tp_variant)v;
+      return TD_OK;
+    }
+  return td__error(TD_ERR_INVALID_ARG, "variant '%s' is unknown; use auto, sequential, sm, copy_engine, ring, "
+                   "one_shot or two_shot", name ? name : "(null)");
+}
+
+/* Compile options of one variant. */
+static void td__variant_compile_opts(const td_tp_op *op, td_tp_variant v, td_compile_opts *co) {
+  td_compile_opts_init(co);
+  co->nranks = op->nranks;
+  co->chunks_per_rank = op->opts.chunks_per_rank;
+  co->tile_rows = op->opts.tile_rows;
+  co->tile_cols = op->opts.tile_cols;
+  co->compute_workers = op->opts.compute_workers;
+  co->comm_workers = op->opts.comm_workers;
+  co->backend_cuda = op->opts.backend == TD_EXEC_CUDA;
+  if (co->backend_cuda) {
+    /* GPU tiles: one persistent block runs a tile; 128 x 128 is the simple
+     * GEMM's block tile, so smaller tiles waste its tensor cores. */
+    if (!co->tile_rows)
+      co->tile_rows = 128;
+    if (!co->tile_cols)
+      co->tile_cols = 256;
+  }
+  co->overlap = v != TD_TP_SEQUENTIAL;
+  co->ring = v == TD_TP_RING;
+  if (v == TD_TP_ONE_SHOT)
+    co->one_shot_bytes = INT64_MAX;
+  else if (v == TD_TP_TWO_SHOT)
+    co->one_shot_bytes = 0;
+}
+
+static td_status td__compile_variant(const td_tp_op *op, const td_program *p, td_tp_variant v,
+                                     td_compiled **out) {
+  td_compile_opts co;
+  td__variant_compile_opts(op, v, &co);
+  td_status st = td_program_compile(p, &co, out);
+  if (st != TD_OK)
+    td__error_prefix("%s (variant %s): ", td_tp_kind_name(op->d.kind), td_tp_variant_name(v));
+  return st;
+}
+
+/* Picks the variant for TD_TP_AUTO: the candidate with the smallest predicted
+ * makespan (ties go to the earlier, preferred one). Rank 0 decides. */
+static td_status td__choose(td_tp_op *op, const td_program *p, td_tp_variant *chosen) {
+  int32_t pick = (int32_t)op->d.auto_candidates[0];
+  if (op->rank == 0) {
+    double best = -1;
+    for (int i = 0; i < 4 && op->d.auto_candidates[i] != TD_TP_AUTO; i++) {
+      td_compiled *c = NULL;
+      td_prediction pr;
+      if (td__compile_variant(op, p, op->d.auto_candidates[i], &c) != TD_OK ||
+          td_compiled_predict(c, &pr) != TD_OK) {
+        td_compiled_destroy(c);
+        continue; /* a candidate the model cannot judge is skipped; the broadcast still happens */
+      }
+      if (best < 0 || pr.makespan_s < best)
+        best = pr.makespan_s, pick = (int32_t)op->d.auto_candidates[i];
+      td_compiled_destroy(c);
+    }
+  }
+  TD_CHECK(td_broadcast(op->team, &pick, &pick, 1, TD_I32, 0));
+  *chosen = (td_tp_variant)pick;
+  return TD_OK;
+}
+
+static td_status td__tp_build(td_tp_op *op) {
+  td_program *p = NULL;
+  TD_CHECK(td_program_create(&p));
+  td_status st = op->d.build(&op->d, p, op->vals);
+  td_tp_variant v = op->opts.variant;
+  if (st == TD_OK && v == TD_TP_AUTO)
+    st = td__choose(op, p, &v);
+  if (st == TD_OK)
+    st = td__compile_variant(op, p, v, &op->compiled);
+  td_program_destroy(p);
+  if (st != TD_OK)
+    return st;
+  op->variant = v;
+  op->plan = td_compiled_plan(op->compiled);
+  if (v == TD_TP_COPY_ENGINE) {
+    TD_CHECK(td__tp_plan_copy_engine(op->plan, &op->plan_ce));
+    op->plan = op->plan_ce;
+  }
+  for (int i = 0; i < 3; i++)
+    op->bufs[i] = op->vals[i] >= 0 ? td_compiled_buffer(op->compiled, op->vals[i]) : -1;
+  int64_t tr, tc;
+  td_compiled_choices(op->compiled, &op->compute_workers, &op->comm_workers, &op->chunks, &tr, &tc);
+  td_prediction pr;
+  op->predicted_s = td_compiled_predict(op->compiled, &pr) == TD_OK ? pr.makespan_s : -1;
+  return TD_OK;
+}
+
+td_status td__tp_create(td_team *team, const td__tp_desc *d, const td_tp_opts *opts, td_tp_op **out) {
+  const char *kn = td_tp_kind_name(d->kind);
+  if (!team)
+    return td__error(TD_ERR_INVALID_ARG, "%s: team is NULL", kn);
+  td_tp_opts o;
+  if (opts)
+    o = *opts;
+  else
+    td_tp_opts_init(&o);
+  /* A NULL out is this rank's bug: it still joins the check so peers fail too. */
+  td__tp_desc dd = *d;
+  td_status st = td__tp_check(team, &dd, &o, out != NULL);
+  if (st != TD_OK)
+    return st;
+  td_tp_op *op = calloc(1, sizeof *op);
+  if (!op)
+    return td__error(TD_ERR_NO_MEMORY, "%s: out of memory", kn);
+  op->d = dd;
+  op->team = team;
+  op->nranks = td_team_size(team);
+  op->rank = td_team_rank(team);
+  op->opts = o;
+  st = td__tp_build(op);
+  if (st == TD_OK) {
+    td_exec_opts eo;
+    td_exec_opts_init(&eo);
+    eo.backend = o.backend;
+    eo.timeout_ms = o.timeout_ms;
+    eo.cuda_stream = o.cuda_stream;
+    if (o.backend == TD_EXEC_CPU) {
+      eo.compute_workers = o.compute_workers ? o.compute_workers : op->compute_workers;
+      eo.comm_workers = o.comm_workers ? o.comm_workers : op->comm_workers;
+    } else { /* cuda: blocks per role; 0 = the executor's co-residency-aware split */
+      eo.compute_workers = o.compute_workers;
+      eo.comm_workers = o.comm_workers;
+    }
+    op->compute_workers = eo.compute_workers;
+    op->comm_workers = eo.comm_workers;
+    st = td_exec_create(op->plan, team, &eo, &op->exec);
+    if (st != TD_OK)
+      td__error_prefix("%s: ", kn);
+  }
+  if (st != TD_OK) {
+    td_compiled_destroy(op->compiled);
+    td_plan_destroy(op->plan_ce);
+    free(op);
+    return st;
+  }
+  *out = op;
+  return TD_OK;
+}
+
+td_status td__tp_run(td_tp_op *op, td_tp_kind kind, void *c, const void *a, const void *b) {
+  if (!op)
+    return td__error(TD_ERR_INVALID_ARG, "%s: op is NULL", td_tp_kind_name(kind));
+  const char *kn = td_tp_kind_name(kind);
+  if (op->d.kind != kind)
+    return td__error(TD_ERR_INVALID_ARG, "%s: the operator was created as %s; call td_%s%s with it", kn,
+                     td_tp_kind_name(op->d.kind), op->d.kind == TD_TP_ALL_REDUCE ? "ll_" : "",
+                     td_tp_kind_name(op->d.kind));
+  if (op->failed)
+    return td__error(TD_ERR_STATE, "%s: an earlier call failed; the operator can only be destroyed", kn);
+  const void *ptr[3] = {a, b, c};
+  static const char *const names[3] = {"A", "B", "C"};
+  for (int i = 0; i < 3; i++)
+    if (op->bufs[i] >= 0 && !ptr[i])
+      return td__error(TD_ERR_INVALID_ARG, "%s: operand %s is NULL on rank %d; pass a buffer of %zu bytes "
+                       "(td_tp_operand)", kn, op->d.kind == TD_TP_ALL_REDUCE ? (i ? "dst" : "src") : names[i],
+                       op->rank, (size_t)0 + (size_t)td_plan_buffer(op->plan, op->bufs[i])->rows *
+                       (size_t)td_plan_buffer(op->plan, op->bufs[i])->cols * td_dtype_size(op->d.dtype));
+  if (op->d.kind == TD_TP_ALL_REDUCE) {
+    size_t bytes = op->d.count * td_dtype_size(op->d.dtype);
+    const char *x = a, *y = c;
+    if (x < y + bytes && y < x + bytes)
+      return td__error(TD_ERR_INVALID_ARG, "all_reduce: src %p and dst %p overlap (%zu bytes each); pass "
+                       "separate buffers", a, (void *)c, bytes);
+  }
+  for (int i = 0; i < 3; i++)
+    if (op->bufs[i] >= 0 && ptr[i] != op->bound[i]) {
+      td_status st = td_exec_bind(op->exec, op->bufs[i], (void *)ptr[i]);
+      if (st != TD_OK)
+        return st;
+      op->bound[i] = ptr[i];
+    }
+  td_status st = td_exec_run(op->exec);
+  if (st != TD_OK) {
+    op->failed = 1;
+    td__error_prefix("%s: ", kn);
+  }
+  return st;
+}
+
+td_status td_tp_operand(const td_tp_op *op, td_tp_operand_id which, int rank, td_tp_layout *out) {
+  if (!op || !out)
+    return td__error(TD_ERR_INVALID_ARG, "td_tp_operand: op or out is NULL");
+  if ((int)which < 0 || which > TD_TP_C || rank < 0 || rank >= op->nranks)
+    return td__error(TD_ERR_INVALID_ARG, "td_tp_operand: operand %d (0..2) or rank %d (0..%d) out of range",
+                     (int)which, rank, op->nranks - 1);
+  td_tp_layout l = {0};
+  int32_t b = op->bufs[which];
+  if (b >= 0) {
+    const td_buffer_desc *bd = td_plan_buffer(op->plan, b);
+    l.bytes = (size_t)bd->rows * (size_t)bd->cols * td_dtype_size(bd->dtype);
+    if (op->d.kind == TD_TP_ALL_REDUCE) { /* a flat vector to the caller */
+      l.rows = 1, l.cols = l.ld = (int64_t)op->d.count;
+    } else {
+      td_compiled_local_shape(op->compiled, op->vals[which], rank, &l.row0, &l.rows, &l.col0, &l.cols);
+      l.ld = bd->cols;
+    }
+  }
+  *out = l;
+  return TD_OK;
+}
+
+void td_tp_choices(const td_tp_op *op, td_tp_variant *variant, int *chunks, int *compute_workers,
+                   int *comm_workers) {
+  if (!op)
+    return;
+  if (variant)
+    *variant = op->variant;
+  if (chunks)
+    *chunks = op->chunks;
+  if (compute_workers)
+    *compute_workers = op->compute_workers;
+  if (comm_workers)
+    *comm_workers = op->comm_workers;
+}
+
+double td_tp_predicted_seconds(const td_tp_op *op) { return op ? op->predicted_s : -1; }
+
+td_status td_tp_destroy(td_tp_op *op) {
+  if (!op)
+    return TD_OK;
+  td_status st = td_exec_destroy(op->exec);
+  td_compiled_destroy(op->compiled);
+  td_plan_destroy(op->plan_ce);
+  free(op);
+  return st;
+}
