@@ -135,11 +135,62 @@ static void test_diagnostic_status(void **state) {
   assert_non_null(strstr(msg, "needed value eq 9, observed 2"));
 }
 
+/* The barrier area cannot be allocated: the heap is full. */
+static td_status full_heap_rank(td_world *w, int rank, void *arg) {
+  (void)rank;
+  (void)arg;
+  td_team *team = td_world_team(w);
+  size_t used = 0, total = 0;
+  td_symm_usage(w, &used, &total);
+  void *all = NULL;
+  RT_OK(td_symm_alloc(team, total - used, 8, &all));
+  td_dev_ctx c;
+  RT_CHECK(td_dev_ctx_cpu(team, &c) == TD_ERR_HEAP_EXHAUSTED);
+  RT_CHECK(strstr(td_last_error(), "td_dev_ctx_cpu: allocating the barrier signal area") != NULL);
+  RT_OK(td_symm_free(team, all));
+  /* with room again, the same team gets its context */
+  RT_OK(td_dev_ctx_cpu(team, &c));
+  return TD_OK;
+}
+static void test_ctx_heap_exhausted(void **state) {
+  td_world_opts o;
+  td_world_opts_init(&o);
+  o.heap_size = 64 << 10;
+  assert_int_equal(td_local_world_run(2, &o, full_heap_rank, NULL), TD_OK);
+}
+
+/* Rank 0 fails; rank 1's device-API wait ends with TD_ERR_PEER_FAILED naming
+ * it, long before the deadline. */
+static td_status fail_or_wait_rank(td_world *w, int rank, void *arg) {
+  td_dev_ctx c;
+  RT_OK(td_dev_ctx_cpu(td_world_team(w), &c));
+  uint64_t *sig = NULL;
+  RT_OK(td_symm_alloc(td_world_team(w), sizeof *sig, 8, (void **)&sig));
+  *sig = 0;
+  RT_OK(td_dev_barrier_all_block(&c));
+  if (rank == 0)
+    return td__error(TD_ERR_INVALID_ARG, "rank 0 gives up on purpose");
+  td_status st = td_dev_signal_wait_until(&c, sig, TD_CMP_EQ, 1);
+  int *seen = arg;
+  *seen = st == TD_ERR_PEER_FAILED && strstr(td_last_error(), "rank 0 failed") != NULL;
+  return st;
+}
+static void test_wait_sees_peer_failure(void **state) {
+  td_world_opts o;
+  td_world_opts_init(&o);
+  o.timeout_ms = 30000;
+  int seen = 0;
+  assert_int_equal(td_local_world_run(2, &o, fail_or_wait_rank, &seen), TD_ERR_INVALID_ARG);
+  assert_non_null(strstr(td_last_error(), "gives up on purpose"));
+  assert_true(seen);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_ctx_null_arguments), cmocka_unit_test(test_ctx_null_out),
       cmocka_unit_test(test_ctx_team_too_large), cmocka_unit_test(test_foreign_context),
       cmocka_unit_test(test_deadline_diagnostic), cmocka_unit_test(test_diagnostic_status),
+      cmocka_unit_test(test_ctx_heap_exhausted),  cmocka_unit_test(test_wait_sees_peer_failure),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -179,6 +179,11 @@ static void test_alloc_and_ctx_errors(void **state) {
   assert_int_equal(td_cuda_local_create(&o, &bad), TD_ERR_INVALID_ARG);
   assert_non_null(strstr(td_last_error(), "rank 1 on device 7"));
   assert_null(bad);
+  o.devices = NULL;
+  o.heap_size = (size_t)1 << 40; /* 1 TiB per rank: more than any GPU has */
+  assert_int_equal(td_cuda_local_create(&o, &bad), TD_ERR_NO_MEMORY);
+  assert_non_null(strstr(td_last_error(), "lower heap_size"));
+  assert_null(bad);
   td_cuda_local_destroy(cl);
 }
 
