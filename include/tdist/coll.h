@@ -16,6 +16,20 @@
  *
  * Reductions of f16/bf16 accumulate in f32 in team-rank order 0..n-1 and
  * round once, so results are identical on every rank and reproducible.
+ * Every reduction combines in that order (f32/f64 too), so all ranks get the
+ * same bits; integer sum/prod wrap (two's complement). u8 (raw bytes) may be
+ * moved but not reduced.
+ *
+ * In-place forms: td_all_gather with src == dst + rank*count; td_reduce_scatter
+ * with dst == src + (this rank's td_chunk_range offset); td_all_reduce with
+ * dst == src; td_broadcast at the root with dst == src. Any other overlap of
+ * dst and src is TD_ERR_INVALID_ARG; all_to_all(v) have no in-place form.
+ *
+ * A rank whose own arguments are invalid returns TD_ERR_INVALID_ARG and its
+ * peers fail the same call at once with TD_ERR_MISMATCH (not at their
+ * deadline). The first call on a team allocates, collectively, a symmetric
+ * control and scratch block (about 2 MiB; less on a small heap; else
+ * TD_ERR_HEAP_EXHAUSTED), freed with the team. Thread-safety: one call at a time per rank handle.
  *
  * Common errors: TD_ERR_INVALID_ARG (NULL buffer with count > 0, bad dtype or
  * op, overlapping dst/src where not allowed), TD_ERR_MISMATCH, TD_ERR_TIMEOUT,

@@ -9,6 +9,7 @@
  * peers' doorbells, wait until every peer's slot carries the same seq. See
  * coll_internal.h for why two slots and two regions suffice. */
 #include <inttypes.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -189,10 +190,19 @@ static inline void td__coll_relax(void) {
 #endif
 }
 
-/* Polls *w for up to c->spin_ns; 1 when it reached s. */
+/* Polls *w for up to c->spin_ns; 1 when it reached s. When ranks outnumber
+ * cores the rank we wait for may need this core: poll once per sched_yield
+ * instead (as Open MPI does when oversubscribed), a bounded number of times,
+ * then leave the rest to the runtime's wait, which can sleep. */
 static int td__coll_spin(const td__coll *c, const _Atomic uint64_t *w, uint64_t s) {
-  if (c->spin_ns <= 0)
+  if (c->spin_ns <= 0) {
+    for (int i = 0; i < TD__COLL_YIELDS; i++) {
+      if (atomic_load_explicit(w, memory_order_acquire) >= s)
+        return 1;
+      sched_yield();
+    }
     return 0;
+  }
   int64_t until = 0;
   for (unsigned i = 1;; i++) {
     if (atomic_load_explicit(w, memory_order_acquire) >= s)

@@ -47,6 +47,8 @@
  * hands it to another job for a whole time slice (Open MPI likewise polls
  * without yielding unless oversubscribed). */
 #define TD__COLL_SPIN_NS 200000
+/* When ranks outnumber cores: polls, each after a sched_yield, before the runtime's wait. */
+#define TD__COLL_YIELDS 256
 /* Slot loc value: no data in memory (inline, or nothing to read). */
 #define TD__COLL_LOC_NONE UINT64_MAX
 
