@@ -8,6 +8,7 @@
  * The simulation is also a static check: a wait that no raise ever meets is
  * reported (TD_ERR_SCHEDULE naming rank, task and signal). */
 #include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 
 #include "compiler/compiler.h"
@@ -283,6 +284,11 @@ td_status td_compiled_explain(const td_compiled *c, FILE *out) {
   fprintf(out, "choices: %d compute + %d comm workers per rank, %d chunk%s per rank part, tiles %lld rows x %s cols\n",
           c->compute_workers, c->comm_workers, c->chunks, c->chunks > 1 ? "s" : "", (long long)c->tile_rows,
           c->tile_cols ? "tile_cols" : "all");
+  int cores = c->model.cores > 0 ? c->model.cores : (int)sysconf(_SC_NPROCESSORS_ONLN);
+  if (cores > 0 && c->n * (c->compute_workers + c->comm_workers) > cores)
+    fprintf(out, "note: %d ranks x %d workers > %d cores: comm workers share cores with compute workers, so\n"
+            "      hidden communication still costs CPU time (the prediction assumes it does not)\n",
+            c->n, c->compute_workers + c->comm_workers, cores);
   fprintf(out, "model: alpha %.2f us, beta %.2f GB/s, %.1f GFLOP/s per worker, memory %.2f GB/s, task %.2f us\n",
           c->model.alpha_s * 1e6, c->model.beta_bytes_s / 1e9, c->model.flops_s / 1e9,
           c->model.mem_bytes_s / 1e9, c->model.task_overhead_s * 1e6);
