@@ -252,32 +252,34 @@ TD_DEVICE uint64_t td_dev_signal_fetch(const td_dev_ctx *ctx, const uint64_t *si
 
 /* ---- waits -------------------------------------------------------------- */
 
-/* Slow path of a wait whose deadline passed: claim and fill the record. */
-static __device__ __noinline__ td_status td_dev__timeout(const td_dev_ctx *ctx,
-                                                         const uint64_t *word, td_cmp cmp,
-                                                         uint64_t value, uint64_t observed,
-                                                         uint64_t waited_ns) {
-  if (ctx->diag_lock && atomicCAS(ctx->diag_lock, 0u, 1u) == 0u) {
-    volatile td_dev_diagnostic *d = ctx->diag;
-    uintptr_t base = ctx->peer_base[ctx->rank];
+/* Slow path of a wait whose deadline passed: claim and fill the record. It
+ * takes the context's fields by value, not the context's address, so a
+ * kernel's by-value td_dev_ctx parameter is not copied to local memory. */
+static __device__ __noinline__ td_status td_dev__timeout(td_dev_diagnostic *diag, uint32_t *lock,
+                                                         uint32_t flags, int rank, uintptr_t base,
+                                                         uint64_t heap_size, const uint64_t *word,
+                                                         td_cmp cmp, uint64_t value,
+                                                         uint64_t observed, uint64_t waited_ns) {
+  if (lock && atomicCAS(lock, 0u, 1u) == 0u) {
+    volatile td_dev_diagnostic *d = diag;
     uintptr_t w = (uintptr_t)word;
-    d->rank = ctx->rank;
-    d->owner = ctx->rank;
+    d->rank = rank;
+    d->owner = rank;
     d->block = td_dev__block_index();
     d->thread = td_dev__thread_index();
     d->cmp = (uint32_t)cmp;
-    d->offset = (w >= base && w < base + ctx->heap_size) ? (uint64_t)(w - base) : ~(uint64_t)0;
+    d->offset = (w >= base && w < base + heap_size) ? (uint64_t)(w - base) : ~(uint64_t)0;
     d->expected = value;
     d->observed = observed;
     d->waited_ns = waited_ns;
     __threadfence_system();
     d->state = 2;
     __threadfence_system();
-    if (!(ctx->flags & TD_DEV_RETURN_ON_TIMEOUT))
+    if (!(flags & TD_DEV_RETURN_ON_TIMEOUT))
       __trap();
     return TD_ERR_TIMEOUT;
   }
-  if (!(ctx->flags & TD_DEV_RETURN_ON_TIMEOUT))
+  if (!(flags & TD_DEV_RETURN_ON_TIMEOUT))
     __trap();
   return TD_ERR_PEER_FAILED;
 }
@@ -295,7 +297,9 @@ TD_DEVICE td_status td_dev__wait_word(const td_dev_ctx *ctx, const uint64_t *wor
     if ((polls & 63) == 0) {
       const uint64_t waited = td_dev__globaltimer() - start;
       if (waited > ctx->timeout_ns)
-        return td_dev__timeout(ctx, word, cmp, value, v, waited);
+        return td_dev__timeout(ctx->diag, ctx->diag_lock, ctx->flags, ctx->rank,
+                               ctx->peer_base[ctx->rank], ctx->heap_size, word, cmp, value, v,
+                               waited);
       /* Another wait failed: in return mode stop too, so the kernel ends. */
       if ((ctx->flags & TD_DEV_RETURN_ON_TIMEOUT) && ctx->diag_lock &&
           *(volatile uint32_t *)ctx->diag_lock != 0)
