@@ -13,6 +13,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#ifndef TD_INCLUDE_DIR
+#define TD_INCLUDE_DIR "include"
+#endif
+
 #include "tdist/device.h"
 
 static const char *kernel_src =
@@ -57,7 +61,7 @@ static const char *kernel_src =
 
 static void compile_for(const char *arch) {
   char inc[4096], defs[3][64], archopt[64];
-  snprintf(inc, sizeof inc, "-I%s/include", getenv("TD_SOURCE_DIR") ? getenv("TD_SOURCE_DIR") : ".");
+  snprintf(inc, sizeof inc, "-I%s", TD_INCLUDE_DIR);
   snprintf(archopt, sizeof archopt, "--gpu-architecture=%s", arch);
   snprintf(defs[0], sizeof defs[0], "-DCTX_SIZE=%zu", sizeof(td_dev_ctx));
   snprintf(defs[1], sizeof defs[1], "-DALIGN=%zu", _Alignof(td_dev_ctx));
