@@ -223,12 +223,13 @@ __device__ __forceinline__ void td__gemm_put_quad(td__u16 *rowp, int col0, int n
 }
 
 /* Raises the signals covering rows [row0, row_end) of a finished tile. Called
- * by one thread after a barrier that follows every thread's stores: the
- * system-scope fence makes those stores visible before the release add. */
+ * by one thread after a barrier (or mbarrier hand-off) that follows every
+ * thread's stores: the system-scope acquire-release fence (cumulative) makes
+ * those stores visible before the release add; lighter than fence.sc. */
 template <unsigned HOOKS>
 __device__ __forceinline__ void td__gemm_raise_rows(const td_gemm_hooks &h, long long row0,
                                                     long long row_end) {
-  __threadfence_system();
+  asm volatile("fence.acq_rel.sys;" ::: "memory");
   long long r = row0;
   while (r < row_end) {
     long long peer = 0, local = r, span_end = row_end;

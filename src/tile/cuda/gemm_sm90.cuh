@@ -62,6 +62,15 @@ __device__ __forceinline__ void td__mbar_wait(td__u32 bar, td__u32 parity) {
       : "memory");
 }
 
+/* Non-blocking: has the phase of the given parity completed? */
+__device__ __forceinline__ bool td__mbar_test(td__u32 bar, td__u32 parity) {
+  td__u32 done;
+  asm volatile(
+      "{\n.reg .pred p;\nmbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+      "selp.u32 %0, 1, 0, p;\n}" : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+  return done != 0;
+}
+
 __device__ __forceinline__ void td__tma_load_2d(td__u32 dst, const td__tensor_map *map, td__u32 bar,
                                                 int x, int y) {
   asm volatile(
@@ -257,32 +266,36 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
         };
         int kb = 0;
         if constexpr (WAIT) {
-          /* B (the weights) never waits: claim the first stages and start their B
-           * loads, then wait for the tile's A rows, so the signal check hides
-           * behind the B traffic. */
+          /* B (the weights) never waits: while the tile's A rows are not known
+           * to be ready, claim stages and start only their B loads, so a signal
+           * check in progress hides behind B traffic; once ready (usually at
+           * once: the waiter runs ahead), issue the A loads owed and go on. */
           const int pre = nk < STAGES ? nk : STAGES;
-          int st = stage;
+          const td__u32 rb = ready + 8 * (i & 1), rp = (i >> 1) & 1;
+          int st = stage, claimed = 0;
           td__u32 ph = phase;
-          for (int j = 0; j < pre; j++) {
+          bool ok = td__mbar_test(rb, rp);
+          while (!ok && claimed < pre) {
             claim(st, ph);
-            load_b(st, j);
+            load_b(st, claimed++);
             if (++st == STAGES) {
               st = 0;
               ph ^= 1;
             }
+            ok = td__mbar_test(rb, rp);
           }
-          td__mbar_wait(ready + 8 * (i & 1), (i >> 1) & 1);
+          if (!ok)
+            td__mbar_wait(rb, rp);
           td__mbar_arrive(ready_free + 8 * (i & 1));
           /* TMA reads through the async proxy: order it after the acquire. */
           asm volatile("fence.proxy.async.global;" ::: "memory");
-          for (int j = 0; j < pre; j++) {
-            load_a(stage, j);
+          for (; kb < claimed; kb++) {
+            load_a(stage, kb);
             if (++stage == STAGES) {
               stage = 0;
               phase ^= 1;
             }
           }
-          kb = pre;
         }
         for (; kb < nk; kb++) {
           claim(stage, phase);
