@@ -172,12 +172,43 @@ static void test_acquire_release(void **state) { rt_run_all(NULL, ldst_rank, NUL
 static void test_barrier_1000(void **state) { rt_run_all(NULL, barrier_rank, NULL); }
 static void test_epochs_without_reset(void **state) { rt_run_all(NULL, epoch_rank, NULL); }
 
+/* A sub-team (even world ranks): the context's ranks, peers and barrier are
+ * the team's; odd ranks are not members and get no team. */
+static td_status subteam_rank(td_world *w, int rank, void *arg) {
+  (void)arg;
+  const int n = td_world_size(w), members = (n + 1) / 2;
+  td_team *even = NULL;
+  RT_OK(td_team_split_strided(td_world_team(w), 0, 2, members, &even));
+  if (rank % 2) {
+    RT_CHECK(even == NULL);
+    return TD_OK;
+  }
+  td_dev_ctx c;
+  RT_OK(td_dev_ctx_cpu(even, &c));
+  RT_CHECK(c.rank == rank / 2 && c.n_pes == members && c.world_rank == rank);
+  uint64_t *slot = NULL;
+  RT_OK(td_symm_alloc(even, (size_t)members * sizeof(uint64_t), 0, (void **)&slot));
+  memset(slot, 0, (size_t)members * sizeof(uint64_t));
+  RT_OK(td_dev_barrier_all_block(&c));
+  for (int p = 0; p < members; p++) {
+    const uint64_t v = 1000u + (uint64_t)rank;
+    td_dev_putmem_signal(&c, &slot[c.rank], &v, 0, &slot[c.rank], v, TD_SIGNAL_SET, p);
+  }
+  RT_OK(td_dev_wait_until_all_block(&c, slot, members, TD_CMP_GE, 1000, TD_SCOPE_SYS));
+  for (int q = 0; q < members; q++)
+    RT_CHECK(slot[q] == 1000u + 2u * (uint64_t)q);
+  RT_OK(td_dev_barrier_all_block(&c));
+  RT_OK(td_symm_free(even, slot));
+  return td_team_destroy(even);
+}
+static void test_subteam(void **state) { rt_run_all(NULL, subteam_rank, NULL); }
+
 int main(int argc, char **argv) {
   rt_parse_args(argc, argv);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_comparisons),          cmocka_unit_test(test_group_waits),
       cmocka_unit_test(test_acquire_release),      cmocka_unit_test(test_barrier_1000),
-      cmocka_unit_test(test_epochs_without_reset),
+      cmocka_unit_test(test_epochs_without_reset), cmocka_unit_test(test_subteam),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
