@@ -293,6 +293,23 @@ static void td__make_buffers(td__lower *L) {
       if (only_gemm)
         bdt = TD_F32;
     }
+    /* cpu: a 16-bit GEMM's partial sums that only a reduce_scatter reads stay
+     * in f32 (the GEMM tile computes in f32 anyway): no rounding of each
+     * rank's addend, and the reduction runs on f32 without conversions. */
+    if (V->op == TD_OP_MATMUL && V->layout.kind == TD_LAYOUT_PARTIAL && V->dtype != TD_F32 &&
+        !L->o.backend_cuda && !V->is_output) {
+      int only_rs = 1, uses = 0;
+      for (td_value u = v + 1; u < L->p->nvals; u++) {
+        const td__val *U = &L->p->vals[u];
+        if (U->in[0] == v || U->in[1] == v) {
+          uses++;
+          if (U->op != TD_OP_REDUCE_SCATTER)
+            only_rs = 0;
+        }
+      }
+      if (only_rs && uses)
+        bdt = TD_F32;
+    }
     int peer_written = V->op == TD_OP_ALL_GATHER || V->op == TD_OP_ALL_TO_ALL || V->op == TD_OP_ALL_REDUCE;
     char name[40];
     td__val_label(L->p, v, name, sizeof name);

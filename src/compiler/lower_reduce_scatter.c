@@ -49,8 +49,20 @@ td_status td__rs_core(td__lower *L, const char *tag, td_value src_rv, int32_t sr
   td__rs_geom g = {L->n, L->chunks, dim, R, C, dim == 0 ? (R + L->n - 1) / L->n : R};
   int n = g.n, chunks = g.chunks;
   char name[40];
+  /* The pieces travel and are summed in the partial's buffer dtype (f32 when
+   * the compiler keeps a 16-bit GEMM's partial sums in f32, see lower.c); if
+   * that differs from the result's, the chain sums into an f32 accumulator
+   * and a last element-wise copy rounds each piece into the result. */
+  td_dtype pdt = td_plan_buffer(L->plan, src_buf)->dtype;
+  const td_buffer_desc *dd = td_plan_buffer(L->plan, dst_buf);
+  int32_t acc = dst_buf;
+  if (pdt != dd->dtype) {
+    snprintf(name, sizeof name, "%.20s.acc", tag);
+    acc = td__buffer(L, name, TD_BUF_LOCAL, pdt, dd->rows, dd->cols);
+  }
+  (void)dtype;
   snprintf(name, sizeof name, "%.20s.recv", tag);
-  int32_t recv = n > 1 ? td__buffer(L, name, TD_BUF_SYMM, dtype, (int64_t)n * g.slot_rows,
+  int32_t recv = n > 1 ? td__buffer(L, name, TD_BUF_SYMM, pdt, (int64_t)n * g.slot_rows,
                                     dim == 0 ? C : (C + n - 1) / n)
                        : -1;
   uint32_t *sig = malloc(sizeof *sig * (size_t)n * (size_t)chunks * 2);
@@ -92,7 +104,7 @@ td_status td__rs_core(td__lower *L, const char *tag, td_value src_rv, int32_t sr
                      .worker = TD_WORKER_COMM, .op = TD_SUM};
         t.a = td__view(recv, TD_PEER_SELF, (int64_t)s * g.slot_rows + lr0, 0, rows, cols);
         t.b.buf = -1;
-        t.c = td__view(dst_buf, TD_PEER_SELF, lr0, 0, rows, cols);
+        t.c = td__view(acc, TD_PEER_SELF, lr0, 0, rows, cols);
         td__label(&t, "rs %s c%d <-%d", chain[j] == UINT32_MAX ? "copy" : "add", j, s);
         chain[j] = td__emit(L, r, &t, &need, NULL, 0);
       }
@@ -108,9 +120,19 @@ td_status td__rs_core(td__lower *L, const char *tag, td_value src_rv, int32_t sr
                    .worker = TD_WORKER_COMM, .op = TD_SUM};
       t.a = td__view(src_buf, TD_PEER_SELF, r0, c0, rows, cols);
       t.b.buf = -1;
-      t.c = td__view(dst_buf, TD_PEER_SELF, lr0, 0, rows, cols);
+      t.c = td__view(acc, TD_PEER_SELF, lr0, 0, rows, cols);
       td__label(&t, "rs %s c%d own", chain[j] == UINT32_MAX ? "copy" : "add", j);
       chain[j] = td__emit(L, r, &t, &need, NULL, 0);
+      if (acc != dst_buf) { /* round the f32 sum into the result */
+        td__need_clear(&need);
+        td__need_task(&need, chain[j]);
+        td_task e = {.kind = TD_TASK_EWISE, .worker = TD_WORKER_COMM, .op = TD_EW_COPY, .alpha = 1.0f};
+        e.a = td__view(acc, TD_PEER_SELF, lr0, 0, rows, cols);
+        e.b.buf = -1;
+        e.c = td__view(dst_buf, TD_PEER_SELF, lr0, 0, rows, cols);
+        td__label(&e, "rs round c%d", j);
+        chain[j] = td__emit(L, r, &e, &need, NULL, 0);
+      }
       td__ready_task(L, dst_rv, r, lr0, rows, chain[j]);
       td__ready_order(L, dst_rv, r, lr0, rows);
     }
