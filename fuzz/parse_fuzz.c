@@ -24,7 +24,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       small = 0;
   }
   if (small && td_program_nvalues(p) <= 24) {
-    static const td_perf_model model = {5e-6, 4e9, 2e10, 5e9, 3e-6, 2};
+    static const td_perf_model model = {5e-6, 4e9, 2e10, 5e9, 3e-6, 2, 1e-8};
     td_compile_opts co;
     td_compile_opts_init(&co);
     co.nranks = 1 + (int)(size % 5);

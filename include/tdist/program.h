@@ -170,6 +170,7 @@ typedef struct td_perf_model {
   double mem_bytes_s;     /* memory bandwidth of one worker for element-wise tiles */
   double task_overhead_s; /* executor cost of one task */
   int cores;              /* cores of the machine (0 = detect) */
+  double transcendental_s; /* extra cost per element of gelu/silu (tanh, exp) */
 } td_perf_model;
 
 /** Fills *model with the calibrated constants of this machine

@@ -327,6 +327,25 @@ td_status td_compiled_explain(const td_compiled *c, FILE *out) {
       }
       fputc('\n', out);
     }
+    /* A text Gantt chart of the prediction: one row per worker class, 64
+     * columns over the launch; each column shows the kind of task running
+     * there (G gemm, E element-wise, C copy/put, R reduce, N rmsnorm, - nop, . idle). */
+    enum { W = 64 };
+    for (int k = 0; k < 2 && S.makespan_s > 0; k++) {
+      char row[W + 1];
+      memset(row, '.', W);
+      row[W] = 0;
+      for (uint32_t i = 0; i < s->ntasks; i++) {
+        const td_task *t = &s->tasks[i];
+        if (td__class(t) != k)
+          continue;
+        int c0 = (int)(S.start[r][i] / S.makespan_s * W), c1 = (int)(S.end[r][i] / S.makespan_s * W);
+        static const char sym[] = "-GCREN";
+        for (int col = c0; col <= c1 && col < W; col++)
+          row[col] = (unsigned)t->kind < 6 ? sym[t->kind] : '?';
+      }
+      fprintf(out, "  %-7s |%s|\n", k == 0 ? "compute" : "comm", row);
+    }
     fprintf(out, "  predicted: ends at %.1f us; communication %.1f us, %.0f%% hidden under compute\n",
             S.rank_end[r] * 1e6, S.rank_comm[r] * 1e6,
             S.rank_comm[r] > 0 ? 100.0 * S.rank_hidden[r] / S.rank_comm[r] : 0.0);

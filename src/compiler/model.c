@@ -26,6 +26,7 @@ static void td__model_defaults(td_perf_model *m) {
   m->mem_bytes_s = 5e9;
   m->task_overhead_s = 3e-6;
   m->cores = 0;
+  m->transcendental_s = 1e-8;
 }
 
 static int td__calib_path(char *path, size_t size, int make_dirs) {
@@ -68,7 +69,7 @@ void td_perf_model_load(td_perf_model *m) {
     double *dst;
   } keys[] = {{"alpha_s", &m->alpha_s},       {"beta_bytes_s", &m->beta_bytes_s},
               {"flops_s", &m->flops_s},       {"mem_bytes_s", &m->mem_bytes_s},
-              {"task_overhead_s", &m->task_overhead_s}};
+              {"task_overhead_s", &m->task_overhead_s}, {"transcendental_s", &m->transcendental_s}};
   for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
     cJSON *it = cJSON_GetObjectItemCaseSensitive(j, keys[i].key);
     if (cJSON_IsNumber(it) && it->valuedouble > 0)
@@ -93,6 +94,7 @@ td_status td_perf_model_save(const td_perf_model *m, char *path_out, size_t path
   cJSON_AddNumberToObject(j, "mem_bytes_s", m->mem_bytes_s);
   cJSON_AddNumberToObject(j, "task_overhead_s", m->task_overhead_s);
   cJSON_AddNumberToObject(j, "cores", m->cores);
+  cJSON_AddNumberToObject(j, "transcendental_s", m->transcendental_s);
   char *text = cJSON_Print(j);
   cJSON_Delete(j);
   FILE *f = text ? fopen(path, "wb") : NULL;
@@ -193,8 +195,12 @@ double td__model_task_seconds(const td_perf_model *m, const td_plan *plan, const
     else
       s += 2.0 * elems * es / m->mem_bytes_s;
     break;
-  case TD_TASK_REDUCE:
   case TD_TASK_EWISE:
+    if (t->op == TD_EW_GELU || t->op == TD_EW_SILU)
+      s += elems * m->transcendental_s;
+    s += 3.0 * elems * es / m->mem_bytes_s;
+    break;
+  case TD_TASK_REDUCE:
   case TD_TASK_RMSNORM:
     s += 3.0 * elems * es / m->mem_bytes_s;
     break;

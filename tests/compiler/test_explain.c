@@ -18,7 +18,7 @@
 
 #include "tdist/tdist.h"
 
-static const td_perf_model model = {5e-6, 4e9, 2e10, 5e9, 3e-6, 2};
+static const td_perf_model model = {5e-6, 4e9, 2e10, 5e9, 3e-6, 2, 1e-8};
 
 static const char *mlp = "dim M = 8, H = 4, F = 8\ninput x : bf16[M, H] shard(0)\n"
                          "weight w1 : bf16[H, F] shard(1)\nweight w2 : bf16[F, H] shard(0)\n"

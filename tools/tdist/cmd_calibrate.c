@@ -147,6 +147,13 @@ int td_cmd_calibrate(int argc, char **argv) {
     return 1;
   }
   m.mem_bytes_s = 3.0 * 4.0 * (double)E / t;
+  double t_scale = t;
+  snprintf(text, sizeof text, "input x : f32[%lld, 1024]\noutput y = gelu(x)\n", (long long)(E / 1024));
+  if (!td__time_program(text, E / 1024, 3 * reps, &t)) {
+    fprintf(stderr, "tdist calibrate: gelu measurement failed: %s\n", td_last_error());
+    return 1;
+  }
+  m.transcendental_s = t > t_scale ? (t - t_scale) / (double)E : 1e-10;
   snprintf(text, sizeof text, "input x : f32[2048, 1]\noutput y = scale(x, 0.5)\n");
   if (!td__time_program(text, 1, 3 * reps, &t)) {
     fprintf(stderr, "tdist calibrate: task overhead measurement failed: %s\n", td_last_error());
@@ -163,6 +170,7 @@ int td_cmd_calibrate(int argc, char **argv) {
   printf("beta           %10.2f GB/s (4 MiB put between two ranks)\n", m.beta_bytes_s / 1e9);
   printf("flops          %10.2f GFLOP/s per compute worker (f32 GEMM tiles)\n", m.flops_s / 1e9);
   printf("memory         %10.2f GB/s per worker (element-wise tiles)\n", m.mem_bytes_s / 1e9);
+  printf("gelu/silu      %10.2f ns per element beyond memory traffic\n", m.transcendental_s * 1e9);
   printf("task overhead  %10.2f us\n", m.task_overhead_s * 1e6);
   printf("cores          %10d\nwritten to %s\n", m.cores, path);
   return 0;
