@@ -152,12 +152,21 @@ td_status td__lower_matmul(td__lower *L, td_value v) {
       b_rv = p->nvals + b;
     }
   }
+  /* AG -> GEMM: tiles of the rank's own rows read its shard directly, so the
+   * first tiles start at once instead of after the local copy into the
+   * gather buffer. */
+  td_value own_src = -1;
+  if (A->op == TD_OP_ALL_GATHER && A->dim == 0 && !ta && L->o.overlap)
+    own_src = A->in[0];
   td__need need = {0};
   char lab[40];
   td__val_label(p, v, lab, sizeof lab);
   for (int r = 0; r < L->n && L->st == TD_OK; r++) {
     int64_t orow0, orows, ocol0, ocols;
     td__local_extent(L, v, r, &orow0, &orows, &ocol0, &ocols);
+    size_t own_off = 0, own_len = 0;
+    if (own_src >= 0)
+      td_chunk_range((size_t)ar, L->n, r, &own_off, &own_len);
     if (orows == 0 || ocols == 0)
       continue;
     size_t k0 = 0, kl = (size_t)K;
@@ -179,13 +188,18 @@ td_status td__lower_matmul(td__lower *L, td_value v) {
         int64_t m = br0 + brows - i < L->tile_rows ? br0 + brows - i : L->tile_rows;
         for (int64_t j = 0; j < ocols; j += tc) {
           int64_t nn = ocols - j < tc ? ocols - j : tc;
+          int own = own_src >= 0 && i >= (int64_t)own_off && i + m <= (int64_t)(own_off + own_len);
           td__need_clear(&need);
-          td__need_rows(L, &need, a, r, i, m, whole_a);
+          if (own)
+            td__need_rows(L, &need, own_src, r, i - (int64_t)own_off, m, td__whole(L, own_src));
+          else
+            td__need_rows(L, &need, a, r, i, m, whole_a);
           td__need_rows(L, &need, b_rv, r, 0, INT64_MAX / 4, 1);
           td_task t = {.kind = TD_TASK_GEMM, .worker = TD_WORKER_COMPUTE, .alpha = 1.0f};
           t.op = (ta ? TD_GEMM_TRANS_A : 0) | (tb ? TD_GEMM_TRANS_B : 0);
           t.a = ta ? td__view(L->buf[a], TD_PEER_SELF, aK0, i, (int64_t)kl, m)
-                   : td__view(L->buf[a], TD_PEER_SELF, i, aK0, m, (int64_t)kl);
+                   : own ? td__view(L->buf[own_src], TD_PEER_SELF, i - (int64_t)own_off, aK0, m, (int64_t)kl)
+                         : td__view(L->buf[a], TD_PEER_SELF, i, aK0, m, (int64_t)kl);
           t.b = tb ? td__view(bbuf, TD_PEER_SELF, j, bK0, nn, (int64_t)kl)
                    : td__view(bbuf, TD_PEER_SELF, bK0, j, (int64_t)kl, nn);
           t.c = td__view(L->buf[v], TD_PEER_SELF, i, j, m, nn);
