@@ -109,6 +109,7 @@ int td_cmd_explain(int argc, char **argv) {
   co.overlap = !sequential;
   co.chunks_per_rank = (int)chunks;
   co.tile_rows = tile_rows;
+  co.backend_cuda = !strcmp(backend, "cuda"); /* no f32 weight prepacking or staging */
   td_compiled *c = NULL;
   int rc = 0;
   if (td_program_compile(prog, &co, &c) != TD_OK) {
