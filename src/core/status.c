@@ -53,7 +53,14 @@ void td__error_prefix(const char *fmt, ...) {
   vsnprintf(prefix, sizeof prefix, fmt, ap);
   va_end(ap);
   memcpy(old, td__msg, sizeof old);
-  snprintf(td__msg, sizeof td__msg, "%s%s", prefix, old);
+  /* Truncation is intended: the prefix wins, the tail of the old message goes. */
+  size_t plen = strlen(prefix);
+  if (plen >= sizeof td__msg)
+    plen = sizeof td__msg - 1;
+  memcpy(td__msg, prefix, plen);
+  size_t olen = strnlen(old, sizeof td__msg - 1 - plen);
+  memcpy(td__msg + plen, old, olen);
+  td__msg[plen + olen] = '\0';
 }
 
 const char *td_version(void) { return TD_VERSION_STRING; }
