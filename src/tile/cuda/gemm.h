@@ -5,8 +5,10 @@
  * Two parts live here:
  *  - the types the device code shares with its launchers (hook flags, the hook
  *    description passed by value into kernels). This part includes nothing, so
- *    NVRTC can compile gemm_sm90.cuh / gemm_sm80.cuh with it (the JIT passes
- *    this file as a header named "gemm.h");
+ *    NVRTC can compile gemm_sm90.cuh / gemm_sm80.cuh with it: either give NVRTC
+ *    the files as headers, or paste them into one source in the order gemm.h,
+ *    gemm_sm80_hooks.cuh, gemm_sm90_wgmma.cuh, gemm_sm90.cuh (or gemm_sm80.cuh)
+ *    after `#define TD_JIT_CONCAT`, which turns their #include lines off;
  *  - the host API (not seen by NVRTC): run one GEMM with a chosen tile
  *    configuration on a stream, list the configurations compiled into this
  *    build, pick a default one for a shape.

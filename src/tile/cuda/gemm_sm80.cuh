@@ -13,7 +13,9 @@
 #ifndef TD_TILE_CUDA_GEMM_SM80_CUH
 #define TD_TILE_CUDA_GEMM_SM80_CUH
 
+#ifndef TD_JIT_CONCAT /* the JIT pastes the pieces in order instead */
 #include "gemm_sm80_hooks.cuh"
+#endif
 
 template <int BM, int BN, int STAGES, int B_KN>
 struct td__gemm_sm80_shape {

@@ -10,7 +10,9 @@
 #ifndef TD_TILE_CUDA_GEMM_SM80_HOOKS_CUH
 #define TD_TILE_CUDA_GEMM_SM80_HOOKS_CUH
 
+#ifndef TD_JIT_CONCAT /* the JIT pastes the pieces in order instead */
 #include "gemm.h"
+#endif
 
 typedef unsigned int td__u32;
 typedef unsigned short td__u16;

@@ -25,8 +25,10 @@
 #ifndef TD_TILE_CUDA_GEMM_SM90_CUH
 #define TD_TILE_CUDA_GEMM_SM90_CUH
 
+#ifndef TD_JIT_CONCAT /* the JIT pastes the pieces in order instead */
 #include "gemm_sm80_hooks.cuh"
 #include "gemm_sm90_wgmma.cuh"
+#endif
 
 /* The 128-byte opaque CUtensorMap, declared here so that NVRTC needs no cuda.h. */
 struct __align__(64) td__tensor_map {
