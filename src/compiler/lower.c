@@ -171,6 +171,13 @@ uint32_t td__emit(td__lower *L, int rank, td_task *task, const td__need *need,
     L->st = td__error(TD_ERR_NO_MEMORY, "compile: out of memory");
     return UINT32_MAX;
   }
+  enum { TD__MAX_TASKS = 1 << 20 };
+  if (td_plan_schedule(L->plan, rank)->ntasks >= TD__MAX_TASKS) {
+    L->st = td__error(TD_ERR_INVALID_ARG, "compile: rank %d's schedule would exceed %d tasks (tiles of %lld "
+                      "rows are too small for these dims; raise the tile rows or lower the dims)",
+                      rank, (int)TD__MAX_TASKS, (long long)L->tile_rows);
+    return UINT32_MAX;
+  }
   uint32_t idx;
   td_status st = td_plan_add_task(L->plan, rank, task, need ? need->deps : NULL, need ? need->ndeps : 0,
                                   need ? need->waits : NULL, need ? need->nwaits : 0, raises, nraises, &idx);
@@ -409,6 +416,18 @@ td_status td_program_compile(const td_program *program, const td_compile_opts *o
   for (size_t i = 0; i < nv; i++)
     L.symbuf[i] = L.f32buf[i] = -1;
   td__model_choose(&L);
+  /* Refuse early what would take minutes to lower: an upper bound of row tiles per rank. */
+  double tiles = 0;
+  for (td_value v = 0; v < program->nvals; v++) {
+    int64_t R, C;
+    td__val_shape(program, v, &R, &C);
+    tiles += (double)R / (double)L.tile_rows + (double)L.n * L.chunks;
+  }
+  if (tiles > (double)(1 << 18)) {
+    td__lower_free(&L);
+    return td__error(TD_ERR_INVALID_ARG, "compile: about %.0f tiles per rank with tiles of %lld rows (at most "
+                     "%d): raise the tile rows or lower the dims", tiles, (long long)L.tile_rows, 1 << 18);
+  }
   td__make_buffers(&L);
   for (td_value v = 0; v < program->nvals && L.st == TD_OK; v++) {
     st = td__lower_value(&L, v);

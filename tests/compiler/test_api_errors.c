@@ -95,6 +95,22 @@ static void test_run_options(void **state) {
   td_program_destroy(p);
 }
 
+static void test_too_many_tiles(void **state) {
+  (void)state;
+  const char *text = "dim M = 1000000000\ninput x : f32[M, 4]\noutput y = gelu(x)\n";
+  td_program *p = NULL;
+  assert_int_equal(td_program_parse(text, strlen(text), "big.td", &p), TD_OK);
+  td_compile_opts co;
+  td_compile_opts_init(&co);
+  co.tile_rows = 8;
+  td_compiled *c = NULL;
+  assert_int_equal(td_program_compile(p, &co, &c), TD_ERR_INVALID_ARG);
+  assert_string_equal(td_last_error(), "compile: about 250000002 tiles per rank with tiles of 8 rows (at most "
+                                       "262144): raise the tile rows or lower the dims");
+  assert_null(c);
+  td_program_destroy(p);
+}
+
 static void test_calibration_without_home(void **state) {
   (void)state;
   char *home = getenv("HOME") ? strdup(getenv("HOME")) : NULL;
@@ -120,6 +136,7 @@ int main(void) {
       cmocka_unit_test(test_null_arguments),
       cmocka_unit_test(test_builder_values),
       cmocka_unit_test(test_run_options),
+      cmocka_unit_test(test_too_many_tiles),
       cmocka_unit_test(test_calibration_without_home),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
