@@ -24,7 +24,8 @@ static const char *mlp = "dim M = 8, H = 4, F = 8\ninput x : bf16[M, H] shard(0)
                          "weight w1 : bf16[H, F] shard(1)\nweight w2 : bf16[F, H] shard(0)\n"
                          "y = reduce_scatter(matmul(gelu(matmul(all_gather(x), w1)), w2))\noutput y\n";
 
-static td_compiled *compile(const char *text, const char *dims, int n, int overlap, int chunks, int64_t tile) {
+static td_compiled *compile(const char *text, const char *dims, int n, int overlap, int chunks, int64_t tile,
+                            int64_t one_shot) {
   td_program *p = NULL;
   assert_int_equal(td_program_parse(text, strlen(text), "e.td", &p), TD_OK);
   if (dims)
@@ -35,6 +36,7 @@ static td_compiled *compile(const char *text, const char *dims, int n, int overl
   co.overlap = overlap;
   co.chunks_per_rank = chunks;
   co.tile_rows = tile;
+  co.one_shot_bytes = one_shot;
   co.compute_workers = 1;
   co.comm_workers = 1;
   co.model = &model;
@@ -46,9 +48,12 @@ static td_compiled *compile(const char *text, const char *dims, int n, int overl
   return c;
 }
 
-static void test_golden(void **state) {
-  (void)state;
-  td_compiled *c = compile(mlp, NULL, 2, 1, 1, 2);
+static const char *attn = "dim M = 6, H = 4, QKV = 6\ninput x : f32[M, H] shard(0)\n"
+                          "weight wqkv : f32[H, QKV] shard(1)\nweight wo : f32[QKV, H] shard(0)\n"
+                          "qkv = matmul(all_gather(x), wqkv)\noutput out = all_reduce(matmul(qkv, wo))\n";
+
+/* Compares the explain text of `c` with golden file `name` (TD_UPDATE_GOLDEN=1 rewrites it). */
+static void check_golden(td_compiled *c, const char *name) {
   char *text = NULL;
   size_t len = 0;
   FILE *m = open_memstream(&text, &len);
@@ -56,7 +61,7 @@ static void test_golden(void **state) {
   fclose(m);
   char path[1024];
   const char *src = getenv("TD_SOURCE_DIR");
-  snprintf(path, sizeof path, "%s/tests/compiler/golden/explain_mlp_2.txt", src ? src : ".");
+  snprintf(path, sizeof path, "%s/tests/compiler/golden/%s", src ? src : ".", name);
   if (getenv("TD_UPDATE_GOLDEN")) {
     FILE *f = fopen(path, "w");
     assert_non_null(f);
@@ -67,7 +72,7 @@ static void test_golden(void **state) {
   if (!f)
     print_error("missing golden file %s\n", path);
   assert_non_null(f);
-  static char want[1 << 16];
+  static char want[1 << 17];
   size_t n = fread(want, 1, sizeof want - 1, f);
   fclose(f);
   want[n] = 0;
@@ -75,6 +80,16 @@ static void test_golden(void **state) {
     print_error("explain output differs from %s; got:\n%s\n", path, text);
   assert_string_equal(text, want);
   free(text);
+}
+
+static void test_golden(void **state) {
+  (void)state;
+  td_compiled *c = compile(mlp, NULL, 2, 1, 1, 2, -1);
+  check_golden(c, "explain_mlp_2.txt");
+  td_compiled_destroy(c);
+  /* GEMM -> all_reduce as reduce-scatter + all-gather through the hidden intermediate */
+  c = compile(attn, NULL, 3, 1, 1, 2, 0);
+  check_golden(c, "explain_attn_ar_3.txt");
   td_compiled_destroy(c);
 }
 
@@ -96,7 +111,7 @@ static void test_properties(void **state) {
   const char *dims[] = {"M=8,H=4,F=8", "M=13,H=5,F=11", "M=3,H=4,F=8"};
   for (int n = 1; n <= 8; n++)
     for (int d = 0; d < 3; d++) {
-      td_compiled *c = compile(mlp, dims[d], n, 1, 2, 2);
+      td_compiled *c = compile(mlp, dims[d], n, 1, 2, 2, -1);
       check_waits_reachable(c);
       const td_plan *plan = td_compiled_plan(c);
       int64_t M = d == 0 ? 8 : d == 1 ? 13 : 3;
@@ -127,7 +142,7 @@ static void test_properties(void **state) {
           assert_true(s->tasks[j].c.row0 >= (int64_t)qo && s->tasks[j].c.row0 < (int64_t)(qo + ql));
       }
       td_compiled_destroy(c);
-      td_compiled *seq = compile(mlp, dims[d], n, 0, 2, 2);
+      td_compiled *seq = compile(mlp, dims[d], n, 0, 2, 2, -1);
       check_waits_reachable(seq);
       td_compiled_destroy(seq);
     }
@@ -136,7 +151,7 @@ static void test_properties(void **state) {
 static void test_prediction(void **state) {
   (void)state;
   const char *dims = "M=512,H=256,F=512";
-  td_compiled *ov = compile(mlp, dims, 4, 1, 2, 32), *sq = compile(mlp, dims, 4, 0, 2, 32);
+  td_compiled *ov = compile(mlp, dims, 4, 1, 2, 32, -1), *sq = compile(mlp, dims, 4, 0, 2, 32, -1);
   td_prediction po, ps;
   assert_int_equal(td_compiled_predict(ov, &po), TD_OK);
   assert_int_equal(td_compiled_predict(sq, &ps), TD_OK);
