@@ -25,6 +25,13 @@ typedef struct oh_case {
   int calls;       /* calls with fresh inputs (>= 1) */
   int chunks;      /* chunks_per_rank option (0 = model) */
   td_tp_variant chosen; /* out: what the operator ran (rank 0) */
+  int sample_rows;      /* check only this many evenly spaced rows of C (0 = all) */
+  /* Backend: NULL hooks = cpu (host memory). The cuda test sets them. */
+  td_exec_backend backend;
+  void *(*dev_alloc)(size_t bytes);
+  void (*dev_free)(void *p);
+  int (*upload)(void *dev, const void *host, size_t bytes);
+  int (*download)(void *host, const void *dev, size_t bytes);
 } oh_case;
 
 static inline double oh_value(int call, int which, int64_t i, int64_t j) {
@@ -102,6 +109,7 @@ static inline td_status oh_create(const oh_case *c, td_world *w, td_tp_op **op) 
   td_tp_opts_init(&o);
   o.variant = c->variant;
   o.chunks_per_rank = c->chunks;
+  o.backend = c->backend;
   td_team *t = td_world_team(w);
   switch (c->kind) {
   case TD_TP_AG_GEMM: return td_ag_gemm_create(t, c->m, c->n, c->k, c->dtype, &o, op);
@@ -120,10 +128,43 @@ static inline td_status oh_call(const oh_case *c, td_tp_op *op, void *cb, const 
   }
 }
 
-/* Per-rank message storage: the failing rank's text reaches the test through td_local_world_run. */
+static void *oh_host_alloc(size_t bytes) { return malloc(bytes ? bytes : 1); }
+static int oh_host_copy(void *dst, const void *src, size_t bytes) {
+  memcpy(dst, src, bytes);
+  return 0;
+}
+
+/* Compares this rank's part of C (host copy) with the reference; TD_OK or TD_ERR_CHECK_FAILED. */
+static td_status oh_check(const oh_case *c, int n, int rank, int call, const td_tp_layout *lc, const void *hc) {
+  double maxref = 1e-30, maxerr = 0;
+  int64_t bi = -1, bj = -1;
+  int64_t nrows = c->sample_rows && c->sample_rows < lc->rows ? c->sample_rows : lc->rows;
+  for (int64_t s = 0; s < nrows; s++) {
+    int64_t i = nrows == lc->rows ? s : (nrows > 1 ? s * (lc->rows - 1) / (nrows - 1) : 0);
+    for (int64_t j = 0; j < lc->cols; j++) {
+      double want = oh_ref(c, n, call, lc->row0 + i, lc->col0 + j);
+      double got = oh_load(hc, c->dtype, (size_t)(i * lc->ld + j));
+      if (fabs(want) > maxref)
+        maxref = fabs(want);
+      double e = isnan(got) ? INFINITY : fabs(got - want);
+      if (e > maxerr)
+        maxerr = e, bi = lc->row0 + i, bj = lc->col0 + j;
+    }
+  }
+  if (maxerr / maxref <= oh_tolerance(c->dtype))
+    return TD_OK;
+  fprintf(stderr, "rank %d call %d: C(%lld, %lld) off by %g (rel %g > %g)\n", rank, call, (long long)bi,
+          (long long)bj, maxerr, maxerr / maxref, oh_tolerance(c->dtype));
+  return TD_ERR_CHECK_FAILED;
+}
+
 static td_status oh_rank(td_world *w, int rank, void *arg) {
   oh_case *c = arg;
   int n = td_world_size(w);
+  void *(*dalloc)(size_t) = c->dev_alloc ? c->dev_alloc : oh_host_alloc;
+  void (*dfree)(void *) = c->dev_free ? c->dev_free : free;
+  int (*up)(void *, const void *, size_t) = c->upload ? c->upload : oh_host_copy;
+  int (*down)(void *, const void *, size_t) = c->download ? c->download : oh_host_copy;
   td_tp_op *op = NULL;
   td_status st = oh_create(c, w, &op);
   if (st != TD_OK)
@@ -135,7 +176,8 @@ static td_status oh_rank(td_world *w, int rank, void *arg) {
   td_tp_operand(op, TD_TP_B, rank, &lb);
   td_tp_operand(op, TD_TP_C, rank, &lc);
   void *a = malloc(la.bytes), *b = malloc(lb.bytes ? lb.bytes : 1), *cb = malloc(lc.bytes);
-  if (!a || !b || !cb)
+  void *da = dalloc(la.bytes), *db = dalloc(lb.bytes ? lb.bytes : 1), *dc = dalloc(lc.bytes);
+  if (!a || !b || !cb || !da || !db || !dc)
     st = TD_ERR_NO_MEMORY;
   for (int call = 0; call < c->calls && st == TD_OK; call++) {
     /* Peers read this rank's A only inside the call, which starts with a barrier. */
@@ -143,33 +185,21 @@ static td_status oh_rank(td_world *w, int rank, void *arg) {
     if (st == TD_OK && c->kind != TD_TP_ALL_REDUCE)
       st = oh_fill(c, op, rank, call, TD_TP_B, b);
     oh_fill_nan(cb, c->dtype, lc.bytes);
+    if (st == TD_OK && (up(da, a, la.bytes) || (lb.bytes && up(db, b, lb.bytes)) || up(dc, cb, lc.bytes)))
+      st = TD_ERR_CUDA;
     if (st == TD_OK)
-      st = oh_call(c, op, cb, a, b);
-    if (st != TD_OK)
-      break;
-    double maxref = 1e-30, maxerr = 0;
-    int64_t bi = -1, bj = -1;
-    for (int64_t i = 0; i < lc.rows; i++)
-      for (int64_t j = 0; j < lc.cols; j++) {
-        double want = oh_ref(c, n, call, lc.row0 + i, lc.col0 + j);
-        double got = oh_load(cb, c->dtype, (size_t)(i * lc.ld + j));
-        if (fabs(want) > maxref)
-          maxref = fabs(want);
-        double e = isnan(got) ? INFINITY : fabs(got - want);
-        if (e > maxerr)
-          maxerr = e, bi = lc.row0 + i, bj = lc.col0 + j;
-      }
-    if (!(maxerr / maxref <= oh_tolerance(c->dtype))) {
-      char msg[200];
-      snprintf(msg, sizeof msg, "rank %d call %d: C(%lld, %lld) off by %g (rel %g > %g)", rank, call,
-               (long long)bi, (long long)bj, maxerr, maxerr / maxref, oh_tolerance(c->dtype));
-      fprintf(stderr, "%s\n", msg);
-      st = TD_ERR_CHECK_FAILED;
-    }
+      st = oh_call(c, op, dc, da, db);
+    if (st == TD_OK && down(cb, dc, lc.bytes))
+      st = TD_ERR_CUDA;
+    if (st == TD_OK)
+      st = oh_check(c, n, rank, call, &lc, cb);
   }
   free(a);
   free(b);
   free(cb);
+  dfree(da);
+  dfree(db);
+  dfree(dc);
   td_status st2 = td_tp_destroy(op);
   return st != TD_OK ? st : st2;
 }

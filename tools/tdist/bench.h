@@ -18,6 +18,11 @@ typedef struct td_bench_kind {
 int td_bench_coll(int argc, char **argv);
 /* bench_exec.c: CPU executor (GEMM tiles) vs one multi-threaded OpenBLAS call. */
 int td_bench_exec(int argc, char **argv);
+/* bench_ops.c: tensor-parallel operators (ops.h) vs the sequential baseline (cpu or cuda). */
+int td_bench_ag_gemm(int argc, char **argv);
+int td_bench_gemm_rs(int argc, char **argv);
+int td_bench_gemm_ar(int argc, char **argv);
+int td_bench_all_reduce(int argc, char **argv);
 
 /* Helpers shared by kinds (cmd_bench.c). */
 /** Parses a byte size with an optional K, M or G suffix (powers of 1024).

@@ -14,6 +14,10 @@
 static const td_bench_kind td__bench_kinds[] = {
     {"coll", "host collectives (all_gather, reduce_scatter, all_reduce, all_to_all) vs Open MPI", td_bench_coll},
     {"exec", "CPU executor: N independent GEMM tiles vs one multi-threaded OpenBLAS sgemm", td_bench_exec},
+    {"ag_gemm", "AllGather+GEMM operator (ops.h) vs sequential all-gather then GEMM", td_bench_ag_gemm},
+    {"gemm_rs", "GEMM+ReduceScatter operator vs sequential GEMM then reduce-scatter", td_bench_gemm_rs},
+    {"gemm_ar", "GEMM+AllReduce operator vs sequential GEMM then all-reduce", td_bench_gemm_ar},
+    {"all_reduce", "low-latency all-reduce operator (one-shot, two-shot) vs the collective", td_bench_all_reduce},
 };
 enum { TD__NKINDS = sizeof td__bench_kinds / sizeof td__bench_kinds[0] };
 

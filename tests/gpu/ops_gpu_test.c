@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Tensor-parallel operators on the cuda backend (label gpu): every operator
+ * and variant on 1, 2, 4 and 8 ranks sharing the GPU, uneven shapes, bf16
+ * and f32, several calls in a row without reset, checked against the f64
+ * reference (the harness of tests/ops, with device buffers); and the
+ * correctness case of the benchmark, M = 4091 x ranks, N = 5120, K = 1024,
+ * checked on a sample of rows. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <cuda_runtime_api.h>
+
+#include "ops/ops_harness.h"
+
+static void *g_alloc(size_t bytes) {
+  void *p = NULL;
+  cudaSetDevice(0);
+  return cudaMalloc(&p, bytes ? bytes : 1) == cudaSuccess ? p : NULL;
+}
+static void g_free(void *p) { cudaFree(p); }
+static int g_up(void *d, const void *h, size_t bytes) {
+  return cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice) == cudaSuccess ? 0 : -1;
+}
+static int g_down(void *h, const void *d, size_t bytes) {
+  return cudaMemcpy(h, d, bytes, cudaMemcpyDeviceToHost) == cudaSuccess ? 0 : -1;
+}
+
+static oh_case g_case(td_tp_kind kind, td_tp_variant v, td_dtype dt, int64_t m, int64_t n, int64_t k,
+                      size_t count, int calls) {
+  oh_case c = {.kind = kind, .variant = v, .dtype = dt, .m = m, .n = n, .k = k, .count = count, .calls = calls,
+               .backend = TD_EXEC_CUDA, .dev_alloc = g_alloc, .dev_free = g_free, .upload = g_up,
+               .download = g_down};
+  return c;
+}
+
+static void test_ag_gemm(void **state) {
+  (void)state;
+  const td_tp_variant vs[] = {TD_TP_AUTO, TD_TP_SEQUENTIAL, TD_TP_SM, TD_TP_COPY_ENGINE, TD_TP_RING};
+  const int ranks[] = {1, 2, 4, 8};
+  for (int v = 0; v < 5; v++)
+    for (int r = 0; r < 4; r++) {
+      oh_case c = g_case(TD_TP_AG_GEMM, vs[v], TD_BF16, 333, 264, 136, 0, 3);
+      OH_EXPECT_OK(ranks[r], &c);
+    }
+  oh_case c = g_case(TD_TP_AG_GEMM, TD_TP_COPY_ENGINE, TD_F32, 67, 45, 24, 0, 2);
+  OH_EXPECT_OK(3, &c);
+  c = g_case(TD_TP_AG_GEMM, TD_TP_SM, TD_BF16, 5, 16, 8, 0, 2); /* M < ranks */
+  OH_EXPECT_OK(8, &c);
+}
+
+static void test_gemm_rs_ar(void **state) {
+  (void)state;
+  const int ranks[] = {1, 2, 4, 8};
+  for (int r = 0; r < 4; r++) {
+    oh_case c = g_case(TD_TP_GEMM_RS, TD_TP_AUTO, TD_BF16, 301, 264, 128, 0, 3);
+    OH_EXPECT_OK(ranks[r], &c);
+    c.variant = TD_TP_SEQUENTIAL;
+    OH_EXPECT_OK(ranks[r], &c);
+    c = g_case(TD_TP_GEMM_AR, TD_TP_ONE_SHOT, TD_BF16, 77, 136, 64, 0, 3);
+    OH_EXPECT_OK(ranks[r], &c);
+    c.variant = TD_TP_TWO_SHOT;
+    OH_EXPECT_OK(ranks[r], &c);
+    c.variant = TD_TP_AUTO;
+    OH_EXPECT_OK(ranks[r], &c);
+  }
+}
+
+static void test_all_reduce(void **state) {
+  (void)state;
+  const int ranks[] = {2, 4, 8};
+  const size_t counts[] = {4096, 1009, 1 << 20};
+  for (int r = 0; r < 3; r++)
+    for (int k = 0; k < 3; k++) {
+      oh_case c = g_case(TD_TP_ALL_REDUCE, TD_TP_ONE_SHOT, TD_BF16, 0, 0, 0, counts[k], 3);
+      OH_EXPECT_OK(ranks[r], &c);
+      c.variant = TD_TP_TWO_SHOT;
+      OH_EXPECT_OK(ranks[r], &c);
+    }
+}
+
+static void test_many_calls(void **state) {
+  (void)state;
+  oh_case c = g_case(TD_TP_AG_GEMM, TD_TP_COPY_ENGINE, TD_BF16, 259, 128, 64, 0, 100);
+  OH_EXPECT_OK(4, &c);
+  c = g_case(TD_TP_ALL_REDUCE, TD_TP_ONE_SHOT, TD_BF16, 0, 0, 0, 8192, 200);
+  OH_EXPECT_OK(8, &c);
+}
+
+static void test_correctness_case(void **state) {
+  (void)state;
+  /* The benchmark's correctness case, C checked on 16 rows of every rank's part. */
+  const int ranks[] = {2, 8};
+  for (int r = 0; r < 2; r++) {
+    oh_case c = g_case(TD_TP_AG_GEMM, TD_TP_AUTO, TD_BF16, 4091 * ranks[r], 5120, 1024, 0, 2);
+    c.sample_rows = 16;
+    OH_EXPECT_OK(ranks[r], &c);
+    c.kind = TD_TP_GEMM_RS;
+    OH_EXPECT_OK(ranks[r], &c);
+  }
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_ag_gemm),
+      cmocka_unit_test(test_gemm_rs_ar),
+      cmocka_unit_test(test_all_reduce),
+      cmocka_unit_test(test_many_calls),
+      cmocka_unit_test(test_correctness_case),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,521 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * `tdist bench ag_gemm|gemm_rs|gemm_ar|all_reduce` (tools layer): the
+ * tensor-parallel operators of ops.h against the sequential baseline, side by
+ * side in one run, same inputs. Ranks are threads of a local world (on cuda
+ * they share the GPU, so the figures measure correctness and overhead, not
+ * interconnect speed). Sides: the baseline (bench_ops_base.c), tdist with
+ * the variant the perf model picks (auto), and each forced variant. Every
+ * call starts after a team barrier; a call's time is the slowest rank's;
+ * sides alternate call by call so drift hits all alike; the report gives p50
+ * and p99 per side, TFLOP/s, speedup over the baseline, the memory each side
+ * adds, and the largest difference between its C and the baseline's on a
+ * sample of rows. Output: a markdown table and, with --json, a cJSON file
+ * with the environment. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cjson/cJSON.h>
+
+#include "bench.h"
+#include "bench_ops.h"
+
+enum { BO_MAX_SIDES = 8, BO_MAX_SHAPES = 64, BO_SAMPLE_ROWS = 24 };
+
+typedef struct bo_opts {
+  td_tp_kind kind;
+  int cuda, ranks, iters, warmup, chunks;
+  td_dtype dt;
+  const char *json, *models, *ms, *variants;
+  int64_t m, n, k;
+  const char *sizes;
+} bo_opts;
+
+typedef struct bo_side {
+  char name[32];
+  td_tp_variant forced; /* TD_TP_AUTO for auto; -1 for the baseline */
+  td_tp_variant ran;
+  int ok;
+  char msg[256];
+  double p50, p99, max_rel_diff;
+  size_t mem_bytes; /* added by this side on rank 0's view (cuda: whole device / ranks) */
+} bo_side;
+
+typedef struct bo_case {
+  const bo_opts *o;
+  bo_shape s;
+  int nsides;
+  bo_side side[BO_MAX_SIDES];
+  double *t; /* [side][iter][rank] seconds */
+  double diff[BO_MAX_SIDES][64]; /* [side][rank] largest relative difference from the reference side */
+  int fatal;
+  char msg[256];
+} bo_case;
+
+static double bo_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int bo_cmp(const void *x, const void *y) {
+  double a = *(const double *)x, b = *(const double *)y;
+  return a < b ? -1 : a > b;
+}
+
+static td_status bo_create(const bo_case *bc, td_team *t, td_tp_variant v, td_tp_op **op) {
+  const bo_opts *o = bc->o;
+  td_tp_opts to;
+  td_tp_opts_init(&to);
+  to.backend = o->cuda ? TD_EXEC_CUDA : TD_EXEC_CPU;
+  to.variant = v;
+  to.chunks_per_rank = o->chunks;
+  switch (o->kind) {
+  case TD_TP_AG_GEMM: return td_ag_gemm_create(t, bc->s.m, bc->s.n, bc->s.k, o->dt, &to, op);
+  case TD_TP_GEMM_RS: return td_gemm_rs_create(t, bc->s.m, bc->s.n, bc->s.k, o->dt, &to, op);
+  case TD_TP_GEMM_AR: return td_gemm_ar_create(t, bc->s.m, bc->s.n, bc->s.k, o->dt, &to, op);
+  default: return td_ll_all_reduce_create(t, bc->s.count, o->dt, &to, op);
+  }
+}
+
+static td_status bo_call(td_tp_kind kind, td_tp_op *op, void *c, const void *a, const void *b) {
+  switch (kind) {
+  case TD_TP_AG_GEMM: return td_ag_gemm(op, c, a, b);
+  case TD_TP_GEMM_RS: return td_gemm_rs(op, c, a, b);
+  case TD_TP_GEMM_AR: return td_gemm_ar(op, c, a, b);
+  default: return td_ll_all_reduce(op, c, a);
+  }
+}
+
+/* Largest |x - y| / max |y| over a sample of C's rows (y = the baseline). */
+static double bo_diff(const bo_case *bc, const td_tp_layout *lc, const void *x, const void *y) {
+  const bo_opts *o = bc->o;
+  td_dtype dt = o->dt;
+  int64_t rows = lc->rows < BO_SAMPLE_ROWS ? lc->rows : BO_SAMPLE_ROWS;
+  size_t n = (size_t)lc->cols, es = td_dtype_size(dt);
+  char *hx = malloc(n * es + 1), *hy = malloc(n * es + 1);
+  double err = 0, ref = 1e-30;
+  for (int64_t i = 0; hx && hy && i < rows; i++) {
+    int64_t row = rows > 1 ? i * (lc->rows - 1) / (rows - 1) : 0;
+    if (bo_rows_to_host(o->cuda, hx, x, row, 1, lc->cols, lc->ld, dt) ||
+        bo_rows_to_host(o->cuda, hy, y, row, 1, lc->cols, lc->ld, dt)) {
+      err = INFINITY;
+      break;
+    }
+    for (size_t j = 0; j < n; j++) {
+      double a = dt == TD_F32 ? ((float *)hx)[j] : dt == TD_BF16 ? td_bf16_to_f32(((uint16_t *)hx)[j])
+                                                                  : td_f16_to_f32(((uint16_t *)hx)[j]);
+      double b = dt == TD_F32 ? ((float *)hy)[j] : dt == TD_BF16 ? td_bf16_to_f32(((uint16_t *)hy)[j])
+                                                                  : td_f16_to_f32(((uint16_t *)hy)[j]);
+      if (fabs(b) > ref)
+        ref = fabs(b);
+      double e = isnan(a) || isnan(b) ? INFINITY : fabs(a - b);
+      if (e > err)
+        err = e;
+    }
+  }
+  free(hx);
+  free(hy);
+  return err / ref;
+}
+
+static td_status bo_rank(td_world *w, int rank, void *arg) {
+  bo_case *bc = arg;
+  const bo_opts *o = bc->o;
+  td_team *t = td_world_team(w);
+  int n = td_world_size(w), ns = bc->nsides;
+  if (bo_set_device(o->cuda, rank)) {
+    if (rank == 0)
+      snprintf(bc->msg, sizeof bc->msg, "no usable CUDA device for rank %d", rank);
+    bc->fatal = 1;
+    return TD_ERR_CUDA;
+  }
+  td_tp_op *op[BO_MAX_SIDES] = {0};
+  void *c[BO_MAX_SIDES] = {0};
+  bo_base *base = NULL;
+  td_status st = TD_OK;
+  /* Sides are created one at a time between barriers, so rank 0 can read the memory each adds. */
+  for (int s = 1; s < ns; s++) {
+    size_t before = 0;
+    if (td_team_sync(t) != TD_OK)
+      return TD_ERR_TIMEOUT;
+    if (rank == 0)
+      before = bo_mem_used(o->cuda, w);
+    td_status cs = bo_create(bc, t, bc->side[s].forced, &op[s]);
+    if (cs != TD_OK && rank == 0) {
+      bc->side[s].ok = 0;
+      snprintf(bc->side[s].msg, sizeof bc->side[s].msg, "%s: %s", td_status_name(cs), td_last_error());
+    }
+    if (td_team_sync(t) != TD_OK)
+      return TD_ERR_TIMEOUT;
+    if (rank == 0 && cs == TD_OK) {
+      size_t after = bo_mem_used(o->cuda, w);
+      bc->side[s].mem_bytes = after > before ? (after - before) / (o->cuda ? (size_t)n : 1) : 0;
+      td_tp_choices(op[s], &bc->side[s].ran, NULL, NULL, NULL);
+    }
+  }
+  const td_tp_op *lay = NULL;
+  for (int s = 1; s < ns && !lay; s++)
+    lay = op[s];
+  td_tp_layout la, lb, lc;
+  void *a = NULL, *b = NULL;
+  if (!lay) {
+    st = TD_ERR_INVALID_ARG;
+    if (rank == 0)
+      snprintf(bc->msg, sizeof bc->msg, "no tdist side could be created");
+  } else {
+    td_tp_operand(lay, TD_TP_A, rank, &la);
+    td_tp_operand(lay, TD_TP_B, rank, &lb);
+    td_tp_operand(lay, TD_TP_C, rank, &lc);
+    a = bo_alloc(o->cuda, la.bytes);
+    b = bo_alloc(o->cuda, lb.bytes);
+    for (int s = 0; s < ns; s++)
+      c[s] = bo_alloc(o->cuda, lc.bytes);
+    int bad = !a || !b;
+    for (int s = 0; s < ns; s++)
+      bad |= !c[s];
+    /* Weights scaled by 1/sqrt(K) keep C around 1 whatever the shape. */
+    double bscale = o->kind == TD_TP_ALL_REDUCE ? 1.0 : 1.0 / sqrt((double)bc->s.k);
+    if (bad || bo_fill(o->cuda, a, la.bytes, o->dt, 17 + (uint64_t)rank, 1.0) ||
+        (lb.bytes && bo_fill(o->cuda, b, lb.bytes, o->dt, 1000 + (uint64_t)rank, bscale)))
+      st = TD_ERR_NO_MEMORY;
+  }
+  char msg[256] = "";
+  if (st == TD_OK) {
+    size_t before = 0;
+    td_team_sync(t);
+    if (rank == 0)
+      before = bo_mem_used(o->cuda, w);
+    int rc = bo_base_create(o->cuda, o->kind, &bc->s, o->dt, t, lay, a, b, c[0], &base, msg, sizeof msg);
+    td_team_sync(t);
+    if (rank == 0) {
+      bc->side[0].ok = rc == 0;
+      if (rc)
+        snprintf(bc->side[0].msg, sizeof bc->side[0].msg, "%s", msg);
+      else {
+        size_t after = bo_mem_used(o->cuda, w);
+        bc->side[0].mem_bytes = after > before ? (after - before) / (o->cuda ? (size_t)n : 1) : 0;
+      }
+    }
+  }
+  /* Warm-up, then timed calls; sides alternate call by call. Every rank knows
+   * which sides exist from the op handles (created collectively). */
+  int total = o->warmup + o->iters;
+  for (int it = 0; it < total && st == TD_OK; it++)
+    for (int s = 0; s < ns && st == TD_OK; s++) {
+      if (s == 0 ? !base : !op[s])
+        continue;
+      st = td_team_sync(t);
+      double t0 = bo_now();
+      if (st == TD_OK && s == 0)
+        st = bo_base_run(base, msg, sizeof msg) ? TD_ERR_INTERNAL : TD_OK;
+      else if (st == TD_OK)
+        st = bo_call(o->kind, op[s], c[s], a, b);
+      double dt = bo_now() - t0;
+      if (it >= o->warmup)
+        bc->t[((size_t)s * (size_t)o->iters + (size_t)(it - o->warmup)) * (size_t)n + (size_t)rank] = dt;
+      if (st != TD_OK && rank == 0)
+        snprintf(bc->msg, sizeof bc->msg, "side %s: %s", bc->side[s].name, s == 0 ? msg : td_last_error());
+    }
+  /* Compare each tdist side's C with the baseline's (or with auto's when there is no baseline). */
+  int refside = base ? 0 : 1;
+  for (int s = 1; s < ns && st == TD_OK; s++) {
+    if (!op[s] || s == refside)
+      continue;
+    bc->diff[s][rank] = bo_diff(bc, &lc, c[s], c[refside]);
+  }
+  td_team_sync(t);
+  bo_base_destroy(base);
+  for (int s = 1; s < ns; s++)
+    td_tp_destroy(op[s]);
+  for (int s = 0; s < ns; s++)
+    bo_free(o->cuda, c[s]);
+  bo_free(o->cuda, a);
+  bo_free(o->cuda, b);
+  if (st != TD_OK)
+    bc->fatal = 1;
+  return st;
+}
+
+static void bo_add_side(bo_case *bc, const char *name, td_tp_variant v) {
+  bo_side *s = &bc->side[bc->nsides++];
+  memset(s, 0, sizeof *s);
+  snprintf(s->name, sizeof s->name, "%s", name);
+  s->forced = v;
+  s->ok = 1;
+}
+
+static double bo_flops(const bo_opts *o, const bo_shape *s) {
+  return o->kind == TD_TP_ALL_REDUCE ? 0.0 : 2.0 * (double)s->m * (double)s->n * (double)s->k;
+}
+
+static int bo_run_case(const bo_opts *o, const bo_shape *shape, cJSON *results) {
+  bo_case bc;
+  memset(&bc, 0, sizeof bc);
+  bc.o = o;
+  bc.s = *shape;
+  bo_add_side(&bc, "baseline", (td_tp_variant)-1);
+  bo_add_side(&bc, "tdist auto", TD_TP_AUTO);
+  char list[160];
+  snprintf(list, sizeof list, "%s", o->variants);
+  for (char *tok = strtok(list, ","); tok && bc.nsides < BO_MAX_SIDES; tok = strtok(NULL, ",")) {
+    td_tp_variant v;
+    if (td_tp_variant_parse(tok, &v) == TD_OK && v != TD_TP_AUTO) {
+      char nm[32];
+      snprintf(nm, sizeof nm, "tdist %s", tok);
+      bo_add_side(&bc, nm, v);
+    }
+  }
+  bc.t = calloc((size_t)bc.nsides * (size_t)o->iters * (size_t)o->ranks, sizeof *bc.t);
+  if (!bc.t)
+    return 1;
+  td_world_opts wo;
+  td_world_opts_init(&wo);
+  td_status st = td_local_world_run(o->ranks, &wo, bo_rank, &bc);
+  for (int s = 0; s < bc.nsides; s++)
+    for (int r = 0; r < o->ranks; r++)
+      if (!(bc.diff[s][r] <= bc.side[s].max_rel_diff)) /* NaN counts */
+        bc.side[s].max_rel_diff = bc.diff[s][r];
+  double *per = malloc(sizeof(double) * (size_t)o->iters);
+  for (int s = 0; s < bc.nsides && per; s++) {
+    for (int it = 0; it < o->iters; it++) {
+      per[it] = 0;
+      for (int r = 0; r < o->ranks; r++) {
+        double v = bc.t[((size_t)s * (size_t)o->iters + (size_t)it) * (size_t)o->ranks + (size_t)r];
+        per[it] = v > per[it] ? v : per[it];
+      }
+    }
+    qsort(per, (size_t)o->iters, sizeof *per, bo_cmp);
+    bc.side[s].p50 = per[o->iters / 2];
+    bc.side[s].p99 = per[(int)ceil(0.99 * (o->iters - 1))];
+  }
+  free(per);
+  double flops = bo_flops(o, &bc.s), base50 = bc.side[0].ok ? bc.side[0].p50 : 0;
+  cJSON *jc = cJSON_CreateObject();
+  cJSON_AddStringToObject(jc, "case", bc.s.name);
+  if (o->kind == TD_TP_ALL_REDUCE) {
+    cJSON_AddNumberToObject(jc, "count", (double)bc.s.count);
+    cJSON_AddNumberToObject(jc, "bytes", (double)(bc.s.count * td_dtype_size(o->dt)));
+  } else {
+    cJSON_AddNumberToObject(jc, "M", (double)bc.s.m);
+    cJSON_AddNumberToObject(jc, "N", (double)bc.s.n);
+    cJSON_AddNumberToObject(jc, "K", (double)bc.s.k);
+  }
+  if (st != TD_OK)
+    cJSON_AddStringToObject(jc, "error", bc.msg[0] ? bc.msg : td_last_error());
+  cJSON *js = cJSON_AddArrayToObject(jc, "sides");
+  for (int s = 0; s < bc.nsides; s++) {
+    bo_side *sd = &bc.side[s];
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "side", sd->name);
+    cJSON_AddStringToObject(j, "variant", s == 0 ? "sequential (outside tdist)" : td_tp_variant_name(sd->ran));
+    if (!sd->ok || st != TD_OK) {
+      cJSON_AddStringToObject(j, "error", sd->msg[0] ? sd->msg : "case failed");
+      printf("| %-22s | %-16s | %-12s | n/a | n/a | n/a | n/a | n/a | n/a | %s |\n", bc.s.name, sd->name,
+             s == 0 ? "sequential" : td_tp_variant_name(sd->ran), sd->msg[0] ? sd->msg : bc.msg);
+    } else {
+      double tf = flops > 0 ? flops / sd->p50 * 1e-12 : 0;
+      double sp = base50 > 0 ? base50 / sd->p50 : 0;
+      cJSON_AddNumberToObject(j, "p50_s", sd->p50);
+      cJSON_AddNumberToObject(j, "p99_s", sd->p99);
+      cJSON_AddNumberToObject(j, "tflops", tf);
+      cJSON_AddNumberToObject(j, "speedup_vs_baseline", sp);
+      cJSON_AddNumberToObject(j, "memory_bytes_per_rank", (double)sd->mem_bytes);
+      cJSON_AddNumberToObject(j, "max_rel_diff", s == 0 ? 0 : sd->max_rel_diff);
+      printf("| %-22s | %-16s | %-12s | %9.3f | %9.3f | %7.1f | %6.3f | %8.1f | %8.2e | |\n", bc.s.name, sd->name,
+             s == 0 ? "sequential" : td_tp_variant_name(sd->ran), sd->p50 * 1e3, sd->p99 * 1e3, tf, sp,
+             (double)sd->mem_bytes / 1048576.0, s == 0 ? 0.0 : sd->max_rel_diff);
+    }
+    cJSON_AddItemToArray(js, j);
+  }
+  fflush(stdout);
+  cJSON_AddItemToArray(results, jc);
+  free(bc.t);
+  return st == TD_OK ? 0 : 1;
+}
+
+/* (N, K) of the field's layer set; N and K are global, sharded by the operator. */
+static const struct { const char *name; int64_t n, k; } bo_models[] = {
+    {"llama3.1-8b", 14336, 4096},  {"llama3.1-70b", 28672, 8192}, {"llama3.1-405b", 53248, 16384},
+    {"qwen2-72b", 29568, 8192},    {"gpt3-175b", 49152, 12288},
+};
+
+static int bo_shapes(const bo_opts *o, bo_shape *out) {
+  int ns = 0;
+  if (o->kind == TD_TP_ALL_REDUCE) {
+    char list[256];
+    snprintf(list, sizeof list, "%s", o->sizes);
+    for (char *tok = strtok(list, ","); tok && ns < BO_MAX_SHAPES; tok = strtok(NULL, ",")) {
+      size_t bytes;
+      if (td_bench_parse_bytes(tok, &bytes) || bytes < td_dtype_size(o->dt))
+        return -1;
+      out[ns].count = bytes / td_dtype_size(o->dt);
+      snprintf(out[ns].name, sizeof out[ns].name, "%s", tok);
+      ns++;
+    }
+    return ns;
+  }
+  if (o->m > 0) { /* one explicit shape */
+    out[0] = (bo_shape){.m = o->m, .n = o->n, .k = o->k};
+    snprintf(out[0].name, sizeof out[0].name, "custom");
+    return 1;
+  }
+  char ms[128];
+  for (size_t i = 0; i < sizeof bo_models / sizeof bo_models[0]; i++) {
+    if (strcmp(o->models, "all") && !strstr(o->models, bo_models[i].name))
+      continue;
+    snprintf(ms, sizeof ms, "%s", o->ms);
+    for (char *tok = strtok(ms, ","); tok && ns < BO_MAX_SHAPES; tok = strtok(NULL, ",")) {
+      out[ns] = (bo_shape){.m = atoll(tok), .n = bo_models[i].n, .k = bo_models[i].k};
+      snprintf(out[ns].name, sizeof out[ns].name, "%s", bo_models[i].name);
+      ns++;
+    }
+  }
+  if (strstr(o->models, "check") || !strcmp(o->models, "all")) { /* the correctness case */
+    out[ns] = (bo_shape){.m = 4091 * (int64_t)o->ranks, .n = 5120, .k = 1024};
+    snprintf(out[ns].name, sizeof out[ns].name, "check 4091xR");
+    ns++;
+  }
+  return ns;
+}
+
+static void bo_usage(FILE *f, const char *kind) {
+  fprintf(f,
+          "usage: tdist bench %s --backend cpu|cuda --ranks N [--json FILE] [--dtype f32|bf16|f16]\n"
+          "         [--iters I] [--warmup W] [--variants LIST] [--chunks C]\n"
+          "         [--models all|check|NAME,...] [--m LIST] | [--shape MxNxK]   (GEMM operators)\n"
+          "         [--sizes LIST]                                              (all_reduce)\n"
+          "Sides: the sequential baseline, tdist auto, and each variant of --variants (default: every\n"
+          "variant of the operator). Models: llama3.1-8b, llama3.1-70b, llama3.1-405b, qwen2-72b,\n"
+          "gpt3-175b (N, K global) with M from --m (default 1024,4096,8192), and 'check' (M = 4091 x\n"
+          "ranks, N = 5120, K = 1024). all_reduce sizes default 8K,64K,512K,4M,64M.\n"
+          "Ranks are threads of one process; on cuda they share the GPU: correctness and overhead,\n"
+          "not interconnect speed.\n",
+          kind);
+}
+
+static int bo_main(td_tp_kind kind, int argc, char **argv) {
+  bo_opts o = {.kind = kind, .ranks = 2, .iters = 20, .warmup = 3, .dt = TD_F32, .models = "all",
+               .ms = "1024,4096,8192", .sizes = "8K,64K,512K,4M,64M"};
+  o.variants = kind == TD_TP_AG_GEMM   ? "sequential,sm,copy_engine,ring"
+               : kind == TD_TP_GEMM_RS ? "sequential,sm"
+               : kind == TD_TP_GEMM_AR ? "sequential,one_shot,two_shot"
+                                       : "one_shot,two_shot";
+  int dtype_set = 0;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+      bo_usage(stdout, argv[0]);
+      return 0;
+    }
+    if (!v) {
+      fprintf(stderr, "tdist bench %s: %s needs a value\n", argv[0], a);
+      return 2;
+    }
+    i++;
+    if (!strcmp(a, "--backend")) {
+      if (strcmp(v, "cpu") && strcmp(v, "cuda")) {
+        fprintf(stderr, "tdist bench %s: --backend %s: use cpu or cuda\n", argv[0], v);
+        return 2;
+      }
+      o.cuda = !strcmp(v, "cuda");
+    } else if (!strcmp(a, "--ranks")) {
+      o.ranks = atoi(v);
+    } else if (!strcmp(a, "--iters")) {
+      o.iters = atoi(v);
+    } else if (!strcmp(a, "--warmup")) {
+      o.warmup = atoi(v);
+    } else if (!strcmp(a, "--chunks")) {
+      o.chunks = atoi(v);
+    } else if (!strcmp(a, "--json")) {
+      o.json = v;
+    } else if (!strcmp(a, "--dtype")) {
+      if (td_dtype_parse(v, &o.dt) != TD_OK) {
+        fprintf(stderr, "tdist bench %s: %s\n", argv[0], td_last_error());
+        return 2;
+      }
+      dtype_set = 1;
+    } else if (!strcmp(a, "--variants")) {
+      o.variants = v;
+    } else if (!strcmp(a, "--models")) {
+      o.models = v;
+    } else if (!strcmp(a, "--m")) {
+      o.ms = v;
+    } else if (!strcmp(a, "--sizes")) {
+      o.sizes = v;
+    } else if (!strcmp(a, "--shape")) {
+      long long m, n, k;
+      if (sscanf(v, "%lldx%lldx%lld", &m, &n, &k) != 3 || m < 1 || n < 1 || k < 1) {
+        fprintf(stderr, "tdist bench %s: --shape %s: use MxNxK, each >= 1\n", argv[0], v);
+        return 2;
+      }
+      o.m = m, o.n = n, o.k = k;
+    } else {
+      fprintf(stderr, "tdist bench %s: unknown option %s\n", argv[0], a);
+      bo_usage(stderr, argv[0]);
+      return 2;
+    }
+  }
+  if (!dtype_set && o.cuda)
+    o.dt = TD_BF16;
+  if (o.ranks < 1 || o.ranks > 64 || o.iters < 1 || o.warmup < 0) {
+    fprintf(stderr, "tdist bench %s: --ranks must be 1..64, --iters >= 1, --warmup >= 0\n", argv[0]);
+    return 2;
+  }
+#ifndef TD_HAVE_GEMM_CUDA
+  if (o.cuda) {
+    fprintf(stderr, "tdist bench %s: this build has no CUDA backend; use --backend cpu\n", argv[0]);
+    return 2;
+  }
+#endif
+  bo_shape shapes[BO_MAX_SHAPES];
+  int ns = bo_shapes(&o, shapes);
+  if (ns <= 0) {
+    fprintf(stderr, "tdist bench %s: no shape selected (--models, --m, --shape or --sizes malformed)\n", argv[0]);
+    return 2;
+  }
+  cJSON *root = cJSON_CreateObject(), *env = cJSON_AddObjectToObject(root, "environment");
+  bo_env(o.cuda, env);
+  cJSON_AddStringToObject(root, "operator", td_tp_kind_name(kind));
+  cJSON_AddStringToObject(root, "backend", o.cuda ? "cuda" : "cpu");
+  cJSON_AddNumberToObject(root, "ranks", o.ranks);
+  cJSON_AddStringToObject(root, "dtype", td_dtype_name(o.dt));
+  cJSON_AddNumberToObject(root, "iters", o.iters);
+  cJSON_AddStringToObject(root, "note", o.cuda ? "ranks share one GPU (local): correctness and overhead, not "
+                                                 "interconnect speed" : "ranks are threads of one process");
+  cJSON *results = cJSON_AddArrayToObject(root, "results");
+  printf("# tdist bench %s: backend %s, %d ranks, %s, %d iters (p50/p99 of the slowest rank per call)\n\n",
+         argv[0], o.cuda ? "cuda" : "cpu", o.ranks, td_dtype_name(o.dt), o.iters);
+  printf("| case | side | variant | p50 ms | p99 ms | TFLOP/s | speedup | MiB/rank | max rel diff | note |\n");
+  printf("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n");
+  int rc = 0;
+  for (int i = 0; i < ns; i++) {
+    char label[40];
+    if (kind != TD_TP_ALL_REDUCE)
+      snprintf(label, sizeof label, "%.20s M=%lld", shapes[i].name, (long long)shapes[i].m);
+    else
+      snprintf(label, sizeof label, "%.30s", shapes[i].name);
+    snprintf(shapes[i].name, sizeof shapes[i].name, "%s", label);
+    rc |= bo_run_case(&o, &shapes[i], results);
+  }
+  if (o.json) {
+    char *text = cJSON_Print(root);
+    FILE *f = fopen(o.json, "w");
+    if (!f || !text || fputs(text, f) < 0) {
+      fprintf(stderr, "tdist bench %s: cannot write %s\n", argv[0], o.json);
+      rc = 1;
+    }
+    if (f)
+      fclose(f);
+    free(text);
+  }
+  cJSON_Delete(root);
+  return rc ? 1 : 0;
+}
+
+int td_bench_ag_gemm(int argc, char **argv) { return bo_main(TD_TP_AG_GEMM, argc, argv); }
+int td_bench_gemm_rs(int argc, char **argv) { return bo_main(TD_TP_GEMM_RS, argc, argv); }
+int td_bench_gemm_ar(int argc, char **argv) { return bo_main(TD_TP_GEMM_AR, argc, argv); }
+int td_bench_all_reduce(int argc, char **argv) { return bo_main(TD_TP_ALL_REDUCE, argc, argv); }

@@ -1,0 +1,281 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * `tdist bench` for the tensor-parallel operators (tools layer): the
+ * sequential baselines and the memory helpers of both backends.
+ *
+ * cpu baseline (f32): the host collective of coll.h on the padded local
+ * buffers, then OpenBLAS sgemm (ag_gemm: all_gather then one GEMM over the
+ * gathered rows; gemm_rs: one GEMM per destination's rows into a padded
+ * partial, then reduce_scatter; gemm_ar: GEMM then all_reduce).
+ * cuda baseline (ranks are threads sharing the GPU): peers' buffers are
+ * reached by their device pointers (exchanged once); the collective is done
+ * by cudaMemcpyAsync copies and cublasAxpyEx reductions (f32 accumulate) in
+ * rank order on the rank's one stream, with a host barrier wherever a rank
+ * needs every peer's data, then cuBLAS GEMM (cublasGemmEx, f32 compute). */
+#include <cblas.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "bench_ops.h"
+
+#ifdef TD_HAVE_GEMM_CUDA
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#endif
+
+
+static size_t bo_es(td_dtype dt) { return td_dtype_size(dt); }
+
+void *bo_alloc(int cuda, size_t bytes) {
+#ifdef TD_HAVE_GEMM_CUDA
+  if (cuda) {
+    void *p = NULL;
+    return cudaMalloc(&p, bytes ? bytes : 1) == cudaSuccess ? p : NULL;
+  }
+#endif
+  return cuda ? NULL : malloc(bytes ? bytes : 1);
+}
+
+void bo_free(int cuda, void *p) {
+#ifdef TD_HAVE_GEMM_CUDA
+  if (cuda) {
+    cudaFree(p);
+    return;
+  }
+#endif
+  free(p);
+}
+
+int bo_set_device(int cuda, int rank) {
+#ifdef TD_HAVE_GEMM_CUDA
+  if (cuda) {
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess || count < 1)
+      return -1;
+    return cudaSetDevice(rank % count) == cudaSuccess ? 0 : -1;
+  }
+#endif
+  return cuda ? -1 : 0;
+}
+
+int bo_fill(int cuda, void *p, size_t bytes, td_dtype dt, uint64_t seed, double scale) {
+  /* A block of random values repeated: generating every element of a
+   * multi-GiB weight on the host would take longer than the benchmark. */
+  size_t es = bo_es(dt), block = 1u << 20, nel = bytes / es;
+  size_t bl = nel < block ? nel : block;
+  unsigned char *h = malloc(bl * es + 1);
+  if (!h)
+    return -1;
+  uint64_t z = seed * 0x9e3779b97f4a7c15ull + 12345;
+  for (size_t i = 0; i < bl; i++) {
+    z ^= z << 13, z ^= z >> 7, z ^= z << 17;
+    double x = ((double)(z >> 11) / 9007199254740992.0 * 2.0 - 1.0) * scale;
+    if (dt == TD_F32)
+      ((float *)h)[i] = (float)x;
+    else if (dt == TD_BF16)
+      ((uint16_t *)h)[i] = td_f32_to_bf16((float)x);
+    else
+      ((uint16_t *)h)[i] = td_f32_to_f16((float)x);
+  }
+  int rc = 0;
+  for (size_t off = 0; off < nel && rc == 0; off += bl) {
+    size_t len = nel - off < bl ? nel - off : bl;
+#ifdef TD_HAVE_GEMM_CUDA
+    if (cuda) {
+      rc = cudaMemcpy((char *)p + off * es, h, len * es, cudaMemcpyHostToDevice) == cudaSuccess ? 0 : -1;
+      continue;
+    }
+#endif
+    memcpy((char *)p + off * es, h, len * es);
+  }
+  free(h);
+  return rc;
+}
+
+int bo_rows_to_host(int cuda, void *dst, const void *p, int64_t row0, int64_t rows, int64_t cols, int64_t ld,
+                    td_dtype dt) {
+  size_t es = bo_es(dt);
+  const char *src = (const char *)p + (size_t)row0 * (size_t)ld * es;
+#ifdef TD_HAVE_GEMM_CUDA
+  if (cuda)
+    return cudaMemcpy2D(dst, (size_t)cols * es, src, (size_t)ld * es, (size_t)cols * es, (size_t)rows,
+                        cudaMemcpyDeviceToHost) == cudaSuccess ? 0 : -1;
+#endif
+  for (int64_t i = 0; i < rows; i++)
+    memcpy((char *)dst + (size_t)i * (size_t)cols * es, src + (size_t)i * (size_t)ld * es, (size_t)cols * es);
+  return 0;
+}
+
+size_t bo_mem_used(int cuda, td_world *w) {
+#ifdef TD_HAVE_GEMM_CUDA
+  if (cuda) {
+    size_t fr = 0, tot = 0;
+    cudaMemGetInfo(&fr, &tot);
+    return tot - fr;
+  }
+#endif
+  size_t used = 0, total = 0;
+  td_symm_usage(w, &used, &total);
+  return used;
+}
+
+void bo_env(int cuda, void *json_obj) {
+  cJSON *e = json_obj;
+  char rev[64] = "unknown";
+  FILE *f = popen("git rev-parse --short HEAD 2>/dev/null", "r");
+  if (f) {
+    if (fgets(rev, sizeof rev, f))
+      rev[strcspn(rev, "\n")] = 0;
+    pclose(f);
+  }
+  cJSON_AddStringToObject(e, "git_revision", rev);
+  cJSON_AddStringToObject(e, "tdist_version", td_version());
+  cJSON_AddStringToObject(e, "openblas", openblas_get_config());
+#ifdef TD_HAVE_GEMM_CUDA
+  if (cuda) {
+    struct cudaDeviceProp p;
+    int drv = 0, rt = 0, blas = 0;
+    if (cudaGetDeviceProperties(&p, 0) == cudaSuccess) {
+      cJSON_AddStringToObject(e, "gpu", p.name);
+      cJSON_AddNumberToObject(e, "sms", p.multiProcessorCount);
+      cJSON_AddNumberToObject(e, "gpu_memory_bytes", (double)p.totalGlobalMem);
+    }
+    cudaDriverGetVersion(&drv);
+    cudaRuntimeGetVersion(&rt);
+    cublasGetVersion(NULL, &blas);
+    cJSON_AddNumberToObject(e, "cuda_driver_api", drv);
+    cJSON_AddNumberToObject(e, "cuda_runtime", rt);
+    cJSON_AddNumberToObject(e, "cublas", blas);
+    FILE *g = popen("nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null", "r");
+    char dv[64] = "unknown";
+    if (g) {
+      if (fgets(dv, sizeof dv, g))
+        dv[strcspn(dv, "\n")] = 0;
+      pclose(g);
+    }
+    cJSON_AddStringToObject(e, "driver", dv);
+  }
+#endif
+  cJSON_AddStringToObject(e, "nccl", "not used: NCCL refuses two ranks on one GPU; the baseline collective is "
+                                     "cudaMemcpyAsync copies + cuBLAS axpy (cuda) or tdist host collectives (cpu)");
+  cJSON_AddStringToObject(e, "interconnect", cuda ? "none: ranks share one GPU (transport local)"
+                                                  : "shared memory (ranks are threads of one process)");
+}
+
+/* ---- cpu baseline ---- */
+
+static int bo_cpu_run(bo_base *B, char *msg, size_t ms) {
+  const float *a = B->a, *b = B->b;
+  float *c = B->c, *w = B->work;
+  const td_tp_layout *la = &B->la[B->me], *lc = &B->lc[B->me];
+  td_team *t = B->team;
+  td_status st = TD_OK;
+  int64_t K = B->s.k;
+  switch (B->kind) {
+  case TD_TP_AG_GEMM: {
+    size_t per = B->la[0].bytes / sizeof(float); /* padded part, same on every rank */
+    st = td_all_gather(t, w, a, per, TD_F32);
+    /* Close the padding gaps so the gathered rows are contiguous, then one GEMM. */
+    for (int r = 0; st == TD_OK && r < B->n; r++)
+      memmove(w + B->la[r].row0 * K, w + (size_t)r * per, sizeof(float) * (size_t)(B->la[r].rows * K));
+    if (st == TD_OK && lc->cols > 0)
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)B->s.m, (int)lc->cols, (int)K, 1.0f, w, (int)K,
+                  b, (int)B->lb.ld, 0.0f, c, (int)lc->ld);
+    break;
+  }
+  case TD_TP_GEMM_RS: {
+    int64_t pad = B->lc[0].bytes / sizeof(float) / (size_t)B->s.n; /* rows of the largest part */
+    for (int r = 0; r < B->n; r++)
+      if (B->lc[r].rows > 0 && la->cols > 0)
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)B->lc[r].rows, (int)B->s.n, (int)la->cols,
+                    1.0f, a + B->lc[r].row0 * la->ld, (int)la->ld, b, (int)B->s.n, 0.0f,
+                    w + (size_t)r * (size_t)pad * (size_t)B->s.n, (int)B->s.n);
+    st = td_reduce_scatter(t, c, w, (size_t)B->n * (size_t)pad * (size_t)B->s.n, TD_F32, TD_SUM);
+    break;
+  }
+  case TD_TP_GEMM_AR:
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)B->s.m, (int)B->s.n, (int)la->cols, 1.0f, a,
+                (int)la->ld, b, (int)B->s.n, 0.0f, w, (int)B->s.n);
+    st = td_all_reduce(t, c, w, (size_t)(B->s.m * B->s.n), TD_F32, TD_SUM);
+    break;
+  default:
+    st = td_all_reduce(t, c, a, B->s.count, TD_F32, TD_SUM);
+    break;
+  }
+  if (st != TD_OK) {
+    snprintf(msg, ms, "cpu baseline: %s: %s", td_status_name(st), td_last_error());
+    return -1;
+  }
+  return 0;
+}
+
+int bo_base_create(int cuda, td_tp_kind kind, const bo_shape *s, td_dtype dt, td_team *team, const td_tp_op *op,
+                   const void *a, const void *b, void *c, bo_base **out, char *msg, size_t ms) {
+  int n = td_team_size(team);
+  if (n > 64) {
+    snprintf(msg, ms, "baseline: at most 64 ranks");
+    return -1;
+  }
+  if (!cuda && dt != TD_F32) {
+    snprintf(msg, ms, "cpu baseline: f32 only (OpenBLAS sgemm)");
+    return -1;
+  }
+  bo_base *B = calloc(1, sizeof *B);
+  if (!B) {
+    snprintf(msg, ms, "baseline: out of memory");
+    return -1;
+  }
+  B->cuda = cuda, B->kind = kind, B->s = *s, B->dt = dt, B->team = team;
+  B->n = n, B->me = td_team_rank(team), B->a = a, B->b = b, B->c = c;
+  for (int r = 0; r < n; r++) {
+    td_tp_operand(op, TD_TP_A, r, &B->la[r]);
+    td_tp_operand(op, TD_TP_C, r, &B->lc[r]);
+  }
+  td_tp_operand(op, TD_TP_B, B->me, &B->lb);
+  size_t es = bo_es(dt);
+  switch (kind) {
+  case TD_TP_AG_GEMM: B->work_bytes = (size_t)n * B->la[0].bytes + (size_t)s->m * (size_t)s->k * es; break;
+  case TD_TP_GEMM_RS: B->work_bytes = (size_t)n * B->lc[0].bytes + (size_t)s->m * (size_t)s->n * es; break;
+  case TD_TP_GEMM_AR: B->work_bytes = (size_t)s->m * (size_t)s->n * es; break;
+  default: B->work_bytes = es; break;
+  }
+  B->work = bo_alloc(cuda, B->work_bytes);
+  int rc = B->work ? 0 : -1;
+  if (rc)
+    snprintf(msg, ms, "baseline: cannot allocate %zu bytes of scratch", B->work_bytes);
+#ifdef TD_HAVE_GEMM_CUDA
+  if (rc == 0 && cuda)
+    rc = bo_cuda_setup(B, msg, ms);
+#endif
+  if (rc) {
+    bo_base_destroy(B);
+    return -1;
+  }
+  *out = B;
+  return 0;
+}
+
+int bo_base_run(bo_base *B, char *msg, size_t ms) {
+#ifdef TD_HAVE_GEMM_CUDA
+  if (B->cuda)
+    return bo_cuda_run(B, msg, ms);
+#endif
+  return bo_cpu_run(B, msg, ms);
+}
+
+void bo_base_destroy(bo_base *B) {
+  if (!B)
+    return;
+#ifdef TD_HAVE_GEMM_CUDA
+  if (B->cuda)
+    bo_cuda_release(B);
+#endif
+  bo_free(B->cuda, B->work);
+  free(B->peer_a);
+  free(B->peer_c);
+  free(B->peer_w);
+  free(B);
+}
