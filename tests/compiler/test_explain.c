@@ -144,6 +144,24 @@ static void test_properties(void **state) {
       td_compiled_destroy(c);
       td_compiled *seq = compile(mlp, dims[d], n, 0, 2, 2, -1);
       check_waits_reachable(seq);
+      /* sequential baseline: the first GEMM tile waits for every chunk of every
+       * peer that owns rows (the whole all_gather), not just its own rows */
+      for (int r = 0; r < n; r++) {
+        const td_schedule *s = td_plan_schedule(td_compiled_plan(seq), r);
+        uint32_t i = 0;
+        while (i < s->ntasks && s->tasks[i].kind != TD_TASK_GEMM)
+          i++;
+        if (i == s->ntasks)
+          continue; /* a rank with no rows of a shard(1) result never happens here */
+        uint32_t want = 0;
+        for (int q = 0; q < n; q++) {
+          size_t qo, ql;
+          td_chunk_range((size_t)M, n, q, &qo, &ql);
+          if (q != r && ql > 0)
+            want += ql >= 2 ? 2 : 1; /* two chunks per part, none empty unless the part has 1 row */
+        }
+        assert_int_equal(s->tasks[i].wait_count, want);
+      }
       td_compiled_destroy(seq);
     }
 }
