@@ -36,7 +36,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu,power.draw 
 status=0
 if [ "$WHAT" = tests ] || [ "$WHAT" = all ]; then
   echo "== ops_gpu_test"
-  timeout 280 "$TEST" >"$OUT/ops_gpu_test.log" 2>&1
+  timeout ${TEST_TIMEOUT:-280} "$TEST" >"$OUT/ops_gpu_test.log" 2>&1
   rc=$?; [ $rc = 0 ] || status=1
   grep -E "^\[ *(OK|FAILED|PASSED|RUN) *\]|ERROR|rank .* off by" "$OUT/ops_gpu_test.log" | grep -v RUN | head -20
   echo "   rc=$rc ($(( $(date +%s) - t0 )) s)"
@@ -50,7 +50,7 @@ if [ "$WHAT" = bench ] || [ "$WHAT" = all ]; then
   run() { # name, args...
     local name=$1; shift
     echo "== tdist bench $name $*"
-    timeout 240 "$TDIST" bench "$name" --backend cuda --json "$OUT/$name.json" "$@" >/tmp/ops-bench.md 2>&1
+    timeout ${BENCH_TIMEOUT:-240} "$TDIST" bench "$name" --backend cuda --json "$OUT/$name.json" "$@" >/tmp/ops-bench.md 2>&1
     local rc=$?; [ $rc = 0 ] || status=1
     cat /tmp/ops-bench.md >>"$OUT/bench.md"
     grep -E "^\|" /tmp/ops-bench.md | grep -v -- "---" | cut -c1-150
