@@ -247,6 +247,13 @@ typedef struct td_program_run_opts {
   int check;           /* compare outputs with the single-rank f64 reference */
   const char *trace_path; /* Chrome trace of the last launch, NULL = none */
   const td_compile_opts *compile; /* NULL = defaults (nranks/overlap from here) */
+  /* Optional data from NumPy .npy files (1-D or 2-D, C order, little-endian
+   * f2/f4/f8/i4/i8) instead of random values: input_paths[i] feeds the input
+   * or weight named input_names[i] and must have its global shape ([C] for a
+   * [1, C] value). Partial inputs cannot be fed from a file. */
+  int ninputs;
+  const char *const *input_names;
+  const char *const *input_paths;
 } td_program_run_opts;
 
 typedef struct td_program_run_result {

@@ -141,6 +141,41 @@ td_status td_program_run(const td_program *p, const td_program_run_opts *o, td_p
     if (!R.bufs[r])
       st = td__error(TD_ERR_NO_MEMORY, "run: out of memory");
   }
+  /* Inputs from files first (checked against the program), then seeded random data. */
+  for (int i = 0; i < o->ninputs && st == TD_OK; i++) {
+    td_value v = -1;
+    for (td_value u = 0; u < nv; u++)
+      if ((p->vals[u].op == TD_OP_INPUT || p->vals[u].op == TD_OP_WEIGHT) &&
+          !strcmp(p->vals[u].name, o->input_names[i]))
+        v = u;
+    if (v < 0) {
+      st = td__error(TD_ERR_INVALID_ARG, "--input %s: the program has no input or weight of that name",
+                     o->input_names[i]);
+      break;
+    }
+    if (p->vals[v].layout.kind == TD_LAYOUT_PARTIAL) {
+      st = td__error(TD_ERR_INVALID_ARG, "--input %s: a partial(sum) input takes random addends per rank; "
+                     "it cannot come from a file", o->input_names[i]);
+      break;
+    }
+    int64_t fr, fc, Rw, Cw;
+    double *data = NULL;
+    st = td__npy_load(o->input_paths[i], &fr, &fc, &data);
+    if (st != TD_OK) {
+      td__error_prefix("--input %s: ", o->input_names[i]);
+      break;
+    }
+    td__val_shape(p, v, &Rw, &Cw);
+    if (fr != Rw || fc != Cw) {
+      free(data);
+      st = td__error(TD_ERR_SHAPE, "--input %s: '%s' holds [%lld, %lld] but %s is [%lld, %lld]", o->input_names[i],
+                     o->input_paths[i], (long long)fr, (long long)fc, o->input_names[i], (long long)Rw,
+                     (long long)Cw);
+      break;
+    }
+    free(global[v]);
+    global[v] = data;
+  }
   /* Inputs: seeded, uniform in [-1, 1), weights scaled by 1/sqrt(rows) so activations stay O(1). */
   uint64_t seed = o->seed * 0x2545f4914f6cdd1dull + 1;
   for (td_value v = 0; v < nv && st == TD_OK; v++) {
@@ -153,13 +188,15 @@ td_status td_program_run(const td_program *p, const td_program_run_opts *o, td_p
     double scale = V->op == TD_OP_WEIGHT && Rw > 1 ? 1.0 / sqrt((double)Rw) : 1.0;
     if (V->op == TD_OP_WEIGHT && Rw == 1) /* a norm weight: around 1 */
       scale = 0.5;
-    global[v] = calloc(cnt ? cnt : 1, sizeof(double));
+    int from_file = global[v] != NULL;
+    if (!from_file)
+      global[v] = calloc(cnt ? cnt : 1, sizeof(double));
     if (!global[v]) {
       st = td__error(TD_ERR_NO_MEMORY, "run: out of memory");
       break;
     }
     int partial = V->layout.kind == TD_LAYOUT_PARTIAL;
-    for (int r = 0; r < (partial ? n : 1) && st == TD_OK; r++) {
+    for (int r = 0; r < (partial ? n : 1) && st == TD_OK && !from_file; r++) {
       double *g = partial ? (parts[v * n + r] = malloc(sizeof(double) * (cnt ? cnt : 1))) : global[v];
       if (!g) {
         st = td__error(TD_ERR_NO_MEMORY, "run: out of memory");

@@ -33,7 +33,7 @@ static void td_test_run_program(const char *text, const char *dims, int n, const
     co.one_shot_bytes = cfg ? cfg->one_shot : -1;
     co.compute_workers = cfg && cfg->compute_workers ? cfg->compute_workers : 1;
     co.comm_workers = 1;
-    td_program_run_opts ro = {n, "cpu", 1, 7, overlap, 1, NULL, &co};
+    td_program_run_opts ro = {n, "cpu", 1, 7, overlap, 1, NULL, &co, 0, NULL, NULL};
     td_program_run_result res;
     td_status st = td_program_run(p, &ro, &res);
     if (st != TD_OK || !res.pass)

@@ -78,7 +78,7 @@ static void test_run_options(void **state) {
   (void)state;
   td_program *p = small();
   td_program_run_result res;
-  td_program_run_opts ro = {0, "cpu", 1, 1, 1, 1, NULL, NULL};
+  td_program_run_opts ro = {0, "cpu", 1, 1, 1, 1, NULL, NULL, 0, NULL, NULL};
   assert_int_equal(td_program_run(p, &ro, &res), TD_ERR_INVALID_ARG);
   assert_string_equal(td_last_error(), "run: nranks (0) and iters (1) must be >= 1");
   ro.nranks = 2;

@@ -68,6 +68,8 @@ static void test_run_errors(void **state) {
   expect("run small.td --ranks 2 --backend tpu", 2, "tdist run: unknown backend 'tpu' (cpu or cuda)");
   expect("run small.td --ranks 2 --backend cuda", 1, "backend 'cuda' is not supported by the local-world runner yet");
   expect("run small.td --ranks 2 --rounds 0", 2, "tdist run: --rounds expects an integer in 1..15, got '0'");
+  expect("run small.td --ranks 2 --input x", 2, "tdist run: --input expects NAME=FILE.npy, got 'x'");
+  expect("run small.td --ranks 2 --input x=nothing.npy", 1, "--input x: cannot open 'nothing.npy'");
   expect("run missing.td --ranks 2", 1, "tdist run: cannot open program 'missing.td': No such file or directory");
   expect("run small.td --ranks 2 --dims Q=3", 2,
          "tdist run: dim 'Q' is not declared by the program (declared: M, H, F)");

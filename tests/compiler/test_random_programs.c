@@ -121,7 +121,7 @@ static void test_random_programs(void **state) {
     co.compute_workers = 1 + (int)rnd(2);
     co.comm_workers = 1;
     for (int overlap = 1; overlap >= 0; overlap--) {
-      td_program_run_opts ro = {n, "cpu", 1, seed, overlap, 1, NULL, &co};
+      td_program_run_opts ro = {n, "cpu", 1, seed, overlap, 1, NULL, &co, 0, NULL, NULL};
       td_program_run_result res;
       td_status st = td_program_run(p, &ro, &res);
       if (st == TD_ERR_SHAPE) /* a split the lowering refuses (contraction < ranks) */

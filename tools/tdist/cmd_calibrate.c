@@ -91,7 +91,7 @@ static int td__time_program(const char *text, int64_t tile_rows, int reps, doubl
   co.compute_workers = 1;
   co.comm_workers = 1;
   co.tile_rows = tile_rows;
-  td_program_run_opts ro = {1, "cpu", reps, 1, 1, 0, NULL, &co};
+  td_program_run_opts ro = {1, "cpu", reps, 1, 1, 0, NULL, &co, 0, NULL, NULL};
   td_program_run_result res;
   td_status st = td_program_run(p, &ro, &res);
   td_program_destroy(p);

@@ -26,6 +26,7 @@ static void td__run_usage(FILE *out) {
           "  --trace FILE         Chrome trace (Perfetto) of the overlapped run's last launch\n"
           "  --json FILE          write the results as JSON\n"
           "  --seed S             input data seed (default 1)\n"
+          "  --input NAME=FILE    read input/weight NAME from a .npy file (repeatable)\n"
           "  --chunks C           sub-chunks per rank part (default: perf model)\n"
           "  --tile-rows T        tile rows (default: perf model)\n"
           "  --compute-workers W  compute workers per rank (default: perf model)\n"
@@ -90,7 +91,9 @@ static void td__row(const char *name, const td_program_run_result *r, int check)
 int td_cmd_run(int argc, char **argv) {
   const char *path = NULL, *backend = "cpu", *dims = NULL, *trace = NULL, *json = NULL;
   long long ranks = 0, rounds = 3, iters = 10, seed = 1, chunks = 0, tile_rows = 0, cw = 0, mw = 0;
-  int check = 0, baseline = 1;
+  int check = 0, baseline = 1, ninputs = 0;
+  const char *in_names[16], *in_paths[16];
+  char in_buf[16][256];
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     const char *val = i + 1 < argc ? argv[i + 1] : NULL;
@@ -131,6 +134,22 @@ int td_cmd_run(int argc, char **argv) {
         trace = val;
       else if (!strcmp(a, "--json"))
         json = val;
+      else if (!strcmp(a, "--input")) {
+        const char *eq = strchr(val, '=');
+        if (!eq || eq == val || !eq[1] || strlen(val) >= sizeof in_buf[0]) {
+          fprintf(stderr, "tdist run: --input expects NAME=FILE.npy, got '%s'\n", val);
+          return 2;
+        }
+        if (ninputs == 16) {
+          fprintf(stderr, "tdist run: at most 16 --input options\n");
+          return 2;
+        }
+        snprintf(in_buf[ninputs], sizeof in_buf[0], "%s", val);
+        in_buf[ninputs][eq - val] = 0;
+        in_names[ninputs] = in_buf[ninputs];
+        in_paths[ninputs] = in_buf[ninputs] + (eq - val) + 1;
+        ninputs++;
+      }
       else {
         fprintf(stderr, "tdist run: unknown option '%s' (see tdist run --help)\n", a);
         return 2;
@@ -174,8 +193,11 @@ int td_cmd_run(int argc, char **argv) {
   co.tile_rows = tile_rows;
   co.compute_workers = (int)cw;
   co.comm_workers = (int)mw;
-  td_program_run_opts ro = {(int)ranks, backend, (int)iters, (uint64_t)seed, 1, check, NULL, &co};
+  td_program_run_opts ro = {(int)ranks, backend, (int)iters, (uint64_t)seed, 1, check, NULL, &co, 0, NULL, NULL};
   int rounds_i = (int)rounds;
+  ro.ninputs = ninputs;
+  ro.input_names = in_names;
+  ro.input_paths = in_paths;
   /* Rounds alternate the order (O S, S O, ...) so load from other processes and
    * warm-up effects hit both plans alike; each figure is the median over rounds. */
   td_program_run_result ov = {0}, sq = {0}, res[2][16];

@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Compiler runner support: reading a NumPy `.npy` file (format versions 1-3)
+ * holding a 1-D or 2-D C-order array of little-endian f2/f4/f8 or i4/i8,
+ * converted to doubles, so `tdist run --input x=x.npy` can feed real data
+ * instead of seeded random values. Only the header fields the format
+ * requires are read ('descr', 'fortran_order', 'shape'); anything else is
+ * refused with a message naming the file and the problem. */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compiler/compiler.h"
+#include "core/error.h"
+
+/* Finds 'key': in the header dict and returns a pointer just after the colon. */
+static const char *td__npy_field(const char *hdr, const char *key) {
+  char pat[32];
+  snprintf(pat, sizeof pat, "'%s'", key);
+  const char *p = strstr(hdr, pat);
+  if (!p)
+    return NULL;
+  p = strchr(p + strlen(pat), ':');
+  if (!p)
+    return NULL;
+  p++;
+  while (*p == ' ')
+    p++;
+  return p;
+}
+
+td_status td__npy_load(const char *path, int64_t *rows, int64_t *cols, double **out) {
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return td__error(TD_ERR_NOT_FOUND, "cannot open '%s': %s", path, strerror(errno));
+  unsigned char pre[12];
+  td_status st = TD_OK;
+  char *hdr = NULL;
+  void *raw = NULL;
+  double *data = NULL;
+  size_t n = fread(pre, 1, 10, f);
+  if (n != 10 || memcmp(pre, "\x93NUMPY", 6) != 0) {
+    st = td__error(TD_ERR_INVALID_ARG, "'%s' is not a .npy file (bad magic)", path);
+    goto out;
+  }
+  size_t hlen = pre[8] | (size_t)pre[9] << 8;
+  if (pre[6] >= 2) { /* versions 2 and 3: 4-byte header length */
+    if (fread(pre + 10, 1, 2, f) != 2) {
+      st = td__error(TD_ERR_INVALID_ARG, "'%s': truncated header", path);
+      goto out;
+    }
+    hlen |= (size_t)pre[10] << 16 | (size_t)pre[11] << 24;
+  }
+  if (hlen == 0 || hlen > (1u << 20) || !(hdr = calloc(1, hlen + 1)) || fread(hdr, 1, hlen, f) != hlen) {
+    st = td__error(TD_ERR_INVALID_ARG, "'%s': truncated or oversized header", path);
+    goto out;
+  }
+  const char *descr = td__npy_field(hdr, "descr"), *fo = td__npy_field(hdr, "fortran_order"),
+             *shape = td__npy_field(hdr, "shape");
+  if (!descr || !fo || !shape) {
+    st = td__error(TD_ERR_INVALID_ARG, "'%s': header lacks descr, fortran_order or shape", path);
+    goto out;
+  }
+  if (!strncmp(fo, "True", 4)) {
+    st = td__error(TD_ERR_INVALID_ARG, "'%s': Fortran-order arrays are not supported (save with C order)", path);
+    goto out;
+  }
+  char code[8] = "";
+  if (sscanf(descr, "'%7[^']'", code) != 1 || (code[0] != '<' && code[0] != '|')) {
+    st = td__error(TD_ERR_INVALID_ARG, "'%s': dtype %.10s is not little-endian", path, descr);
+    goto out;
+  }
+  const char *c = code + 1;
+  size_t es = !strcmp(c, "f2") ? 2 : !strcmp(c, "f4") || !strcmp(c, "i4") ? 4 : !strcmp(c, "f8") || !strcmp(c, "i8") ? 8 : 0;
+  if (!es) {
+    st = td__error(TD_ERR_INVALID_ARG, "'%s': dtype '%s' is not supported (f2, f4, f8, i4, i8)", path, code);
+    goto out;
+  }
+  long long d0 = 0, d1 = 0;
+  int end2 = 0, end1 = 0;
+  sscanf(shape, "(%lld, %lld)%n", &d0, &d1, &end2);
+  if (!end2 && (sscanf(shape, "(%lld,)%n", &d0, &end1), end1)) {
+    d1 = d0;
+    d0 = 1;
+  } else if (!end2) {
+    const char *close = strchr(shape, ')');
+    int len = close && close - shape < 40 ? (int)(close - shape) + 1 : 24;
+    st = td__error(TD_ERR_INVALID_ARG, "'%s': shape %.*s is not 1-D or 2-D", path, len, shape);
+    goto out;
+  }
+  if (d0 < 1 || d1 < 1 || d0 > (1LL << 31) || d1 > (1LL << 31) || (double)d0 * (double)d1 > 1e10) {
+    st = td__error(TD_ERR_INVALID_ARG, "'%s': shape (%lld, %lld) is empty or too large", path, d0, d1);
+    goto out;
+  }
+  size_t count = (size_t)(d0 * d1);
+  raw = malloc(count * es);
+  data = malloc(count * sizeof *data);
+  if (!raw || !data) {
+    st = td__error(TD_ERR_NO_MEMORY, "'%s': out of memory for %zu elements", path, count);
+    goto out;
+  }
+  if (fread(raw, es, count, f) != count) {
+    st = td__error(TD_ERR_INVALID_ARG, "'%s': file holds fewer than the %zu elements its header declares", path,
+                   count);
+    goto out;
+  }
+  for (size_t i = 0; i < count; i++) {
+    const unsigned char *p = (const unsigned char *)raw + i * es;
+    if (!strcmp(c, "f2")) {
+      data[i] = td_f16_to_f32((uint16_t)(p[0] | p[1] << 8));
+    } else if (!strcmp(c, "f4")) {
+      float v;
+      memcpy(&v, p, 4);
+      data[i] = v;
+    } else if (!strcmp(c, "f8")) {
+      memcpy(&data[i], p, 8);
+    } else if (!strcmp(c, "i4")) {
+      int32_t v;
+      memcpy(&v, p, 4);
+      data[i] = v;
+    } else {
+      int64_t v;
+      memcpy(&v, p, 8);
+      data[i] = (double)v;
+    }
+  }
+  *rows = d0;
+  *cols = d1;
+  *out = data;
+  data = NULL;
+out:
+  fclose(f);
+  free(hdr);
+  free(raw);
+  free(data);
+  return st;
+}
