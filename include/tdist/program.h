@@ -193,6 +193,9 @@ typedef struct td_compile_opts {
   int comm_workers;      /* per rank; 0 = perf model */
   int64_t one_shot_bytes; /* all_reduce outputs up to this size use one-shot; -1 = perf model */
   const td_perf_model *model; /* NULL = td_perf_model_load() */
+  int exact_dtypes;      /* cpu: 1 = store every value in its declared dtype; 0 (default) =
+                            keep 16-bit local intermediates (never communicated, not
+                            outputs) in f32, like XLA's excess precision */
   int backend_cuda;      /* 0: plan for the cpu backend (default), 1: for cuda. On cpu,
                             f16/bf16 weights multiplied by more than one GEMM tile are
                             converted to f32 once per launch (the cpu GEMM tile would

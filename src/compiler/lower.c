@@ -317,6 +317,28 @@ static void td__make_buffers(td__lower *L) {
       if (only_rs && uses)
         bdt = TD_F32;
     }
+    /* cpu: excess precision for local intermediates (as XLA allows by default):
+     * a 16-bit value computed and read only by local compute tiles is stored
+     * in f32, since the tiles compute in f32 anyway and rounding to 16 bits and
+     * converting back costs time. Communicated values and outputs keep their
+     * dtype. opts.exact_dtypes turns this off. */
+    if (!L->o.backend_cuda && !L->o.exact_dtypes && V->dtype != TD_F32 && !V->is_output &&
+        (V->op == TD_OP_MATMUL || V->op == TD_OP_ADD || V->op == TD_OP_MUL || V->op == TD_OP_GELU ||
+         V->op == TD_OP_SILU || V->op == TD_OP_SCALE || V->op == TD_OP_RMSNORM)) {
+      int local_only = 1, uses = 0;
+      for (td_value u = v + 1; u < L->p->nvals; u++) {
+        const td__val *U = &L->p->vals[u];
+        if (U->in[0] == v || U->in[1] == v) {
+          uses++;
+          if (U->op == TD_OP_ALL_GATHER || U->op == TD_OP_ALL_REDUCE || U->op == TD_OP_ALL_TO_ALL)
+            local_only = 0;
+          if (U->op == TD_OP_REDUCE_SCATTER && V->op != TD_OP_MATMUL)
+            local_only = 0;
+        }
+      }
+      if (local_only && uses)
+        bdt = TD_F32;
+    }
     int peer_written = V->op == TD_OP_ALL_GATHER || V->op == TD_OP_ALL_TO_ALL || V->op == TD_OP_ALL_REDUCE;
     char name[40];
     td__val_label(L->p, v, name, sizeof name);
