@@ -26,7 +26,7 @@ enum { BO_MAX_SIDES = 8, BO_MAX_SHAPES = 64, BO_SAMPLE_ROWS = 24 };
 
 typedef struct bo_opts {
   td_tp_kind kind;
-  int cuda, ranks, iters, warmup, chunks;
+  int cuda, ranks, iters, warmup, chunks, compute_workers, comm_workers;
   td_dtype dt;
   const char *json, *models, *ms, *variants;
   int64_t m, n, k;
@@ -72,6 +72,8 @@ static td_status bo_create(const bo_case *bc, td_team *t, td_tp_variant v, td_tp
   to.backend = o->cuda ? TD_EXEC_CUDA : TD_EXEC_CPU;
   to.variant = v;
   to.chunks_per_rank = o->chunks;
+  to.compute_workers = o->compute_workers;
+  to.comm_workers = o->comm_workers;
   switch (o->kind) {
   case TD_TP_AG_GEMM: return td_ag_gemm_create(t, bc->s.m, bc->s.n, bc->s.k, o->dt, &to, op);
   case TD_TP_GEMM_RS: return td_gemm_rs_create(t, bc->s.m, bc->s.n, bc->s.k, o->dt, &to, op);
@@ -385,6 +387,7 @@ static void bo_usage(FILE *f, const char *kind) {
   fprintf(f,
           "usage: tdist bench %s --backend cpu|cuda --ranks N [--json FILE] [--dtype f32|bf16|f16]\n"
           "         [--iters I] [--warmup W] [--variants LIST] [--chunks C]\n"
+          "         [--compute-workers W] [--comm-workers W]   (SM split on cuda, threads on cpu)\n"
           "         [--models all|check|NAME,...] [--m LIST] | [--shape MxNxK]   (GEMM operators)\n"
           "         [--sizes LIST]                                              (all_reduce)\n"
           "Sides: the sequential baseline, tdist auto, and each variant of --variants (default: every\n"
@@ -429,6 +432,10 @@ static int bo_main(td_tp_kind kind, int argc, char **argv) {
       o.warmup = atoi(v);
     } else if (!strcmp(a, "--chunks")) {
       o.chunks = atoi(v);
+    } else if (!strcmp(a, "--compute-workers")) {
+      o.compute_workers = atoi(v);
+    } else if (!strcmp(a, "--comm-workers")) {
+      o.comm_workers = atoi(v);
     } else if (!strcmp(a, "--json")) {
       o.json = v;
     } else if (!strcmp(a, "--dtype")) {
