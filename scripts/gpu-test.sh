@@ -31,7 +31,7 @@ for t in $tests; do
     *) targets="$targets $t" ;;
   esac
 done
-case "$WHAT" in bench|all) targets="$targets gpu_put_bench exec_overhead" ;; esac
+case "$WHAT" in bench|all) targets="$targets gpu_put_bench exec_overhead gemm_bench" ;; esac
 case "$WHAT" in sanitizer|all) targets="$targets dev_gpu_test" ;; esac
 echo "== build: $targets"
 if ! cmake --build "$B" -j "$(nproc)" --target $targets >"$OUT/build.log" 2>&1; then
@@ -53,6 +53,9 @@ if [ "$WHAT" = bench ] || [ "$WHAT" = all ]; then
   nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv >>"$OUT/gpu_put_bench.md" 2>&1
   echo "== bench: CUDA executor overhead (persistent executor vs ordinary grid, simple GEMM tile)"
   "$B/bin/exec_overhead" --shape 8192x3584x8192 --tile 256x256 --budget 10 2>&1 | tee "$OUT/exec_overhead.md" || status=1
+  echo "== bench: GEMM tiles vs cuBLAS (full sweep: scripts/gemm-bench.sh)"
+  "$B/bin/gemm_bench" --shapes 8192x3584x8192,1024x3584x8192,128x3584x8192 \
+    --configs 128x256x4,128x224x5,64x64x8 --hooks --iters 30 2>&1 | grep -v "^    sm" | tee "$OUT/gemm_bench.md" || status=1
 fi
 
 if [ "$WHAT" = sanitizer ] || [ "$WHAT" = all ]; then
