@@ -326,7 +326,7 @@ static int bo_run_case(const bo_opts *o, const bo_shape *shape, cJSON *results) 
       cJSON_AddNumberToObject(j, "speedup_vs_baseline", sp);
       cJSON_AddNumberToObject(j, "memory_bytes_per_rank", (double)sd->mem_bytes);
       cJSON_AddNumberToObject(j, "max_rel_diff", s == 0 ? 0 : sd->max_rel_diff);
-      printf("| %-22s | %-16s | %-12s | %9.3f | %9.3f | %7.1f | %6.3f | %8.1f | %8.2e | |\n", bc.s.name, sd->name,
+      printf("| %-22s | %-16s | %-12s | %9.3f | %9.3f | %7.3f | %6.3f | %8.1f | %8.2e | |\n", bc.s.name, sd->name,
              s == 0 ? "sequential" : td_tp_variant_name(sd->ran), sd->p50 * 1e3, sd->p99 * 1e3, tf, sp,
              (double)sd->mem_bytes / 1048576.0, s == 0 ? 0.0 : sd->max_rel_diff);
     }
