@@ -467,6 +467,13 @@ static int bo_main(td_tp_kind kind, int argc, char **argv) {
   }
   if (!dtype_set && o.cuda)
     o.dt = TD_BF16;
+  char vl[160];
+  snprintf(vl, sizeof vl, "%s", o.variants);
+  for (char *tok = strtok(vl, ","); tok; tok = strtok(NULL, ","))
+    if (td_tp_variant_parse(tok, NULL) != TD_OK) {
+      fprintf(stderr, "tdist bench %s: --variants: %s\n", argv[0], td_last_error());
+      return 2;
+    }
   if (o.ranks < 1 || o.ranks > 64 || o.iters < 1 || o.warmup < 0) {
     fprintf(stderr, "tdist bench %s: --ranks must be 1..64, --iters >= 1, --warmup >= 0\n", argv[0]);
     return 2;
