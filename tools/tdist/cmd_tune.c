@@ -124,6 +124,7 @@ static int td__tune_gemm(int argc, char **argv) {
   return 0;
 #else
   (void)store;
+  (void)layout;
   fprintf(stderr, "tdist tune gemm: this build has no CUDA GEMM tiles (configure with "
                   "-DTD_WITH_CUDA=ON on a machine with nvcc)\n");
   return 1;

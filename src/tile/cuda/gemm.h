@@ -102,7 +102,9 @@ typedef enum td_gemm_arch {
 } td_gemm_arch;
 
 /* One tile configuration. For TD_GEMM_SM90: bm in {64,128,256}, bn a multiple
- * of 16 up to 256 (of 64 when B is [K,N]), bk = 64, stages 2..8, cluster 1.
+ * of 16 up to 256 (of 64 * cluster when B is [K,N]), bk = 64, stages 2..8,
+ * cluster 1 or 2 (2: two CTAs on vertically adjacent tiles share B by TMA
+ * multicast).
  * For TD_GEMM_SM80: bm, bn in {64,128}, bk = 32, stages 2..5. group_m is the
  * swizzle group: consecutive tiles walk group_m tile rows before the next
  * column, so that a wave of blocks shares A and B in L2. split_k > 1 divides

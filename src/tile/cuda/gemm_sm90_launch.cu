@@ -26,17 +26,22 @@ static_assert(sizeof(td__tensor_map) == sizeof(CUtensorMap), "tensor map size");
 
 typedef unsigned short td__u16;
 
+static PFN_cuTensorMapEncodeTiled_v12000 td__encode_ptr = NULL;
+static pthread_once_t td__encode_once = PTHREAD_ONCE_INIT;
+
+static void td__encode_lookup(void) {
+  void *p = NULL;
+  cudaDriverEntryPointQueryResult q;
+  if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &q) ==
+          cudaSuccess &&
+      q == cudaDriverEntryPointSuccess)
+    td__encode_ptr = (PFN_cuTensorMapEncodeTiled_v12000)p;
+}
+
+/* The driver's tensor-map encoder, looked up once per process. */
 static PFN_cuTensorMapEncodeTiled_v12000 td__encode_fn(void) {
-  static PFN_cuTensorMapEncodeTiled_v12000 fn = NULL; /* written once; a race writes the same value */
-  if (!fn) {
-    void *p = NULL;
-    cudaDriverEntryPointQueryResult q;
-    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault,
-                                         &q) == cudaSuccess &&
-        q == cudaDriverEntryPointSuccess)
-      fn = (PFN_cuTensorMapEncodeTiled_v12000)p;
-  }
-  return fn;
+  pthread_once(&td__encode_once, td__encode_lookup);
+  return td__encode_ptr;
 }
 
 /* A 2-D row-major [rows, cols] 16-bit tensor, box of box_cols x box_rows, 128B swizzle. */
