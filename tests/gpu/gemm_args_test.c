@@ -100,12 +100,26 @@ static void test_config_listing(void **state) {
   for (int i = 0; i < n; i++)
     assert_int_equal(out[i].bn % 64, 0); /* [K,N] needs whole 64-column boxes */
   assert_int_equal(td__gemm_cuda_configs(TD_GEMM_SM80, TD_F16, TD_GEMM_B_NK, NULL, 0) > 0, 1);
-  td_gemm_config d = td__gemm_cuda_default_config(TD_GEMM_SM90, 8192, 3584, 8192);
+  /* The default for every benchmark shape (and tiny ones) is a compiled kernel. */
+  static const int shapes[][3] = {{8192, 3584, 8192}, {8192, 8192, 3584}, {8192, 1280, 8192},
+                                  {4096, 3584, 8192}, {1024, 3584, 8192}, {128, 3584, 8192},
+                                  {8192, 8192, 8192}, {1, 8, 8},          {300, 100, 64}};
   td_gemm_config all[64];
-  int na = td__gemm_cuda_configs(TD_GEMM_SM90, TD_BF16, TD_GEMM_B_NK, all, 64), found = 0;
-  for (int i = 0; i < na; i++)
-    found |= all[i].bm == d.bm && all[i].bn == d.bn && all[i].stages == d.stages;
-  assert_true(found);
+  int na = td__gemm_cuda_configs(TD_GEMM_SM90, TD_BF16, TD_GEMM_B_NK, all, 64);
+  for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+    td_gemm_config d = td__gemm_cuda_default_config(TD_GEMM_SM90, shapes[s][0], shapes[s][1],
+                                                    shapes[s][2]);
+    int found = 0;
+    for (int i = 0; i < na; i++)
+      found |= all[i].bm == d.bm && all[i].bn == d.bn && all[i].stages == d.stages &&
+               all[i].cluster == d.cluster && all[i].group_m == d.group_m;
+    assert_true(found);
+  }
+  td_gemm_config d80 = td__gemm_cuda_default_config(TD_GEMM_SM80, 4096, 4096, 4096);
+  int n80 = td__gemm_cuda_configs(TD_GEMM_SM80, TD_BF16, TD_GEMM_B_NK, all, 64), found80 = 0;
+  for (int i = 0; i < n80; i++)
+    found80 |= all[i].bm == d80.bm && all[i].bn == d80.bn && all[i].stages == d80.stages;
+  assert_true(found80);
 }
 
 int main(void) {
