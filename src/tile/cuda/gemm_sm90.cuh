@@ -289,8 +289,6 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
           if (!ok)
             td__mbar_wait(rb, rp);
           td__mbar_arrive(ready_free + 8 * (i & 1));
-          /* TMA reads through the async proxy: order it after the acquire. */
-          asm volatile("fence.proxy.async.global;" ::: "memory");
           for (; kb < claimed; kb++) {
             load_a(stage, kb);
             if (++stage == STAGES) {
@@ -320,6 +318,12 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
         td__mbar_wait(ready_free + 8 * (i & 1), ((i >> 1) + 1) & 1);
         if (waits_on && r0 < r1 && td__gemm_wait_rows(hooks, r0, r1))
           waits_on = 0; /* recorded; the host reports it: stop waiting */
+        /* The loader reads these rows with TMA, through the async proxy: each
+         * lane that acquired fences its view over to that proxy before the
+         * hand-off (the writer-fence-then-barrier pattern), so the loader
+         * itself, with loads in flight, never waits on a proxy fence. */
+        asm volatile("fence.proxy.async.global;" ::: "memory");
+        __syncwarp();
         if (lane == 0)
           td__mbar_arrive(ready + 8 * (i & 1));
       }
