@@ -90,6 +90,7 @@ static const td__gemm_kernel_entry *td__find(int arch, const td_gemm_config *cfg
  * lock (the kernels are few and fixed: a small table suffices). */
 typedef struct td__prepared {
   const void *fn;
+  int device;                /* attributes and occupancy are per device */
   int binary_version, slots; /* slots > 0: blocks per SM; < 0: -(clusters per GPU) */
 } td__prepared;
 static td__prepared td__prep[128];
@@ -128,6 +129,7 @@ static cudaError_t td__prepare_locked(const td__gemm_kernel_entry *e, td__prepar
     slots = 1;
   }
   out->fn = e->fn;
+  cudaGetDevice(&out->device);
   out->binary_version = fa.binaryVersion;
   out->slots = slots;
   return cudaSuccess;
@@ -136,11 +138,13 @@ static cudaError_t td__prepare_locked(const td__gemm_kernel_entry *e, td__prepar
 /* Fills *out with the kernel's facts, querying the driver on first use. */
 static cudaError_t td__prepare(const td__gemm_kernel_entry *e, td__prepared *out) {
   cudaError_t err = cudaSuccess;
+  int dev = 0;
+  cudaGetDevice(&dev);
   pthread_mutex_lock(&td__prep_lock);
   int i = 0;
-  while (i < 128 && td__prep[i].fn && td__prep[i].fn != e->fn)
+  while (i < 128 && td__prep[i].fn && (td__prep[i].fn != e->fn || td__prep[i].device != dev))
     i++;
-  if (i < 128 && td__prep[i].fn == e->fn) {
+  if (i < 128 && td__prep[i].fn == e->fn && td__prep[i].device == dev) {
     *out = td__prep[i];
   } else {
     err = td__prepare_locked(e, out);
