@@ -6,7 +6,8 @@
 #   . scripts/gpu-env.sh && bench/ops-gpu.sh [tests|bench|all] [quick|full]
 # TD_OPS_BIN=folder with prebuilt `tdist` and `ops_gpu_test` (built on the dev
 # box with -DTD_WITH_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90a, Release) saves
-# the build; when they do not start there, the script builds them.
+# the build; when they do not start there, the script builds them. A file
+# REVISION in that folder (git rev-parse --short HEAD) names the build's revision.
 # Logs and JSON go to $OUT; the last lines are a summary.
 set -uo pipefail
 OUT=${OUT:-out/ops-gpu}
@@ -18,6 +19,8 @@ export TD_CACHE_DIR=${TD_CACHE_DIR:-/tmp/tdist-cache}
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:/usr/local/cuda/targets/x86_64-linux/lib:${LD_LIBRARY_PATH:-}
 t0=$(date +%s)
 BIN=${TD_OPS_BIN:-}
+# The device machine's copy of the tree has no .git: take the revision from the carried folder.
+[ -z "${TD_GIT_REV:-}" ] && [ -n "$BIN" ] && [ -f "$BIN/REVISION" ] && export TD_GIT_REV=$(cat "$BIN/REVISION")
 if [ -n "$BIN" ] && ! ldd "$BIN/tdist" "$BIN/ops_gpu_test" | grep -q "not found" && "$BIN/tdist" bench --help >/dev/null 2>&1; then
   echo "== prebuilt binaries from $BIN"
   TDIST=$BIN/tdist TEST=$BIN/ops_gpu_test

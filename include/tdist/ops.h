@@ -28,7 +28,8 @@
  *   ll_all_reduce src: count elements (each rank's addend) -> dst: their sum
  *
  * dtypes: f32, f16 or bf16, the same for every operand; 16-bit GEMMs
- * accumulate in f32. The all-reduce sums in f32 in a fixed order.
+ * accumulate in f32. Reductions add the ranks' contributions in a fixed
+ * order, so every rank of gemm_ar / ll_all_reduce gets the same C.
  *
  * Collective checks: creation is collective over the team; every rank checks
  * its own arguments, then the ranks compare them, so a bad or differing
@@ -103,7 +104,9 @@ typedef struct td_tp_op td_tp_op;
  *  TD_ERR_SHAPE        the contraction dim K is smaller than the rank count
  *                      (gemm_rs, gemm_ar);
  *  TD_ERR_MISMATCH     ranks passed different arguments (message lists them);
- *  TD_ERR_UNSUPPORTED  cuda asked for in a build without it;
+ *  TD_ERR_UNSUPPORTED  cuda asked for in a build without it or with no usable
+ *                      GPU, or more ranks on a GPU than their persistent
+ *                      kernels can share;
  *  TD_ERR_HEAP_EXHAUSTED, TD_ERR_NO_MEMORY, TD_ERR_TIMEOUT, TD_ERR_CUDA, and
  *  those of td_program_compile / td_exec_create. *out written only on success. */
 

@@ -202,11 +202,13 @@ td_status td__tp_run(td_tp_op *op, td_tp_kind kind, void *c, const void *a, cons
   const void *ptr[3] = {a, b, c};
   static const char *const names[3] = {"A", "B", "C"};
   for (int i = 0; i < 3; i++)
-    if (op->bufs[i] >= 0 && !ptr[i])
+    if (op->bufs[i] >= 0 && !ptr[i]) {
+      const td_buffer_desc *bd = td_plan_buffer(op->plan, op->bufs[i]);
+      size_t bytes = (size_t)bd->rows * (size_t)bd->cols * td_dtype_size(bd->dtype);
       return td__error(TD_ERR_INVALID_ARG, "%s: operand %s is NULL on rank %d; pass a buffer of %zu bytes "
                        "(td_tp_operand)", kn, op->d.kind == TD_TP_ALL_REDUCE ? (i ? "dst" : "src") : names[i],
-                       op->rank, (size_t)0 + (size_t)td_plan_buffer(op->plan, op->bufs[i])->rows *
-                       (size_t)td_plan_buffer(op->plan, op->bufs[i])->cols * td_dtype_size(op->d.dtype));
+                       op->rank, bytes);
+    }
   if (op->d.kind == TD_TP_ALL_REDUCE) {
     size_t bytes = op->d.count * td_dtype_size(op->d.dtype);
     const char *x = a, *y = c;

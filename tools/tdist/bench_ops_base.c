@@ -125,7 +125,10 @@ size_t bo_mem_used(int cuda, td_world *w) {
 void bo_env(int cuda, void *json_obj) {
   cJSON *e = json_obj;
   char rev[64] = "unknown";
-  FILE *f = popen("git rev-parse --short HEAD 2>/dev/null", "r");
+  const char *env_rev = getenv("TD_GIT_REV"); /* set by scripts where the tree has no .git */
+  FILE *f = env_rev && *env_rev ? NULL : popen("git rev-parse --short HEAD 2>/dev/null", "r");
+  if (env_rev && *env_rev)
+    snprintf(rev, sizeof rev, "%s", env_rev);
   if (f) {
     if (fgets(rev, sizeof rev, f))
       rev[strcspn(rev, "\n")] = 0;
