@@ -242,8 +242,8 @@ td_status td_compiled_explain(const td_compiled *compiled, FILE *out);
 
 typedef struct td_program_run_opts {
   int nranks;
-  const char *backend; /* "cpu" (default; NULL = cpu). "cuda" is refused for now with
-                          TD_ERR_UNSUPPORTED: this runner binds host memory. */
+  const char *backend; /* "cpu" (default; NULL = cpu) or "cuda" (needs a build with the
+                          CUDA executor; caller buffers are copied to and from the GPU) */
   int iters;           /* timed launches (>= 1); one warm-up launch precedes them */
   uint64_t seed;       /* input data */
   int overlap;         /* as td_compile_opts.overlap */
@@ -270,9 +270,14 @@ typedef struct td_program_run_result {
 /** Compiles the program for opts->nranks, fills inputs with seeded uniform
  * values in [-1, 1) (weights scaled by 1/sqrt(rows)), runs it on a local world
  * of nranks threads, and checks every output against the reference (f64
- * math on the full tensors, rounded to the dtype after each op). Errors:
- * TD_ERR_UNSUPPORTED (a backend other than cpu), TD_ERR_INVALID_ARG (nranks
- * or iters < 1), those of td_program_compile, the executor's and the runtime's;
+ * math on the full tensors, rounded to the dtype after each op). On cuda,
+ * caller buffers are copied to the GPU before the runs and outputs back
+ * after. Errors: TD_ERR_INVALID_ARG (unknown backend; nranks or iters < 1;
+ * an input file naming no input, feeding a partial input, or not a readable
+ * .npy of a supported dtype), TD_ERR_NOT_FOUND (input file missing),
+ * TD_ERR_SHAPE (input file shape differs from the value's),
+ * TD_ERR_UNSUPPORTED (cuda in a build without the CUDA executor),
+ * TD_ERR_CUDA, those of td_program_compile, the executor's and the runtime's;
  * TD_ERR_CHECK_FAILED is not returned: a failing check sets pass = 0. */
 td_status td_program_run(const td_program *program, const td_program_run_opts *opts,
                          td_program_run_result *out);

@@ -15,6 +15,10 @@
 #include "tdist/exec.h"
 #include "tdist/world.h"
 
+#ifdef TD_HAVE_CUDA_EXEC
+#include <cuda_runtime.h>
+#endif
+
 typedef struct td__run {
   const td_compiled *c;
   const td_program_run_opts *o;
@@ -66,9 +70,32 @@ static td_status td__rank_main(td_world *world, int rank, void *arg) {
   td_exec *ex = NULL;
   TD_CHECK(td_exec_create(plan, td_world_team(world), &eo, &ex));
   td_status st = TD_OK;
-  for (int32_t b = 0; b < td_plan_nbuffers(plan) && st == TD_OK; b++)
+  int nb = td_plan_nbuffers(plan);
+  void **mem = R->bufs[rank]; /* what gets bound: host buffers, or device copies on cuda */
+#ifdef TD_HAVE_CUDA_EXEC
+  void **dev = NULL;
+  if (eo.backend == TD_EXEC_CUDA) { /* td_exec_create made this rank's GPU current on this thread */
+    dev = calloc((size_t)nb, sizeof *dev);
+    if (!dev)
+      st = td__error(TD_ERR_NO_MEMORY, "run: out of memory");
+    for (int32_t b = 0; b < nb && st == TD_OK; b++) {
+      if (!R->bufs[rank][b])
+        continue;
+      const td_buffer_desc *d = td_plan_buffer(plan, b);
+      size_t bytes = (size_t)(d->rows * d->cols) * td_dtype_size(d->dtype);
+      cudaError_t ce = cudaMalloc(&dev[b], bytes);
+      if (ce == cudaSuccess)
+        ce = cudaMemcpy(dev[b], R->bufs[rank][b], bytes, cudaMemcpyHostToDevice);
+      if (ce != cudaSuccess)
+        st = td__error(TD_ERR_CUDA, "run: rank %d: device copy of buffer %s failed: %s", rank, d->name,
+                       cudaGetErrorString(ce));
+    }
+    mem = dev;
+  }
+#endif
+  for (int32_t b = 0; b < nb && st == TD_OK; b++)
     if (R->bufs[rank][b])
-      st = td_exec_bind(ex, b, R->bufs[rank][b]);
+      st = td_exec_bind(ex, b, mem[b]);
   if (st == TD_OK)
     st = td_exec_run(ex); /* warm-up */
   for (int it = 0; it < R->o->iters && st == TD_OK; it++) {
@@ -85,7 +112,27 @@ static td_status td__rank_main(td_world *world, int rank, void *arg) {
     if (R->o->trace_path)
       st = td_exec_trace_write(ex, R->o->trace_path);
   }
+#ifdef TD_HAVE_CUDA_EXEC
+  if (dev) { /* outputs back to the host buffers the check reads */
+    for (int32_t b = 0; b < nb; b++) {
+      const td_buffer_desc *d = td_plan_buffer(plan, b);
+      if (st == TD_OK && dev[b] && d->kind == TD_BUF_OUTPUT) {
+        cudaError_t ce = cudaMemcpy(R->bufs[rank][b], dev[b], (size_t)(d->rows * d->cols) * td_dtype_size(d->dtype),
+                                    cudaMemcpyDeviceToHost);
+        if (ce != cudaSuccess)
+          st = td__error(TD_ERR_CUDA, "run: rank %d: copying output %s back failed: %s", rank, d->name,
+                         cudaGetErrorString(ce));
+      }
+    }
+  }
+#endif
   td_status st2 = td_exec_destroy(ex);
+#ifdef TD_HAVE_CUDA_EXEC
+  for (int32_t b = 0; dev && b < nb; b++)
+    if (dev[b])
+      cudaFree(dev[b]);
+  free(dev);
+#endif
   return st != TD_OK ? st : st2;
 }
 
@@ -99,10 +146,14 @@ static double td__tolerance(td_dtype dt) { return dt == TD_BF16 ? 3e-2 : dt == T
 td_status td_program_run(const td_program *p, const td_program_run_opts *o, td_program_run_result *out) {
   if (!p || !o || !out)
     return td__error(TD_ERR_INVALID_ARG, "run: program, opts or result is NULL");
-  if (o->backend && strcmp(o->backend, "cpu") != 0)
-    return td__error(TD_ERR_UNSUPPORTED, "run: backend '%s' is not supported by the local-world runner yet "
-                     "(it binds host memory; the cuda executor needs device buffers); use backend cpu",
-                     o->backend);
+  int cuda = o->backend && !strcmp(o->backend, "cuda");
+  if (o->backend && strcmp(o->backend, "cpu") != 0 && !cuda)
+    return td__error(TD_ERR_INVALID_ARG, "run: unknown backend '%s' (cpu or cuda)", o->backend);
+#ifndef TD_HAVE_CUDA_EXEC
+  if (cuda)
+    return td__error(TD_ERR_UNSUPPORTED, "run: backend 'cuda' needs a build with the CUDA executor "
+                     "(configure with TD_WITH_CUDA=ON where nvcc is present)");
+#endif
   if (o->nranks < 1 || o->iters < 1)
     return td__error(TD_ERR_INVALID_ARG, "run: nranks (%d) and iters (%d) must be >= 1", o->nranks, o->iters);
   td_compile_opts co;
@@ -112,6 +163,8 @@ td_status td_program_run(const td_program *p, const td_program_run_opts *o, td_p
     td_compile_opts_init(&co);
   co.nranks = o->nranks;
   co.overlap = o->overlap;
+  if (cuda)
+    co.backend_cuda = 1; /* buffers in the program's dtypes */
   td_compiled *c = NULL;
   TD_CHECK(td_program_compile(p, &co, &c));
   const td_plan *plan = td_compiled_plan(c);
