@@ -72,6 +72,7 @@ static td_status td__coll_create(td_team *team, td__coll **out) {
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   int on_host = td_world_local_size(w);
   c->spin_ns = cores > 0 && on_host <= cores ? TD__COLL_SPIN_NS : 0;
+  c->stage_small = c->spin_ns ? 0 : TD__COLL_STAGE_SMALL;
   c->vec_off = sizeof(td__coll_ctl);
   size_t vec_bytes = 2 * 2 * (size_t)n * sizeof(uint64_t);
   c->scratch_off = (c->vec_off + vec_bytes + 4095) & ~(size_t)4095;

@@ -36,9 +36,10 @@
 #define TD__COLL_INLINE 256
 /* Largest staging piece (per scratch region); smaller when the heap is small. */
 #define TD__COLL_PIECE_MAX ((size_t)1 << 20)
-/* Up to this many bytes a rank stages its data even from a symmetric src:
- * one copy is cheaper than the extra "done" step that direct reads need
- * (several microseconds when ranks outnumber cores). */
+/* When ranks outnumber cores, up to this many bytes a rank stages its data
+ * even from a symmetric src: one copy is cheaper than the extra "done" step
+ * that direct reads need (several microseconds of context switches). With a
+ * core per rank the step is cheaper than the copy (measured, docs/perf.md). */
 #define TD__COLL_STAGE_SMALL ((size_t)16 << 10)
 /* Up to this many bytes an all_reduce is one-shot (every rank reduces all). */
 #define TD__COLL_ONESHOT_MAX ((size_t)64 << 10)
@@ -105,6 +106,7 @@ typedef struct td__coll {
   char **peer_base;      /* size entries: peer's heap base, mapped here */
   const void **srcs;     /* size entries: reduction sources of the current piece */
   int64_t spin_ns;       /* busy-poll this long before the runtime's yielding wait */
+  size_t stage_small;    /* stage payloads up to this size even from symmetric src */
 } td__coll;
 
 /* What a rank publishes in a step, besides the seq. */
@@ -170,9 +172,9 @@ static inline const char *td__coll_peer_at(const td__coll *c, int p, uint64_t of
 /** Whether [p, p+bytes) is in this rank's symmetric heap (bytes > 0). */
 int td__coll_is_symm(const td__coll *c, const void *p, size_t bytes);
 /** Whether peers should read these bytes straight from src: symmetric and
- * more than TD__COLL_STAGE_SMALL. */
+ * more than c->stage_small. */
 static inline int td__coll_read_direct(const td__coll *c, const void *src, size_t bytes) {
-  return bytes > TD__COLL_STAGE_SMALL && td__coll_is_symm(c, src, bytes);
+  return bytes > c->stage_small && td__coll_is_symm(c, src, bytes);
 }
 
 /** For the reductions: publishes piece k of every rank's chunk of `src` (count

@@ -4,7 +4,8 @@
  * TD_ERR_MISMATCH naming each rank's value, and the next matching call works;
  * a rank whose own arguments are wrong gets TD_ERR_INVALID_ARG and its peers
  * TD_ERR_MISMATCH at once; local argument errors of every entry point; a
- * rank that never calls makes the others time out with a diagnostic. */
+ * rank that never calls makes the others time out with a diagnostic; a heap
+ * too small for the collectives' block; a peer that fails before the call. */
 #include <stdio.h>
 #include <string.h>
 
@@ -152,8 +153,52 @@ static void test_timeout(void **state) {
   assert_int_equal(st, TD_OK);
 }
 
+/* A heap too small for the collectives' control and scratch block. */
+static td_status small_heap_rank(td_world *w, int r, void *arg) {
+  (void)r;
+  (void)arg;
+  float x = 1, y;
+  return expect_err(td_all_reduce(td_world_team(w), &y, &x, 1, TD_F32, TD_SUM), TD_ERR_HEAP_EXHAUSTED,
+                    "collectives: allocating the team's", "control and scratch block");
+}
+
+static void test_heap_exhausted(void **state) {
+  (void)state;
+  td_world_opts o;
+  td_world_opts_init(&o);
+  o.heap_size = 8192;
+  td_status st = td_local_world_run(2, &o, small_heap_rank, NULL);
+  if (st != TD_OK)
+    fprintf(stderr, "%s\n", td_last_error());
+  assert_int_equal(st, TD_OK);
+}
+
+/* Rank 1 fails before the call: rank 0's collective ends with PEER_FAILED, not a hang. */
+static td_status peer_failed_rank(td_world *w, int r, void *arg) {
+  int *saw = arg;
+  td_team *t = td_world_team(w);
+  TD_CHECK(still_works(t));
+  if (r == 1)
+    return td__error(TD_ERR_INTERNAL, "rank 1 gives up on purpose");
+  float x[100000] = {1}, y[100000];
+  TD_CHECK(expect_err(td_all_reduce(t, y, x, 100000, TD_F32, TD_SUM), TD_ERR_PEER_FAILED, "td_all_reduce: ",
+                      "rank 1 failed"));
+  *saw = 1;
+  return TD_OK;
+}
+
+static void test_peer_failed(void **state) {
+  (void)state;
+  static int saw;
+  td_status st = td_local_world_run(2, NULL, peer_failed_rank, &saw);
+  assert_int_equal(st, TD_ERR_INTERNAL);
+  assert_non_null(strstr(td_last_error(), "rank 1 gives up on purpose"));
+  assert_int_equal(saw, 1);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_mismatch), cmocka_unit_test(test_local_args),
-                                     cmocka_unit_test(test_timeout)};
+                                     cmocka_unit_test(test_timeout), cmocka_unit_test(test_heap_exhausted),
+                                     cmocka_unit_test(test_peer_failed)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
