@@ -160,7 +160,7 @@ int main(int argc, char **argv) {
     CK(cudaEventCreate(&e));
   double *sums;
   CK(cudaMalloc(&sums, 3 * sizeof(double)));
-  td__u64 *signals;
+  td__gemm_u64 *signals;
   CK(cudaMalloc(&signals, 1 << 20));
   cJSON *root = cJSON_CreateObject(), *rows = cJSON_AddArrayToObject(root, "results");
   cJSON_AddStringToObject(root, "gpu", prop.name);
@@ -298,7 +298,7 @@ int main(int argc, char **argv) {
       td_gemm_hooks h;
       memset(&h, 0, sizeof h);
       CK(cudaMemset(signals, 0, 1 << 20));
-      td__u64 ones[1024];
+      td__gemm_u64 ones[1024];
       for (int i = 0; i < 1024; i++)
         ones[i] = 1;
       CK(cudaMemcpy(signals, ones, sizeof ones, cudaMemcpyHostToDevice));

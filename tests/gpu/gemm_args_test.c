@@ -75,7 +75,7 @@ static void test_hooks(void **state) {
   expect(&p, &cfg90, TD_GEMM_HOOK_PUSH, &h, TD_ERR_INVALID_ARG, "dst[1]");
   td_gemm_config split = cfg90;
   split.split_k = 2;
-  h.raise_signals[0] = (td__u64 *)buf;
+  h.raise_signals[0] = (td__gemm_u64 *)buf;
   h.raise_rows = 1;
   expect(&p, &split, TD_GEMM_HOOK_RAISE, &h, TD_ERR_UNSUPPORTED, "split_k=2 cannot be combined");
 }

@@ -63,14 +63,14 @@ static void wait_raise(td_gemm_arch arch) {
   uint64_t *diag = gt_device_copy(zeros, sizeof zeros);
   td_gemm_hooks h;
   memset(&h, 0, sizeof h);
-  h.wait_signals = (const td__u64 *)dw;
+  h.wait_signals = (const td__gemm_u64 *)dw;
   h.wait_rows = WROWS;
   h.wait_value = EPOCH;
   h.timeout_ns = 5000000000ull;
-  h.raise_signals[0] = (td__u64 *)dr;
+  h.raise_signals[0] = (td__gemm_u64 *)dr;
   h.raise_rows = RROWS;
   h.raise_value = 1;
-  h.diag = (td__u64 *)diag;
+  h.diag = (td__gemm_u64 *)diag;
   td_gemm_problem p = {M, N, K, TD_BF16, TD_GEMM_B_NK, da, db, dc, NULL};
   td_status st = td__gemm_cuda_run(&p, &cfg, TD_GEMM_HOOK_WAIT | TD_GEMM_HOOK_RAISE, &h, NULL);
   if (st != TD_OK)
@@ -102,14 +102,14 @@ static void timeout(td_gemm_arch arch) {
   uint64_t *diag = gt_device_copy(zeros, sizeof zeros);
   td_gemm_hooks h;
   memset(&h, 0, sizeof h);
-  h.wait_signals = (const td__u64 *)dw;
+  h.wait_signals = (const td__gemm_u64 *)dw;
   h.wait_rows = 128;
   h.wait_value = EPOCH;
   h.timeout_ns = 2000000ull; /* 2 ms */
-  h.raise_signals[0] = (td__u64 *)dr;
+  h.raise_signals[0] = (td__gemm_u64 *)dr;
   h.raise_rows = 128;
   h.raise_value = 1;
-  h.diag = (td__u64 *)diag;
+  h.diag = (td__gemm_u64 *)diag;
   td_gemm_problem p = {M, N, K, TD_BF16, TD_GEMM_B_NK, da, db, dc, NULL};
   assert_int_equal(td__gemm_cuda_run(&p, &cfg, TD_GEMM_HOOK_WAIT | TD_GEMM_HOOK_RAISE, &h, NULL),
                    TD_OK);
@@ -141,16 +141,16 @@ static void push(td_gemm_arch arch, int accumulate) {
     dst[p] = gt_device_copy(accumulate ? init + (size_t)p * RPP * N : NULL, (size_t)RPP * N * 2);
     rs[p] = gt_device_copy(zeros, sizeof zeros);
     h.dst[p] = dst[p];
-    h.raise_signals[p] = (td__u64 *)rs[p];
+    h.raise_signals[p] = (td__gemm_u64 *)rs[p];
   }
   h.rows_per_peer = RPP;
   h.raise_rows = RROWS;
   h.raise_value = 1;
-  h.wait_signals = (const td__u64 *)dw;
+  h.wait_signals = (const td__gemm_u64 *)dw;
   h.wait_rows = 64;
   h.wait_value = EPOCH;
   h.timeout_ns = 5000000000ull;
-  h.diag = (td__u64 *)diag;
+  h.diag = (td__gemm_u64 *)diag;
   unsigned flags = accumulate ? TD_GEMM_HOOK_ALL : TD_GEMM_HOOK_PUSH | TD_GEMM_HOOK_RAISE;
   td_gemm_problem pr = {M, N, K, TD_BF16, TD_GEMM_B_NK, da, db, NULL, NULL};
   td_status st = td__gemm_cuda_run(&pr, &cfg, flags, &h, NULL);

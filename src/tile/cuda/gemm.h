@@ -43,7 +43,7 @@
 #ifndef TD_TILE_CUDA_GEMM_H
 #define TD_TILE_CUDA_GEMM_H
 
-typedef unsigned long long td__u64;
+typedef unsigned long long td__gemm_u64;
 
 #define TD_GEMM_HOOK_WAIT 1u
 #define TD_GEMM_HOOK_RAISE 2u
@@ -74,16 +74,16 @@ typedef unsigned long long td__u64;
 
 /* Passed by value into every GEMM kernel; fields of unused hooks are ignored. */
 typedef struct td_gemm_hooks {
-  const td__u64 *wait_signals; /* WAIT: device pointer (local or peer memory) */
+  const td__gemm_u64 *wait_signals; /* WAIT: device pointer (local or peer memory) */
   long long wait_rows;         /* WAIT: A rows covered by one signal, >= 1 */
-  td__u64 wait_value;          /* WAIT: wait until signal >= this (the epoch) */
-  td__u64 timeout_ns;          /* WAIT: deadline per tile */
-  td__u64 *raise_signals[TD_GEMM_MAX_PEERS]; /* RAISE: per destination peer */
+  td__gemm_u64 wait_value;          /* WAIT: wait until signal >= this (the epoch) */
+  td__gemm_u64 timeout_ns;          /* WAIT: deadline per tile */
+  td__gemm_u64 *raise_signals[TD_GEMM_MAX_PEERS]; /* RAISE: per destination peer */
   long long raise_rows;                      /* RAISE: rows covered by one signal */
-  td__u64 raise_value;                       /* RAISE: added per finished tile */
+  td__gemm_u64 raise_value;                       /* RAISE: added per finished tile */
   void *dst[TD_GEMM_MAX_PEERS]; /* PUSH: output base of each peer, [rows_per_peer, N] */
   long long rows_per_peer;      /* PUSH: rows owned by each peer */
-  td__u64 *diag;                /* WAIT: TD_GEMM_DIAG_WORDS device words, zeroed by the host */
+  td__gemm_u64 *diag;                /* WAIT: TD_GEMM_DIAG_WORDS device words, zeroed by the host */
 } td_gemm_hooks;
 
 #if !defined(__CUDACC_RTC__)
@@ -158,7 +158,7 @@ int td__gemm_cuda_grid(const td_gemm_problem *problem, const td_gemm_config *con
  * turns a timed-out wait into TD_ERR_TIMEOUT with a message naming the signal,
  * the expected and observed values and the tile's first row; TD_OK otherwise.
  * Synchronises with the device. */
-td_status td__gemm_cuda_check_diag(const td__u64 *diag);
+td_status td__gemm_cuda_check_diag(const td__gemm_u64 *diag);
 
 /* ---- tuning (gemm_sm90_tune.c) ---- */
 

@@ -30,26 +30,26 @@ struct td__gemm_sm80_shape {
   static constexpr int SMEM_BYTES = STAGES * (A_ELEMS + B_ELEMS) * 2;
 };
 
-__device__ __forceinline__ void td__cp_async16(td__u32 dst, const void *src, bool valid) {
+__device__ __forceinline__ void td__cp_async16(td__gemm_u32 dst, const void *src, bool valid) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src),
                "r"(valid ? 16 : 0)
                : "memory");
 }
 
-__device__ __forceinline__ void td__ldmatrix_x4(td__u32 *r, td__u32 addr) {
+__device__ __forceinline__ void td__ldmatrix_x4(td__gemm_u32 *r, td__gemm_u32 addr) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(addr));
 }
 
-__device__ __forceinline__ void td__ldmatrix_x4_trans(td__u32 *r, td__u32 addr) {
+__device__ __forceinline__ void td__ldmatrix_x4_trans(td__gemm_u32 *r, td__gemm_u32 addr) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(addr));
 }
 
 template <int DTYPE>
-__device__ __forceinline__ void td__mma_16816(float *d, const td__u32 *a, const td__u32 *b) {
+__device__ __forceinline__ void td__mma_16816(float *d, const td__gemm_u32 *a, const td__gemm_u32 *b) {
   if constexpr (DTYPE == TD_GEMM_DT_BF16)
     asm volatile(
         "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
@@ -66,8 +66,8 @@ __device__ __forceinline__ void td__mma_16816(float *d, const td__u32 *a, const 
 
 /* Issues the cp.async pieces of k-block kb into ring slot `slot`. */
 template <int BM, int BN, int STAGES, int B_KN>
-__device__ __forceinline__ void td__gemm_sm80_load(td__u32 sa, td__u32 sb, const td__u16 *a,
-                                                   const td__u16 *b, int m, int n, int k, int m0,
+__device__ __forceinline__ void td__gemm_sm80_load(td__gemm_u32 sa, td__gemm_u32 sb, const td__gemm_u16 *a,
+                                                   const td__gemm_u16 *b, int m, int n, int k, int m0,
                                                    int n0, int kb) {
   typedef td__gemm_sm80_shape<BM, BN, STAGES, B_KN> S;
   const int k0 = kb * S::BK;
@@ -76,7 +76,7 @@ __device__ __forceinline__ void td__gemm_sm80_load(td__u32 sa, td__u32 sb, const
     int r = i / (S::BK / 8), ch = i % (S::BK / 8);
     int gr = m0 + r, gk = k0 + ch * 8;
     bool ok = gr < m && gk < k;
-    const td__u16 *src = ok ? a + (long long)gr * k + gk : a;
+    const td__gemm_u16 *src = ok ? a + (long long)gr * k + gk : a;
     td__cp_async16(sa + (r * S::A_PITCH + ch * 8) * 2, src, ok);
   }
   if constexpr (B_KN) {
@@ -85,7 +85,7 @@ __device__ __forceinline__ void td__gemm_sm80_load(td__u32 sa, td__u32 sb, const
       int r = i / (BN / 8), ch = i % (BN / 8);
       int gk = k0 + r, gn = n0 + ch * 8;
       bool ok = gk < k && gn < n;
-      const td__u16 *src = ok ? b + (long long)gk * n + gn : b;
+      const td__gemm_u16 *src = ok ? b + (long long)gk * n + gn : b;
       td__cp_async16(sb + (r * S::B_PITCH + ch * 8) * 2, src, ok);
     }
   } else {
@@ -94,22 +94,22 @@ __device__ __forceinline__ void td__gemm_sm80_load(td__u32 sa, td__u32 sb, const
       int r = i / (S::BK / 8), ch = i % (S::BK / 8);
       int gn = n0 + r, gk = k0 + ch * 8;
       bool ok = gn < n && gk < k;
-      const td__u16 *src = ok ? b + (long long)gn * k + gk : b;
+      const td__gemm_u16 *src = ok ? b + (long long)gn * k + gk : b;
       td__cp_async16(sb + (r * S::B_PITCH + ch * 8) * 2, src, ok);
     }
   }
 }
 
 template <int BM, int BN, int STAGES, int GROUP_M, int DTYPE, int B_KN, unsigned HOOKS>
-__device__ __forceinline__ void td__gemm_sm80_body(const td__u16 *a, const td__u16 *b, td__u16 *c,
+__device__ __forceinline__ void td__gemm_sm80_body(const td__gemm_u16 *a, const td__gemm_u16 *b, td__gemm_u16 *c,
                                                    int m, int n, int k,
                                                    const td_gemm_hooks &hooks) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   typedef td__gemm_sm80_shape<BM, BN, STAGES, B_KN> S;
   static_assert(S::MI >= 1 && S::NI % 2 == 0, "BM must be >= 32 and BN a multiple of 64");
   extern __shared__ __align__(16) unsigned char td__smem80[];
-  const td__u32 smem = (td__u32)__cvta_generic_to_shared(td__smem80);
-  const td__u32 ring_b = smem + STAGES * S::A_ELEMS * 2;
+  const td__gemm_u32 smem = (td__gemm_u32)__cvta_generic_to_shared(td__smem80);
+  const td__gemm_u32 ring_b = smem + STAGES * S::A_ELEMS * 2;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int wm = warp / 4, wn = warp % 4;
   const int tiles_m = (m + BM - 1) / BM, tiles_n = (n + BN - 1) / BN, tiles = tiles_m * tiles_n;
@@ -163,10 +163,10 @@ __device__ __forceinline__ void td__gemm_sm80_body(const td__u16 *a, const td__u
       }
       asm volatile("cp.async.commit_group;" ::: "memory");
       const int slot = kb % STAGES;
-      const td__u32 sa = smem + slot * S::A_ELEMS * 2, sb = ring_b + slot * S::B_ELEMS * 2;
+      const td__gemm_u32 sa = smem + slot * S::A_ELEMS * 2, sb = ring_b + slot * S::B_ELEMS * 2;
 #pragma unroll
       for (int kk = 0; kk < S::BK; kk += 16) {
-        td__u32 af[S::MI][4], bf[S::NI][2];
+        td__gemm_u32 af[S::MI][4], bf[S::NI][2];
 #pragma unroll
         for (int i = 0; i < S::MI; i++) {
           int row = wm * S::WM + i * 16 + (lane % 16), col = kk + (lane / 16) * 8;
@@ -174,7 +174,7 @@ __device__ __forceinline__ void td__gemm_sm80_body(const td__u16 *a, const td__u
         }
 #pragma unroll
         for (int j = 0; j < S::NI; j += 2) {
-          td__u32 r[4];
+          td__gemm_u32 r[4];
           if constexpr (B_KN) {
             int krow = kk + (lane & 7) + ((lane >> 3) & 1) * 8;
             int ncol = wn * S::WN + j * 8 + (lane >> 4) * 8;
@@ -205,7 +205,7 @@ __device__ __forceinline__ void td__gemm_sm80_body(const td__u16 *a, const td__u
       for (int h = 0; h < 2; h++) {
         long long r = (long long)m0 + wm * S::WM + i * 16 + lane / 4 + 8 * h;
         if (r < m) {
-          td__u16 *rowp = td__gemm_out_row<DTYPE, HOOKS>(c, hooks, n, r);
+          td__gemm_u16 *rowp = td__gemm_out_row<DTYPE, HOOKS>(c, hooks, n, r);
 #pragma unroll
           for (int j = 0; j < S::NI; j++)
             td__gemm_put2<DTYPE, HOOKS>(rowp, n0 + wn * S::WN + j * 8 + (lane % 4) * 2, n, vec,
@@ -225,7 +225,7 @@ __device__ __forceinline__ void td__gemm_sm80_body(const td__u16 *a, const td__u
 
 template <int BM, int BN, int STAGES, int GROUP_M, int DTYPE, int B_KN, unsigned HOOKS>
 __global__ void __launch_bounds__(256)
-    td__gemm_sm80_kernel(const td__u16 *a, const td__u16 *b, td__u16 *c, int m, int n, int k,
+    td__gemm_sm80_kernel(const td__gemm_u16 *a, const td__gemm_u16 *b, td__gemm_u16 *c, int m, int n, int k,
                          const __grid_constant__ td_gemm_hooks hooks) {
   td__gemm_sm80_body<BM, BN, STAGES, GROUP_M, DTYPE, B_KN, HOOKS>(a, b, c, m, n, k, hooks);
 }
@@ -247,7 +247,7 @@ __global__ void __launch_bounds__(256)
 #define TD_GEMM_HOOKS 0u
 #endif
 extern "C" __global__ void __launch_bounds__(256)
-    td_gemm_sm80(const td__u16 *a, const td__u16 *b, td__u16 *c, int m, int n, int k,
+    td_gemm_sm80(const td__gemm_u16 *a, const td__gemm_u16 *b, td__gemm_u16 *c, int m, int n, int k,
                  const __grid_constant__ td_gemm_hooks hooks) {
   td__gemm_sm80_body<TD_GEMM_BM, TD_GEMM_BN, TD_GEMM_STAGES, TD_GEMM_GROUP_M, TD_GEMM_DTYPE,
                      TD_GEMM_B_KN, TD_GEMM_HOOKS>(a, b, c, m, n, k, hooks);

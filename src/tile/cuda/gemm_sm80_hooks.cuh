@@ -14,15 +14,15 @@
 #include "gemm.h"
 #endif
 
-typedef unsigned int td__u32;
-typedef unsigned short td__u16;
+typedef unsigned int td__gemm_u32;
+typedef unsigned short td__gemm_u16;
 
 /* Round-to-nearest-even float -> bf16 / fp16 bits, packed in pairs. Written
  * with PTX so that no cuda_bf16.h (absent under NVRTC without the toolkit's
  * include path) is needed. */
 template <int DTYPE>
-__device__ __forceinline__ td__u32 td__gemm_pack2(float lo, float hi) {
-  td__u32 r;
+__device__ __forceinline__ td__gemm_u32 td__gemm_pack2(float lo, float hi) {
+  td__gemm_u32 r;
   if constexpr (DTYPE == TD_GEMM_DT_BF16)
     asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
   else
@@ -43,14 +43,14 @@ __device__ __forceinline__ void td__gemm_tile_coords(int t, int tiles_m, int til
   *tn = in_group / rows;
 }
 
-__device__ __forceinline__ td__u64 td__gemm_globaltimer(void) {
-  td__u64 t;
+__device__ __forceinline__ td__gemm_u64 td__gemm_globaltimer(void) {
+  td__gemm_u64 t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
   return t;
 }
 
-__device__ __forceinline__ td__u64 td__gemm_load_acquire(const td__u64 *p) {
-  td__u64 v;
+__device__ __forceinline__ td__gemm_u64 td__gemm_load_acquire(const td__gemm_u64 *p) {
+  td__gemm_u64 v;
   asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
   return v;
 }
@@ -66,11 +66,11 @@ __device__ __forceinline__ int td__gemm_wait_rows(const td_gemm_hooks &h, long l
   const unsigned full = 0xffffffffu;
   const int lane = threadIdx.x % 32;
   const long long first = row0 / h.wait_rows, last = (row_end - 1) / h.wait_rows;
-  const td__u64 start = td__gemm_globaltimer();
+  const td__gemm_u64 start = td__gemm_globaltimer();
   for (long long base = first; base <= last; base += 32) {
     const long long i = base + lane;
     const bool mine = i <= last;
-    td__u64 seen = 0;
+    td__gemm_u64 seen = 0;
     for (;;) {
       bool ok = true;
       if (mine) {
@@ -84,10 +84,10 @@ __device__ __forceinline__ int td__gemm_wait_rows(const td_gemm_hooks &h, long l
         unsigned pending = __ballot_sync(full, !ok);
         if (lane == __ffs(pending) - 1 && h.diag &&
             atomicCAS(h.diag + TD_GEMM_DIAG_FLAG, 0ull, 1ull) == 0ull) {
-          h.diag[TD_GEMM_DIAG_SIGNAL] = (td__u64)i;
+          h.diag[TD_GEMM_DIAG_SIGNAL] = (td__gemm_u64)i;
           h.diag[TD_GEMM_DIAG_OBSERVED] = seen;
           h.diag[TD_GEMM_DIAG_EXPECTED] = h.wait_value;
-          h.diag[TD_GEMM_DIAG_ROW] = (td__u64)row0;
+          h.diag[TD_GEMM_DIAG_ROW] = (td__gemm_u64)row0;
           __threadfence_system();
         }
         __syncwarp();
@@ -102,11 +102,11 @@ __device__ __forceinline__ int td__gemm_wait_rows(const td_gemm_hooks &h, long l
 
 /* Where output row `row` goes: C, or the owning peer's buffer under PUSH. */
 template <int DTYPE, unsigned HOOKS>
-__device__ __forceinline__ td__u16 *td__gemm_out_row(td__u16 *c, const td_gemm_hooks &h, int n,
+__device__ __forceinline__ td__gemm_u16 *td__gemm_out_row(td__gemm_u16 *c, const td_gemm_hooks &h, int n,
                                                      long long row) {
   if constexpr ((HOOKS & TD_GEMM_HOOK_PUSH) != 0) {
     long long peer = row / h.rows_per_peer;
-    return (td__u16 *)h.dst[peer] + (row - peer * h.rows_per_peer) * (long long)n;
+    return (td__gemm_u16 *)h.dst[peer] + (row - peer * h.rows_per_peer) * (long long)n;
   } else {
     return c + row * (long long)n;
   }
@@ -115,18 +115,18 @@ __device__ __forceinline__ td__u16 *td__gemm_out_row(td__u16 *c, const td_gemm_h
 /* Adds bf16 values (lo into the element at p, hi into the next when `two`)
  * with a compare-and-swap loop on the 32-bit word(s) holding them: sm_80 has
  * no bf16 reduction instruction. */
-__device__ __forceinline__ void td__gemm_cas_add_bf16(td__u16 *p, float lo, float hi, bool two) {
+__device__ __forceinline__ void td__gemm_cas_add_bf16(td__gemm_u16 *p, float lo, float hi, bool two) {
   for (int e = 0; e < (two ? 2 : 1); e++) {
-    td__u16 *q = p + e;
+    td__gemm_u16 *q = p + e;
     float add = e ? hi : lo;
-    td__u32 *word = (td__u32 *)((unsigned long long)q & ~3ull);
+    td__gemm_u32 *word = (td__gemm_u32 *)((unsigned long long)q & ~3ull);
     int shift = ((unsigned long long)q & 2ull) ? 16 : 0;
-    td__u32 old = *word, assumed;
+    td__gemm_u32 old = *word, assumed;
     do {
       assumed = old;
       float cur = __uint_as_float(((assumed >> shift) & 0xffffu) << 16);
-      td__u32 sum = td__gemm_pack2<TD_GEMM_DT_BF16>(cur + add, 0.f) & 0xffffu;
-      td__u32 next = (assumed & ~(0xffffu << shift)) | (sum << shift);
+      td__gemm_u32 sum = td__gemm_pack2<TD_GEMM_DT_BF16>(cur + add, 0.f) & 0xffffu;
+      td__gemm_u32 next = (assumed & ~(0xffffu << shift)) | (sum << shift);
       old = atomicCAS(word, assumed, next);
     } while (old != assumed);
   }
@@ -135,11 +135,11 @@ __device__ __forceinline__ void td__gemm_cas_add_bf16(td__u16 *p, float lo, floa
 /* Writes elements (col, col+1) of one output row; col+1 may be past N. `vec`
  * says the pair is 4-byte aligned (N even), so one 32-bit store suffices. */
 template <int DTYPE, unsigned HOOKS>
-__device__ __forceinline__ void td__gemm_put2(td__u16 *rowp, int col, int n, bool vec, float v0,
+__device__ __forceinline__ void td__gemm_put2(td__gemm_u16 *rowp, int col, int n, bool vec, float v0,
                                               float v1) {
   if (col >= n)
     return;
-  td__u32 packed = td__gemm_pack2<DTYPE>(v0, v1);
+  td__gemm_u32 packed = td__gemm_pack2<DTYPE>(v0, v1);
   if constexpr ((HOOKS & TD_GEMM_HOOK_ACCUMULATE) != 0) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
     if constexpr (DTYPE == TD_GEMM_DT_BF16) {
@@ -157,7 +157,7 @@ __device__ __forceinline__ void td__gemm_put2(td__u16 *rowp, int col, int n, boo
       else
         asm volatile("red.global.add.noftz.f16x2 [%0], %1;" ::"l"(rowp + col), "r"(packed) : "memory");
     } else {
-      td__u16 lo = (td__u16)(packed & 0xffff), hi = (td__u16)(packed >> 16);
+      td__gemm_u16 lo = (td__gemm_u16)(packed & 0xffff), hi = (td__gemm_u16)(packed >> 16);
       if constexpr (DTYPE == TD_GEMM_DT_BF16) {
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
         asm volatile("red.global.add.noftz.bf16 [%0], %1;" ::"l"(rowp + col), "h"(lo) : "memory");
@@ -172,11 +172,11 @@ __device__ __forceinline__ void td__gemm_put2(td__u16 *rowp, int col, int n, boo
     }
   } else {
     if (vec && col + 1 < n) {
-      *(td__u32 *)(rowp + col) = packed;
+      *(td__gemm_u32 *)(rowp + col) = packed;
     } else {
-      rowp[col] = (td__u16)(packed & 0xffff);
+      rowp[col] = (td__gemm_u16)(packed & 0xffff);
       if (col + 1 < n)
-        rowp[col + 1] = (td__u16)(packed >> 16);
+        rowp[col + 1] = (td__gemm_u16)(packed >> 16);
     }
   }
 }
@@ -190,16 +190,16 @@ __device__ __forceinline__ void td__gemm_put2(td__u16 *rowp, int col, int n, boo
  * `valid` says this lane's row exists, `v16` that the row pointer is 16-byte
  * aligned and N % 8 == 0; otherwise the elements go one by one. */
 template <int DTYPE>
-__device__ __forceinline__ void td__gemm_put_quad(td__u16 *rowp, int col0, int n, bool valid,
-                                                  bool v16, td__u32 p0, td__u32 p1, td__u32 p2,
-                                                  td__u32 p3) {
+__device__ __forceinline__ void td__gemm_put_quad(td__gemm_u16 *rowp, int col0, int n, bool valid,
+                                                  bool v16, td__gemm_u32 p0, td__gemm_u32 p1, td__gemm_u32 p2,
+                                                  td__gemm_u32 p3) {
   const int lane = threadIdx.x % 32, q = lane & 3;
-  td__u32 o0 = 0, o1 = 0, o2 = 0, o3 = 0;
+  td__gemm_u32 o0 = 0, o1 = 0, o2 = 0, o3 = 0;
 #pragma unroll
   for (int r = 0; r < 4; r++) {
     const int si = (q - r) & 3, di = (q + r) & 3;
-    const td__u32 send = si == 0 ? p0 : si == 1 ? p1 : si == 2 ? p2 : p3;
-    const td__u32 got = __shfl_sync(0xffffffffu, send, (lane & ~3) | di);
+    const td__gemm_u32 send = si == 0 ? p0 : si == 1 ? p1 : si == 2 ? p2 : p3;
+    const td__gemm_u32 got = __shfl_sync(0xffffffffu, send, (lane & ~3) | di);
     o0 = di == 0 ? got : o0;
     o1 = di == 1 ? got : o1;
     o2 = di == 2 ? got : o2;
@@ -213,13 +213,13 @@ __device__ __forceinline__ void td__gemm_put_quad(td__u16 *rowp, int col0, int n
                  "r"(o2), "r"(o3)
                  : "memory");
   } else {
-    const td__u32 o[4] = {o0, o1, o2, o3};
+    const td__gemm_u32 o[4] = {o0, o1, o2, o3};
 #pragma unroll
     for (int e = 0; e < 4; e++) {
       if (col + 2 * e < n)
-        rowp[col + 2 * e] = (td__u16)(o[e] & 0xffff);
+        rowp[col + 2 * e] = (td__gemm_u16)(o[e] & 0xffff);
       if (col + 2 * e + 1 < n)
-        rowp[col + 2 * e + 1] = (td__u16)(o[e] >> 16);
+        rowp[col + 2 * e + 1] = (td__gemm_u16)(o[e] >> 16);
     }
   }
 }

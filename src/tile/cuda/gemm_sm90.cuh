@@ -32,29 +32,29 @@
 
 /* The 128-byte opaque CUtensorMap, declared here so that NVRTC needs no cuda.h. */
 struct __align__(64) td__tensor_map {
-  td__u64 opaque[16];
+  td__gemm_u64 opaque[16];
 };
 
 /* ---- small PTX wrappers: mbarriers, TMA, wgmma fences ---- */
 
-__device__ __forceinline__ td__u32 td__smem_addr(const void *p) {
-  return (td__u32)__cvta_generic_to_shared(p);
+__device__ __forceinline__ td__gemm_u32 td__smem_addr(const void *p) {
+  return (td__gemm_u32)__cvta_generic_to_shared(p);
 }
 
-__device__ __forceinline__ void td__mbar_init(td__u32 bar, td__u32 count) {
+__device__ __forceinline__ void td__mbar_init(td__gemm_u32 bar, td__gemm_u32 count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count));
 }
 
-__device__ __forceinline__ void td__mbar_expect_tx(td__u32 bar, td__u32 bytes) {
+__device__ __forceinline__ void td__mbar_expect_tx(td__gemm_u32 bar, td__gemm_u32 bytes) {
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes)
                : "memory");
 }
 
-__device__ __forceinline__ void td__mbar_arrive(td__u32 bar) {
+__device__ __forceinline__ void td__mbar_arrive(td__gemm_u32 bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
 }
 
-__device__ __forceinline__ void td__mbar_wait(td__u32 bar, td__u32 parity) {
+__device__ __forceinline__ void td__mbar_wait(td__gemm_u32 bar, td__gemm_u32 parity) {
   asm volatile(
       "{\n.reg .pred done;\n"
       "WAIT_%=:\n"
@@ -65,20 +65,20 @@ __device__ __forceinline__ void td__mbar_wait(td__u32 bar, td__u32 parity) {
 }
 
 /* Non-blocking: has the phase of the given parity completed? */
-__device__ __forceinline__ bool td__mbar_test(td__u32 bar, td__u32 parity) {
-  td__u32 done;
+__device__ __forceinline__ bool td__mbar_test(td__gemm_u32 bar, td__gemm_u32 parity) {
+  td__gemm_u32 done;
   asm volatile(
       "{\n.reg .pred p;\nmbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\n"
       "selp.u32 %0, 1, 0, p;\n}" : "=r"(done) : "r"(bar), "r"(parity) : "memory");
   return done != 0;
 }
 
-__device__ __forceinline__ void td__tma_load_2d(td__u32 dst, const td__tensor_map *map, td__u32 bar,
+__device__ __forceinline__ void td__tma_load_2d(td__gemm_u32 dst, const td__tensor_map *map, td__gemm_u32 bar,
                                                 int x, int y) {
   asm volatile(
       "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
       " [%0], [%1, {%3, %4}], [%2];" ::"r"(dst),
-      "l"((td__u64)map), "r"(bar), "r"(x), "r"(y)
+      "l"((td__gemm_u64)map), "r"(bar), "r"(x), "r"(y)
       : "memory");
 }
 
@@ -103,14 +103,14 @@ __device__ __forceinline__ void td__fence_regs(float *d) {
 }
 
 /* Shared-memory matrix descriptor, 128-byte swizzle. lbo/sbo in bytes. */
-__device__ __forceinline__ td__u64 td__smem_desc(td__u32 addr, td__u32 lbo, td__u32 sbo) {
-  return (td__u64)((addr & 0x3FFFF) >> 4) | ((td__u64)(lbo >> 4) << 16) |
-         ((td__u64)(sbo >> 4) << 32) | (1ull << 62);
+__device__ __forceinline__ td__gemm_u64 td__smem_desc(td__gemm_u32 addr, td__gemm_u32 lbo, td__gemm_u32 sbo) {
+  return (td__gemm_u64)((addr & 0x3FFFF) >> 4) | ((td__gemm_u64)(lbo >> 4) << 16) |
+         ((td__gemm_u64)(sbo >> 4) << 32) | (1ull << 62);
 }
 
 /* One k16 step for a 64-row slice: dispatch on BN and dtype at compile time. */
 template <int BN, int DTYPE, int TRANS_B>
-__device__ __forceinline__ void td__wgmma_step(float *d, td__u64 da, td__u64 db, int acc) {
+__device__ __forceinline__ void td__wgmma_step(float *d, td__gemm_u64 da, td__gemm_u64 db, int acc) {
 #define TD__WGMMA_CASE(NN)                                       \
   if constexpr (BN == NN) {                                      \
     if constexpr (DTYPE == TD_GEMM_DT_BF16)                      \
@@ -141,8 +141,8 @@ struct td__gemm_sm90_shape {
   static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + NBARS * 8 + 1024;
 };
 
-__device__ __forceinline__ td__u32 td__cluster_rank(void) {
-  td__u32 r;
+__device__ __forceinline__ td__gemm_u32 td__cluster_rank(void) {
+  td__gemm_u32 r;
   asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
   return r;
 }
@@ -152,7 +152,7 @@ __device__ __forceinline__ void td__cluster_sync(void) {
 }
 
 /* Arrive on the mbarrier at the same offset in CTA `rank` of the cluster. */
-__device__ __forceinline__ void td__mbar_arrive_cluster(td__u32 bar, td__u32 rank) {
+__device__ __forceinline__ void td__mbar_arrive_cluster(td__gemm_u32 bar, td__gemm_u32 rank) {
   asm volatile(
       "{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, %0, %1;\n"
       "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}" ::"r"(bar),
@@ -161,13 +161,13 @@ __device__ __forceinline__ void td__mbar_arrive_cluster(td__u32 bar, td__u32 ran
 }
 
 /* TMA load delivered to the same offset in every CTA of `mask` (and their mbarriers). */
-__device__ __forceinline__ void td__tma_load_2d_multicast(td__u32 dst, const td__tensor_map *map,
-                                                          td__u32 bar, int x, int y,
+__device__ __forceinline__ void td__tma_load_2d_multicast(td__gemm_u32 dst, const td__tensor_map *map,
+                                                          td__gemm_u32 bar, int x, int y,
                                                           unsigned short mask) {
   asm volatile(
       "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::"
       "cluster [%0], [%1, {%3, %4}], [%2], %5;" ::"r"(dst),
-      "l"((td__u64)map), "r"(bar), "r"(x), "r"(y), "h"(mask)
+      "l"((td__gemm_u64)map), "r"(bar), "r"(x), "r"(y), "h"(mask)
       : "memory");
 }
 
@@ -180,7 +180,7 @@ __device__ __forceinline__ void td__tma_load_2d_multicast(td__u32 dst, const td_
  * BN/2 rows ([N,K]); for [K,N] each CTA loads every other 64-column box. */
 template <int BM, int BN, int STAGES, int GROUP_M, int DTYPE, int B_KN, unsigned HOOKS, int CLUSTER>
 __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
-                                                   const td__tensor_map &map_b, td__u16 *c, int m,
+                                                   const td__tensor_map &map_b, td__gemm_u16 *c, int m,
                                                    int n, int k, const td_gemm_hooks &hooks) {
   /* wgmma and setmaxnreg exist only on sm_90a; other passes of a multi-arch
    * build get an empty kernel that the launcher never selects there. */
@@ -194,18 +194,18 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
   constexpr bool WAIT = (HOOKS & TD_GEMM_HOOK_WAIT) != 0, RAISE = (HOOKS & TD_GEMM_HOOK_RAISE) != 0;
 
   extern __shared__ unsigned char td__smem_raw[];
-  const td__u32 base = td__smem_addr(td__smem_raw);
-  const td__u32 ring = (base + 1023) & ~1023u;
-  const td__u32 full = ring + STAGES * S::STAGE_BYTES, empty = full + 8 * STAGES;
-  const td__u32 ready = empty + 8 * STAGES, ready_free = ready + 16;
-  const td__u32 done = ready_free + 16, done_free = done + 16;
+  const td__gemm_u32 base = td__smem_addr(td__smem_raw);
+  const td__gemm_u32 ring = (base + 1023) & ~1023u;
+  const td__gemm_u32 full = ring + STAGES * S::STAGE_BYTES, empty = full + 8 * STAGES;
+  const td__gemm_u32 ready = empty + 8 * STAGES, ready_free = ready + 16;
+  const td__gemm_u32 done = ready_free + 16, done_free = done + 16;
 
   const int tiles_m = (m + BM - 1) / BM, tiles_n = (n + BN - 1) / BN;
   const int rows_c = (tiles_m + CLUSTER - 1) / CLUSTER; /* tile rows of clusters */
   const int units = rows_c * tiles_n;
   const int nk = (k + S::BK - 1) / S::BK;
   const int wg = threadIdx.x / 128;
-  const td__u32 crank = CLUSTER > 1 ? td__cluster_rank() : 0;
+  const td__gemm_u32 crank = CLUSTER > 1 ? td__cluster_rank() : 0;
   const int first_unit = blockIdx.x / CLUSTER, unit_step = gridDim.x / CLUSTER;
   const int group_c = GROUP_M / CLUSTER > 0 ? GROUP_M / CLUSTER : 1;
 
@@ -233,18 +233,18 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     if (warp == 0 && lane == 0) {
       int stage = 0;
-      td__u32 phase = 0;
+      td__gemm_u32 phase = 0;
       int i = 0;
       for (int u = first_unit; u < units; u += unit_step, i++) {
         int tc, tn;
         td__gemm_tile_coords(u, rows_c, tiles_n, group_c, &tc, &tn);
         const int tm = tc * CLUSTER + (int)crank;
-        const td__u32 mask = (1u << CLUSTER) - 1;
+        const td__gemm_u32 mask = (1u << CLUSTER) - 1;
         auto load_a = [&](int st, int kb) {
           td__tma_load_2d(ring + st * S::STAGE_BYTES, &map_a, full + 8 * st, kb * S::BK, tm * BM);
         };
         auto load_b = [&](int st, int kb) {
-          const td__u32 f = full + 8 * st, sb = ring + st * S::STAGE_BYTES + S::A_BYTES;
+          const td__gemm_u32 f = full + 8 * st, sb = ring + st * S::STAGE_BYTES + S::A_BYTES;
           if constexpr (B_KN) {
 #pragma unroll
             for (int j = (int)crank; j < BN / 64; j += CLUSTER) {
@@ -262,7 +262,7 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
               td__tma_load_2d(sb, &map_b, f, kb * S::BK, tn * BN);
           }
         };
-        auto claim = [&](int st, td__u32 ph) { /* wait for the slot, announce its bytes */
+        auto claim = [&](int st, td__gemm_u32 ph) { /* wait for the slot, announce its bytes */
           td__mbar_wait(empty + 8 * st, ph ^ 1);
           td__mbar_expect_tx(full + 8 * st, S::STAGE_BYTES);
         };
@@ -273,9 +273,9 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
            * check in progress hides behind B traffic; once ready (usually at
            * once: the waiter runs ahead), issue the A loads owed and go on. */
           const int pre = nk < STAGES ? nk : STAGES;
-          const td__u32 rb = ready + 8 * (i & 1), rp = (i >> 1) & 1;
+          const td__gemm_u32 rb = ready + 8 * (i & 1), rp = (i >> 1) & 1;
           int st = stage, claimed = 0;
-          td__u32 ph = phase;
+          td__gemm_u32 ph = phase;
           bool ok = td__mbar_test(rb, rp);
           while (!ok && claimed < pre) {
             claim(st, ph);
@@ -349,7 +349,7 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
     const int warp = tid / 32, lane = tid % 32;
     float acc[S::MI][BN / 2];
     int stage = 0;
-    td__u32 phase = 0;
+    td__gemm_u32 phase = 0;
     const bool vec = (n % 2) == 0;
     int i = 0;
 
@@ -360,19 +360,19 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
       int prev = -1;
       for (int kb = 0; kb < nk; kb++) {
         td__mbar_wait(full + 8 * stage, phase);
-        const td__u32 sa = ring + stage * S::STAGE_BYTES + cw * S::WG_ROWS * 128;
-        const td__u32 sb = ring + stage * S::STAGE_BYTES + S::A_BYTES;
+        const td__gemm_u32 sa = ring + stage * S::STAGE_BYTES + cw * S::WG_ROWS * 128;
+        const td__gemm_u32 sb = ring + stage * S::STAGE_BYTES + S::A_BYTES;
 #pragma unroll
         for (int x = 0; x < S::MI; x++)
           td__fence_regs<BN / 2>(acc[x]);
         td__wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < S::BK / 16; kk++) {
-          td__u64 db = B_KN ? td__smem_desc(sb + kk * 16 * 128, 64 * S::BK * 2, 1024)
+          td__gemm_u64 db = B_KN ? td__smem_desc(sb + kk * 16 * 128, 64 * S::BK * 2, 1024)
                             : td__smem_desc(sb + kk * 32, 16, 1024);
 #pragma unroll
           for (int x = 0; x < S::MI; x++) {
-            td__u64 da = td__smem_desc(sa + x * 64 * 128 + kk * 32, 16, 1024);
+            td__gemm_u64 da = td__smem_desc(sa + x * 64 * 128 + kk * 32, 16, 1024);
             td__wgmma_step<BN, DTYPE, B_KN>(acc[x], da, db, (kb | kk) != 0);
           }
         }
@@ -386,7 +386,7 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
 #pragma unroll
           for (int r = 0; r < CLUSTER; r++) {
             if constexpr (CLUSTER > 1)
-              td__mbar_arrive_cluster(empty + 8 * prev, (td__u32)r);
+              td__mbar_arrive_cluster(empty + 8 * prev, (td__gemm_u32)r);
             else
               td__mbar_arrive(empty + 8 * prev);
           }
@@ -405,7 +405,7 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
 #pragma unroll
         for (int r = 0; r < CLUSTER; r++) {
           if constexpr (CLUSTER > 1)
-            td__mbar_arrive_cluster(empty + 8 * prev, (td__u32)r);
+            td__mbar_arrive_cluster(empty + 8 * prev, (td__gemm_u32)r);
           else
             td__mbar_arrive(empty + 8 * prev);
         }
@@ -424,7 +424,7 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
           if constexpr ((HOOKS & TD_GEMM_HOOK_ACCUMULATE) == 0 && BN % 32 == 0) {
             /* 16-byte stores after a transpose inside each quad of lanes */
             const bool valid = r < m;
-            td__u16 *rowp = valid ? td__gemm_out_row<DTYPE, HOOKS>(c, hooks, n, r) : c;
+            td__gemm_u16 *rowp = valid ? td__gemm_out_row<DTYPE, HOOKS>(c, hooks, n, r) : c;
             const bool v16 = (n % 8) == 0 && ((unsigned long long)rowp & 15ull) == 0;
 #pragma unroll
             for (int jj = 0; jj < BN / 32; jj++) {
@@ -436,7 +436,7 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
                                        td__gemm_pack2<DTYPE>(a4[12], a4[13]));
             }
           } else if (r < m) {
-            td__u16 *rowp = td__gemm_out_row<DTYPE, HOOKS>(c, hooks, n, r);
+            td__gemm_u16 *rowp = td__gemm_out_row<DTYPE, HOOKS>(c, hooks, n, r);
 #pragma unroll
             for (int j = 0; j < BN / 8; j++)
               td__gemm_put2<DTYPE, HOOKS>(rowp, col0 + 8 * j, n, vec, acc[x][4 * j + 2 * h],
@@ -463,7 +463,7 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
 template <int BM, int BN, int STAGES, int GROUP_M, int DTYPE, int B_KN, unsigned HOOKS, int CLUSTER>
 __global__ void __launch_bounds__(td__gemm_sm90_shape<BM, BN, STAGES>::THREADS, 1)
     td__gemm_sm90_kernel(const __grid_constant__ td__tensor_map map_a,
-                         const __grid_constant__ td__tensor_map map_b, td__u16 *c, int m, int n,
+                         const __grid_constant__ td__tensor_map map_b, td__gemm_u16 *c, int m, int n,
                          int k, const __grid_constant__ td_gemm_hooks hooks) {
   td__gemm_sm90_body<BM, BN, STAGES, GROUP_M, DTYPE, B_KN, HOOKS, CLUSTER>(map_a, map_b, c, m, n,
                                                                            k, hooks);
@@ -496,7 +496,7 @@ __global__ void __launch_bounds__(td__gemm_sm90_shape<BM, BN, STAGES>::THREADS, 
 extern "C" __global__ void __launch_bounds__(
     td__gemm_sm90_shape<TD_GEMM_BM, TD_GEMM_BN, TD_GEMM_STAGES>::THREADS, 1)
     td_gemm_sm90(const __grid_constant__ td__tensor_map map_a,
-                 const __grid_constant__ td__tensor_map map_b, td__u16 *c, int m, int n, int k,
+                 const __grid_constant__ td__tensor_map map_b, td__gemm_u16 *c, int m, int n, int k,
                  const __grid_constant__ td_gemm_hooks hooks) {
   td__gemm_sm90_body<TD_GEMM_BM, TD_GEMM_BN, TD_GEMM_STAGES, TD_GEMM_GROUP_M, TD_GEMM_DTYPE,
                      TD_GEMM_B_KN, TD_GEMM_HOOKS, TD_GEMM_CLUSTER>(map_a, map_b, c, m, n, k, hooks);

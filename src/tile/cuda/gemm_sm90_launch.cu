@@ -20,11 +20,11 @@ extern "C" {
 
 /* The same 128-byte layout as CUtensorMap, as the kernels declare it. */
 struct __align__(64) td__tensor_map {
-  td__u64 opaque[16];
+  td__gemm_u64 opaque[16];
 };
 static_assert(sizeof(td__tensor_map) == sizeof(CUtensorMap), "tensor map size");
 
-typedef unsigned short td__u16;
+typedef unsigned short td__gemm_u16;
 
 static PFN_cuTensorMapEncodeTiled_v12000 td__encode_ptr = NULL;
 static pthread_once_t td__encode_once = PTHREAD_ONCE_INIT;
@@ -297,7 +297,7 @@ extern "C" td_status td__gemm_cuda_run(const td_gemm_problem *p, const td_gemm_c
                      "gemm: this build has no sm_90a code for the kernel; configure with "
                      "CMAKE_CUDA_ARCHITECTURES including 90a");
   int grid = td__grid_size(&prep, sms, cl, units);
-  td__u16 *c = (td__u16 *)p->c;
+  td__gemm_u16 *c = (td__gemm_u16 *)p->c;
   int m = p->m, n = p->n, k = p->k;
   cudaLaunchConfig_t lc = {};
   cudaLaunchAttribute attr[1];
@@ -323,7 +323,7 @@ extern "C" td_status td__gemm_cuda_run(const td_gemm_problem *p, const td_gemm_c
     void *args[] = {&ma, &mb, &c, &m, &n, &k, &h};
     err = cudaLaunchKernelExC(&lc, e->fn, args);
   } else {
-    const td__u16 *a = (const td__u16 *)p->a, *b = (const td__u16 *)p->b;
+    const td__gemm_u16 *a = (const td__gemm_u16 *)p->a, *b = (const td__gemm_u16 *)p->b;
     void *args[] = {&a, &b, &c, &m, &n, &k, &h};
     err = cudaLaunchKernelExC(&lc, e->fn, args);
   }
@@ -379,8 +379,8 @@ extern "C" td_gemm_config td__gemm_cuda_default_config(td_gemm_arch arch, int m,
   return c;
 }
 
-extern "C" td_status td__gemm_cuda_check_diag(const td__u64 *diag) {
-  td__u64 rec[TD_GEMM_DIAG_WORDS];
+extern "C" td_status td__gemm_cuda_check_diag(const td__gemm_u64 *diag) {
+  td__gemm_u64 rec[TD_GEMM_DIAG_WORDS];
   cudaError_t err = cudaDeviceSynchronize();
   if (err != cudaSuccess)
     return td__error(TD_ERR_CUDA, "gemm: kernel failed: %s", cudaGetErrorString(err));

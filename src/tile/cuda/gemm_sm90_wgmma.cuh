@@ -8,7 +8,7 @@
 
 /* D[64 x 16] (+)= A[64 x 16] * B[16 x 16], bf16 operands, fp32 accumulators. */
 template <int TRANS_B>
-__device__ __forceinline__ void td__wgmma_m64n16k16_bf16(float *d, td__u64 desc_a, td__u64 desc_b, int accumulate) {
+__device__ __forceinline__ void td__wgmma_m64n16k16_bf16(float *d, td__gemm_u64 desc_a, td__gemm_u64 desc_b, int accumulate) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %10, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 "
@@ -21,7 +21,7 @@ __device__ __forceinline__ void td__wgmma_m64n16k16_bf16(float *d, td__u64 desc_
 
 /* D[64 x 32] (+)= A[64 x 16] * B[16 x 32], bf16 operands, fp32 accumulators. */
 template <int TRANS_B>
-__device__ __forceinline__ void td__wgmma_m64n32k16_bf16(float *d, td__u64 desc_a, td__u64 desc_b, int accumulate) {
+__device__ __forceinline__ void td__wgmma_m64n32k16_bf16(float *d, td__gemm_u64 desc_a, td__gemm_u64 desc_b, int accumulate) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 "
@@ -35,7 +35,7 @@ __device__ __forceinline__ void td__wgmma_m64n32k16_bf16(float *d, td__u64 desc_
 
 /* D[64 x 64] (+)= A[64 x 16] * B[16 x 64], bf16 operands, fp32 accumulators. */
 template <int TRANS_B>
-__device__ __forceinline__ void td__wgmma_m64n64k16_bf16(float *d, td__u64 desc_a, td__u64 desc_b, int accumulate) {
+__device__ __forceinline__ void td__wgmma_m64n64k16_bf16(float *d, td__gemm_u64 desc_a, td__gemm_u64 desc_b, int accumulate) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
@@ -52,7 +52,7 @@ __device__ __forceinline__ void td__wgmma_m64n64k16_bf16(float *d, td__u64 desc_
 
 /* D[64 x 96] (+)= A[64 x 16] * B[16 x 96], bf16 operands, fp32 accumulators. */
 template <int TRANS_B>
-__device__ __forceinline__ void td__wgmma_m64n96k16_bf16(float *d, td__u64 desc_a, td__u64 desc_b, int accumulate) {
+__device__ __forceinline__ void td__wgmma_m64n96k16_bf16(float *d, td__gemm_u64 desc_a, td__gemm_u64 desc_b, int accumulate) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %50, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n96k16.f32.bf16.bf16 "
@@ -72,7 +72,7 @@ __device__ __forceinline__ void td__wgmma_m64n96k16_bf16(float *d, td__u64 desc_
 
 /* D[64 x 128] (+)= A[64 x 16] * B[16 x 128], bf16 operands, fp32 accumulators. */
 template <int TRANS_B>
-__device__ __forceinline__ void td__wgmma_m64n128k16_bf16(float *d, td__u64 desc_a, td__u64 desc_b, int accumulate) {
+__device__ __forceinline__ void td__wgmma_m64n128k16_bf16(float *d, td__gemm_u64 desc_a, td__gemm_u64 desc_b, int accumulate) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
@@ -95,7 +95,7 @@ __device__ __forceinline__ void td__wgmma_m64n128k16_bf16(float *d, td__u64 desc
 
 /* D[64 x 160] (+)= A[64 x 16] * B[16 x 160], bf16 operands, fp32 accumulators. */
 template <int TRANS_B>
-__device__ __forceinline__ void td__wgmma_m64n160k16_bf16(float *d, td__u64 desc_a, td__u64 desc_b, int accumulate) {
+__device__ __forceinline__ void td__wgmma_m64n160k16_bf16(float *d, td__gemm_u64 desc_a, td__gemm_u64 desc_b, int accumulate) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %82, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n160k16.f32.bf16.bf16 "
@@ -121,7 +121,7 @@ __device__ __forceinline__ void td__wgmma_m64n160k16_bf16(float *d, td__u64 desc
 
 /* D[64 x 192] (+)= A[64 x 16] * B[16 x 192], bf16 operands, fp32 accumulators. */
 template <int TRANS_B>
-__device__ __forceinline__ void td__wgmma_m64n192k16_bf16(float *d, td__u64 desc_a, td__u64 desc_b, int accumulate) {
+__device__ __forceinline__ void td__wgmma_m64n192k16_bf16(float *d, td__gemm_u64 desc_a, td__gemm_u64 desc_b, int accumulate) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %98, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n192k16.f32.bf16.bf16 "
@@ -150,7 +150,7 @@ __device__ __forceinline__ void td__wgmma_m64n192k16_bf16(float *d, td__u64 desc
 
 /* D[64 x 224] (+)= A[64 x 16] * B[16 x 224], bf16 operands, fp32 accumulators. */
 template <int TRANS_B>
-__device__ __forceinline__ void td__wgmma_m64n224k16_bf16(float *d, td__u64 desc_a, td__u64 desc_b, int accumulate) {
+__device__ __forceinline__ void td__wgmma_m64n224k16_bf16(float *d, td__gemm_u64 desc_a, td__gemm_u64 desc_b, int accumulate) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %114, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n224k16.f32.bf16.bf16 "
@@ -182,7 +182,7 @@ __device__ __forceinline__ void td__wgmma_m64n224k16_bf16(float *d, td__u64 desc
 
 /* D[64 x 256] (+)= A[64 x 16] * B[16 x 256], bf16 operands, fp32 accumulators. */
 template <int TRANS_B>
-__device__ __forceinline__ void td__wgmma_m64n256k16_bf16(float *d, td__u64 desc_a, td__u64 desc_b, int accumulate) {
+__device__ __forceinline__ void td__wgmma_m64n256k16_bf16(float *d, td__gemm_u64 desc_a, td__gemm_u64 desc_b, int accumulate) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 "
@@ -217,7 +217,7 @@ __device__ __forceinline__ void td__wgmma_m64n256k16_bf16(float *d, td__u64 desc
 
 /* D[64 x 16] (+)= A[64 x 16] * B[16 x 16], f16 operands, fp32 accumulators. */
 template <int TRANS_B>
-__device__ __forceinline__ void td__wgmma_m64n16k16_f16(float *d, td__u64 desc_a, td__u64 desc_b, int accumulate) {
+__device__ __forceinline__ void td__wgmma_m64n16k16_f16(float *d, td__gemm_u64 desc_a, td__gemm_u64 desc_b, int accumulate) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %10, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n16k16.f32.f16.f16 "
@@ -230,7 +230,7 @@ __device__ __forceinline__ void td__wgmma_m64n16k16_f16(float *d, td__u64 desc_a
 
 /* D[64 x 32] (+)= A[64 x 16] * B[16 x 32], f16 operands, fp32 accumulators. */
 template <int TRANS_B>
-__device__ __forceinline__ void td__wgmma_m64n32k16_f16(float *d, td__u64 desc_a, td__u64 desc_b, int accumulate) {
+__device__ __forceinline__ void td__wgmma_m64n32k16_f16(float *d, td__gemm_u64 desc_a, td__gemm_u64 desc_b, int accumulate) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16 "
@@ -244,7 +244,7 @@ __device__ __forceinline__ void td__wgmma_m64n32k16_f16(float *d, td__u64 desc_a
 
 /* D[64 x 64] (+)= A[64 x 16] * B[16 x 64], f16 operands, fp32 accumulators. */
 template <int TRANS_B>
-__device__ __forceinline__ void td__wgmma_m64n64k16_f16(float *d, td__u64 desc_a, td__u64 desc_b, int accumulate) {
+__device__ __forceinline__ void td__wgmma_m64n64k16_f16(float *d, td__gemm_u64 desc_a, td__gemm_u64 desc_b, int accumulate) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 "
@@ -261,7 +261,7 @@ __device__ __forceinline__ void td__wgmma_m64n64k16_f16(float *d, td__u64 desc_a
 
 /* D[64 x 96] (+)= A[64 x 16] * B[16 x 96], f16 operands, fp32 accumulators. */
 template <int TRANS_B>
-__device__ __forceinline__ void td__wgmma_m64n96k16_f16(float *d, td__u64 desc_a, td__u64 desc_b, int accumulate) {
+__device__ __forceinline__ void td__wgmma_m64n96k16_f16(float *d, td__gemm_u64 desc_a, td__gemm_u64 desc_b, int accumulate) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %50, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n96k16.f32.f16.f16 "
@@ -281,7 +281,7 @@ __device__ __forceinline__ void td__wgmma_m64n96k16_f16(float *d, td__u64 desc_a
 
 /* D[64 x 128] (+)= A[64 x 16] * B[16 x 128], f16 operands, fp32 accumulators. */
 template <int TRANS_B>
-__device__ __forceinline__ void td__wgmma_m64n128k16_f16(float *d, td__u64 desc_a, td__u64 desc_b, int accumulate) {
+__device__ __forceinline__ void td__wgmma_m64n128k16_f16(float *d, td__gemm_u64 desc_a, td__gemm_u64 desc_b, int accumulate) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 "
@@ -304,7 +304,7 @@ __device__ __forceinline__ void td__wgmma_m64n128k16_f16(float *d, td__u64 desc_
 
 /* D[64 x 160] (+)= A[64 x 16] * B[16 x 160], f16 operands, fp32 accumulators. */
 template <int TRANS_B>
-__device__ __forceinline__ void td__wgmma_m64n160k16_f16(float *d, td__u64 desc_a, td__u64 desc_b, int accumulate) {
+__device__ __forceinline__ void td__wgmma_m64n160k16_f16(float *d, td__gemm_u64 desc_a, td__gemm_u64 desc_b, int accumulate) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %82, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n160k16.f32.f16.f16 "
@@ -330,7 +330,7 @@ __device__ __forceinline__ void td__wgmma_m64n160k16_f16(float *d, td__u64 desc_
 
 /* D[64 x 192] (+)= A[64 x 16] * B[16 x 192], f16 operands, fp32 accumulators. */
 template <int TRANS_B>
-__device__ __forceinline__ void td__wgmma_m64n192k16_f16(float *d, td__u64 desc_a, td__u64 desc_b, int accumulate) {
+__device__ __forceinline__ void td__wgmma_m64n192k16_f16(float *d, td__gemm_u64 desc_a, td__gemm_u64 desc_b, int accumulate) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %98, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n192k16.f32.f16.f16 "
@@ -359,7 +359,7 @@ __device__ __forceinline__ void td__wgmma_m64n192k16_f16(float *d, td__u64 desc_
 
 /* D[64 x 224] (+)= A[64 x 16] * B[16 x 224], f16 operands, fp32 accumulators. */
 template <int TRANS_B>
-__device__ __forceinline__ void td__wgmma_m64n224k16_f16(float *d, td__u64 desc_a, td__u64 desc_b, int accumulate) {
+__device__ __forceinline__ void td__wgmma_m64n224k16_f16(float *d, td__gemm_u64 desc_a, td__gemm_u64 desc_b, int accumulate) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %114, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n224k16.f32.f16.f16 "
@@ -391,7 +391,7 @@ __device__ __forceinline__ void td__wgmma_m64n224k16_f16(float *d, td__u64 desc_
 
 /* D[64 x 256] (+)= A[64 x 16] * B[16 x 256], f16 operands, fp32 accumulators. */
 template <int TRANS_B>
-__device__ __forceinline__ void td__wgmma_m64n256k16_f16(float *d, td__u64 desc_a, td__u64 desc_b, int accumulate) {
+__device__ __forceinline__ void td__wgmma_m64n256k16_f16(float *d, td__gemm_u64 desc_a, td__gemm_u64 desc_b, int accumulate) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 "

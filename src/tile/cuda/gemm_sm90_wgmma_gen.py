@@ -20,7 +20,7 @@ def wrapper(n, name, ptx_type):
     lines = []
     lines.append("/* D[64 x %d] (+)= A[64 x 16] * B[16 x %d], %s operands, fp32 accumulators. */" % (n, n, name))
     lines.append("template <int TRANS_B>")
-    lines.append("__device__ __forceinline__ void td__wgmma_m64n%dk16_%s(float *d, td__u64 desc_a, td__u64 desc_b, int accumulate) {" % (n, name))
+    lines.append("__device__ __forceinline__ void td__wgmma_m64n%dk16_%s(float *d, td__gemm_u64 desc_a, td__gemm_u64 desc_b, int accumulate) {" % (n, name))
     lines.append("  asm volatile(")
     lines.append('      "{\\n.reg .pred p;\\nsetp.ne.b32 p, %%%d, 0;\\n"' % (nreg + 2))
     lines.append('      "wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s "' % (n, ptx_type, ptx_type))
