@@ -32,10 +32,11 @@ static char *read_example(const char *name) {
 static void test_mlp_world_sizes(void **state) {
   (void)state;
   const char *mlp = read_example("tp_mlp.td");
-  td_test_run cfg = {2, 5, 0, -1, 0};
+  td_test_run cfg = {2, 5, 0, -1, 0}, ring = {3, 4, 1, -1, 0};
   for (int n = 1; n <= 8; n++) {
     td_test_run_program(mlp, "M=37,H=16,F=24", n, &cfg); /* 37 rows: no n > 1 divides it */
     td_test_run_program(mlp, "M=5,H=8,F=16", n, &cfg);   /* M < ranks for n > 5 */
+    td_test_run_program(mlp, "M=11,H=8,F=16", n, &ring); /* ring all-gather, 3 chunks per part */
   }
 }
 
