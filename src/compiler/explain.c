@@ -5,6 +5,8 @@
  * deps are done and its waits are met by raises already simulated), then
  * prints each rank's schedule with the predicted start/end of every task and
  * the predicted share of communication hidden under compute.
+ * Compute tasks are slowed by the oversubscription of cores (ranks x compute
+ * workers over cores), as on a CPU box running every rank.
  * The simulation is also a static check: a wait that no raise ever meets is
  * reported (TD_ERR_SCHEDULE naming rank, task and signal). */
 #include <stdlib.h>
@@ -124,6 +126,11 @@ static td_status td__simulate(const td_compiled *c, td__sim *S) {
       W[k] = 1;
     else if (W[k] > 64)
       W[k] = 64;
+  /* More compute workers than cores (ranks are threads of one machine): each
+   * runs at cores / workers of its speed. Comm workers mostly wait, so they
+   * are not counted. */
+  int cores = c->model.cores > 0 ? c->model.cores : (int)sysconf(_SC_NPROCESSORS_ONLN);
+  double share = cores > 0 && n * W[0] > cores ? (double)(n * W[0]) / cores : 1.0;
   for (uint32_t done = 0; done < total && st == TD_OK; done++) {
     double best = -1;
     int br = -1, bk = -1, bw = -1;
@@ -175,6 +182,8 @@ static td_status td__simulate(const td_compiled *c, td__sim *S) {
     uint32_t i = list[2 * br + bk][cur[2 * br + bk]++];
     const td_task *t = &s->tasks[i];
     double dur = td__model_task_seconds(&c->model, plan, t);
+    if (bk == 0)
+      dur *= share; /* compute workers of all ranks sharing fewer cores */
     S->start[br][i] = best;
     S->end[br][i] = best + dur;
     freeat[(2 * br + bk) * 64 + bw] = best + dur;
