@@ -78,6 +78,8 @@ static void test_run_errors(void **state) {
   expect("run small.td --ranks 2 --dims M=abc", 2, "tdist run: --dims M=abc: value is not an integer");
   expect("run small.td --ranks 4 --dims F=3", 1, "the contraction dim (3) is split over 4 ranks");
   expect("run bad.td --ranks 2", 1, "tdist run: bad.td:2:19: expected ']' after the shape (2-D at most), found ','");
+  expect("run small.td --ranks 1 --iters 1 --rounds 1 --json /nonexistent/dir/r.json", 1,
+         "tdist run: cannot write JSON to '/nonexistent/dir/r.json'");
   expect("run --help", 0, "usage: tdist run PROGRAM.td --ranks N [options]");
 }
 
@@ -121,6 +123,12 @@ static void test_explain(void **state) {
   expect("explain small.td --ranks 2 --backend x", 2, "tdist explain: unknown backend 'x' (cpu or cuda)");
   expect("explain missing.td --ranks 2", 1, "tdist explain: cannot open program 'missing.td'");
   expect("explain small.td --ranks 2 --dims Z=1", 2, "tdist explain: dim 'Z' is not declared");
+  expect("explain small.td --ranks 2 --chunks 0", 2, "tdist explain: --chunks expects an integer in 1..64, got '0'");
+  expect("explain small.td --ranks 2 --dump /nonexistent/dir/p.txt", 1,
+         "tdist explain: cannot write the plan to '/nonexistent/dir/p.txt'");
+  expect("explain small.td", 2, "tdist explain: --ranks N is required");
+  expect("explain --help", 0, "usage: tdist explain PROGRAM.td --ranks N [options]");
+  expect("calibrate --help", 0, "usage: tdist calibrate [--quick]");
   expect("explain small.td --ranks 3", 0, "rank 2:");
   expect("explain small.td --ranks 3 --sequential --dump plan.txt", 0, "sequential (baseline) plan");
   expect("explain small.td --ranks 2", 0, "hidden under compute");
