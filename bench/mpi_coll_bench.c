@@ -6,7 +6,8 @@
  * all_to_all: the whole n-rank buffer; all_reduce: the vector), counts
  * rounded down to a multiple of the rank count, the same warm-up and
  * iteration rule, a barrier before each timed round, the slowest rank's
- * mean time per round, and the median of ROUNDS rounds. Rank 0 prints one machine-readable line per measurement:
+ * mean time per round, and the median of ROUNDS rounds. Rank 0 prints one
+ * machine-readable line per measurement:
  *   MPIB <op> <bytes> <count> <time_us>
  * usage: td_mpi_coll_bench OPS MIN_BYTES MAX_BYTES ITERS   (ITERS per round; 0 = by size)
  *   OPS: comma-separated all_gather,reduce_scatter,all_reduce,all_to_all */
@@ -23,12 +24,12 @@ static int cmp_double(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-/* Iterations per round for a size when none are given: ~32 MiB moved, 2..200. */
+/* Iterations per round for a size when none are given: ~32 MiB moved, 2..1000. */
 static int iters_for(size_t bytes, int fixed) {
   if (fixed > 0)
     return fixed;
   size_t it = ((size_t)32 << 20) / (bytes ? bytes : 1);
-  return it < 2 ? 2 : it > 200 ? 200 : (int)it;
+  return it < 2 ? 2 : it > 1000 ? 1000 : (int)it;
 }
 
 static int run(const char *op, float *src, float *dst, size_t total, int n) {

@@ -159,20 +159,40 @@ static td_status td__coll_publish_wait(td__coll *c, const td__coll_pub *pub) {
     slot->loc = TD__COLL_LOC_NONE;
     slot->mode = 0;
   }
-  atomic_store_explicit(&slot->seq, s, memory_order_release);
+  /* When ranks outnumber cores waiters often sleep: a seq_cst store, then
+   * seq_cst loads of the peers' may_sleep (a waiter stores may_sleep, fences,
+   * then loads seq), so one of us sees the other. With a core per rank a
+   * waiter sleeps only after polling TD__COLL_SPIN_NS; there the full barrier
+   * (~as dear as a doorbell) is skipped, and a waiter that misses this store
+   * in the rare race sees it at its next bounded (1 ms) sleep. */
+  if (c->spin_ns)
+    atomic_store_explicit(&slot->seq, s, memory_order_release);
+  else
+    atomic_store_explicit(&slot->seq, s, memory_order_seq_cst);
   c->seq = s;
   for (int p = 0; p < c->size; p++)
-    if (p != c->rank)
+    if (p != c->rank &&
+        atomic_load_explicit(&((td__coll_ctl *)c->peer_block[p])->may_sleep, memory_order_seq_cst))
       td__wake(c->team, p);
-  for (int p = 0; p < c->size; p++) {
+  td__coll_ctl *me = (td__coll_ctl *)c->ctl_block;
+  td_status st = TD_OK;
+  int sleepy = 0;
+  for (int p = 0; p < c->size && st == TD_OK; p++) {
     if (p == c->rank)
       continue;
     const _Atomic uint64_t *w = &((td__coll_ctl *)c->peer_block[p])->slot[s & 1].seq;
     if (td__coll_spin(c, w, s))
       continue;
-    TD_CHECK(td__wait_u64(c->team, w, TD_CMP_GE, s, "a collective step of a peer", NULL));
+    if (!sleepy) {
+      sleepy = 1;
+      atomic_store_explicit(&me->may_sleep, 1, memory_order_seq_cst);
+      atomic_thread_fence(memory_order_seq_cst);
+    }
+    st = td__wait_u64(c->team, w, TD_CMP_GE, s, "a collective step of a peer", NULL);
   }
-  return TD_OK;
+  if (sleepy) /* stored only when set, so peers keep the line cached */
+    atomic_store_explicit(&me->may_sleep, 0, memory_order_relaxed);
+  return st;
 }
 
 td_status td__coll_step(td__coll *c, const td__coll_pub *pub) { return td__coll_publish_wait(c, pub); }

@@ -87,7 +87,10 @@ typedef struct td__coll_slot {
 
 /* Per-rank control block in symmetric memory (same offset on every rank). */
 typedef struct td__coll_ctl {
-  td__coll_slot slot[2];
+  /* 1 while this rank may be asleep in the runtime's wait: only then do peers
+   * ring its doorbell (an atomic on a line it owns, ~50 ns a step otherwise). */
+  _Alignas(64) _Atomic uint32_t may_sleep;
+  _Alignas(64) td__coll_slot slot[2];
   /* followed by uint64_t vec[2][2*n]: all_to_allv send counts and displacements */
 } td__coll_ctl;
 

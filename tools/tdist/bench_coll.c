@@ -56,7 +56,7 @@ static void bc_usage(FILE *out) {
           "  --op        collective to time; repeatable or comma-separated (default all)\n"
           "  --min/--max sizes in bytes, doubling, K/M/G suffixes (default 8 .. 256M); the size is\n"
           "              nccl-tests': the whole N-rank buffer for all_gather, reduce_scatter, all_to_all\n"
-          "  --iters K   calls per timed round (default: ~32 MiB of traffic, 2..200); %d rounds, median\n"
+          "  --iters K   calls per timed round (default: ~32 MiB of traffic, 2..1000); %d rounds, median\n"
           "  --repeat R  run both sides R times, alternating, and keep each size's best time (default 1;\n"
           "              use 3+ on a shared machine)\n"
           "  --json FILE also write the results as JSON\n"
@@ -69,7 +69,7 @@ static int bc_iters_for(size_t bytes, int fixed) {
   if (fixed > 0)
     return fixed;
   size_t it = ((size_t)32 << 20) / (bytes ? bytes : 1);
-  return it < 2 ? 2 : it > 200 ? 200 : (int)it;
+  return it < 2 ? 2 : it > 1000 ? 1000 : (int)it;
 }
 
 /* Elements of f32 for a size: rounded down to a multiple of n except all_reduce. */
