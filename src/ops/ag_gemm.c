@@ -30,9 +30,7 @@ static td_status td__ag_gemm_build(const td__tp_desc *d, td_program *p, td_value
   return TD_OK;
 }
 
-td_status td_ag_gemm_create(td_team *team, int64_t m, int64_t n, int64_t k, td_dtype dtype,
-                            const td_tp_opts *opts, td_tp_op **out) {
-  td_exec_backend be = opts ? opts->backend : TD_EXEC_CPU;
+void td__ag_gemm_desc(int64_t m, int64_t n, int64_t k, td_dtype dtype, td_exec_backend be, td__tp_desc *out) {
   td__tp_desc d = {
       .kind = TD_TP_AG_GEMM, .m = m, .n = n, .k = k, .dtype = dtype,
       .variants = 1u << TD_TP_SEQUENTIAL | 1u << TD_TP_SM | 1u << TD_TP_COPY_ENGINE | 1u << TD_TP_RING,
@@ -40,6 +38,13 @@ td_status td_ag_gemm_create(td_team *team, int64_t m, int64_t n, int64_t k, td_d
       .auto_candidates = {be == TD_EXEC_CUDA ? TD_TP_COPY_ENGINE : TD_TP_SM, TD_TP_SEQUENTIAL, TD_TP_AUTO},
       .build = td__ag_gemm_build,
   };
+  *out = d;
+}
+
+td_status td_ag_gemm_create(td_team *team, int64_t m, int64_t n, int64_t k, td_dtype dtype,
+                            const td_tp_opts *opts, td_tp_op **out) {
+  td__tp_desc d;
+  td__ag_gemm_desc(m, n, k, dtype, opts ? opts->backend : TD_EXEC_CPU, &d);
   return td__tp_create(team, &d, opts, out);
 }
 

@@ -25,8 +25,7 @@ static td_status td__ar_build(const td__tp_desc *d, td_program *p, td_value vals
   return TD_OK;
 }
 
-td_status td_ll_all_reduce_create(td_team *team, size_t count, td_dtype dtype, const td_tp_opts *opts,
-                                  td_tp_op **out) {
+void td__all_reduce_desc(size_t count, td_dtype dtype, td__tp_desc *out) {
   int64_t w = 1;
   for (int64_t c = count < 2048 ? (int64_t)count : 2048; c > 1; c--)
     if (count % (size_t)c == 0) {
@@ -40,6 +39,13 @@ td_status td_ll_all_reduce_create(td_team *team, size_t count, td_dtype dtype, c
       .auto_candidates = {TD_TP_ONE_SHOT, TD_TP_TWO_SHOT, TD_TP_AUTO},
       .build = td__ar_build,
   };
+  *out = d;
+}
+
+td_status td_ll_all_reduce_create(td_team *team, size_t count, td_dtype dtype, const td_tp_opts *opts,
+                                  td_tp_op **out) {
+  td__tp_desc d;
+  td__all_reduce_desc(count, dtype, &d);
   return td__tp_create(team, &d, opts, out);
 }
 

@@ -26,8 +26,7 @@ static td_status td__gemm_rs_build(const td__tp_desc *d, td_program *p, td_value
   return TD_OK;
 }
 
-td_status td_gemm_rs_create(td_team *team, int64_t m, int64_t n, int64_t k, td_dtype dtype,
-                            const td_tp_opts *opts, td_tp_op **out) {
+void td__gemm_rs_desc(int64_t m, int64_t n, int64_t k, td_dtype dtype, td__tp_desc *out) {
   td__tp_desc d = {
       .kind = TD_TP_GEMM_RS, .m = m, .n = n, .k = k, .dtype = dtype,
       .variants = 1u << TD_TP_SEQUENTIAL | 1u << TD_TP_SM,
@@ -35,6 +34,13 @@ td_status td_gemm_rs_create(td_team *team, int64_t m, int64_t n, int64_t k, td_d
       .min_k_ranks = 1,
       .build = td__gemm_rs_build,
   };
+  *out = d;
+}
+
+td_status td_gemm_rs_create(td_team *team, int64_t m, int64_t n, int64_t k, td_dtype dtype,
+                            const td_tp_opts *opts, td_tp_op **out) {
+  td__tp_desc d;
+  td__gemm_rs_desc(m, n, k, dtype, &d);
   return td__tp_create(team, &d, opts, out);
 }
 

@@ -43,10 +43,24 @@ struct td_tp_op {
   int failed;             /* a run failed: only destroy is allowed */
 };
 
+/** Descriptors of each kind (what its create call passes on). */
+void td__ag_gemm_desc(int64_t m, int64_t n, int64_t k, td_dtype dtype, td_exec_backend be, td__tp_desc *out);
+void td__gemm_rs_desc(int64_t m, int64_t n, int64_t k, td_dtype dtype, td__tp_desc *out);
+void td__gemm_ar_desc(int64_t m, int64_t n, int64_t k, td_dtype dtype, td__tp_desc *out);
+void td__all_reduce_desc(size_t count, td_dtype dtype, td__tp_desc *out);
+
 /** Creates an operator of any kind (collective). */
 td_status td__tp_create(td_team *team, const td__tp_desc *d, const td_tp_opts *opts, td_tp_op **out);
 /** Runs one call: binds the three operands (C is written), launches. */
 td_status td__tp_run(td_tp_op *op, td_tp_kind kind, void *c, const void *a, const void *b);
+
+/** The variant AUTO picks for this descriptor on `nranks` ranks with options
+ * `o` (the backend matters: cuda plans use the GPU model), given the built
+ * program: every candidate is compiled and simulated; the smallest predicted
+ * makespan wins. predicted[i] (if non-NULL, 4 entries) gets candidate i's
+ * prediction. Used by create (rank 0) and by tests. */
+td_status td__tp_auto_variant(const td__tp_desc *d, int nranks, const td_tp_opts *o, const td_program *p,
+                              td_tp_variant *out, double *predicted);
 
 /** Text "[rows, cols]" for the program builder's dims. */
 void td__tp_dim(char *buf, size_t size, int64_t v);

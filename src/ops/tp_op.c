@@ -50,16 +50,35 @@ td_status td_tp_variant_parse(const char *name, td_tp_variant *out) {
                    "one_shot or two_shot", name ? name : "(null)");
 }
 
-/* Compile options of one variant. */
-static void td__variant_compile_opts(const td_tp_op *op, td_tp_variant v, td_compile_opts *co) {
+/* The perf model of cuda plans: the compiler's defaults and calibration file
+ * describe one CPU core, so cuda plans get constants measured on the H200
+ * (docs/perf.md, 2026-11-29) for the persistent executor's blocks: the simple
+ * GEMM tile at ~0.48 TFLOP/s per block (54 TFLOP/s over ~112 compute blocks),
+ * SM copies at ~5.6 GB/s per block, reductions reading peer memory at
+ * ~1 GB/s, ~10 us per chunk put + signal, 2 us per task, 132 SMs. With them
+ * AUTO makes the choices the measurements favour (overlapped over sequential;
+ * two-shot over one-shot past a few KiB). */
+static void td__cuda_model(td_perf_model *m) {
+  td_perf_model_load(m); /* fills every field, including ones added later */
+  m->alpha_s = 1e-5;
+  m->beta_bytes_s = 5.6e9;
+  m->flops_s = 4.8e11;
+  m->mem_bytes_s = 1e9;
+  m->task_overhead_s = 2e-6;
+  m->cores = 132;
+}
+
+/* Compile options of one variant. `model` must outlive the compile. */
+static void td__variant_compile_opts(const td__tp_desc *d, int nranks, const td_tp_opts *o, td_tp_variant v,
+                                     td_perf_model *model, td_compile_opts *co) {
   td_compile_opts_init(co);
-  co->nranks = op->nranks;
-  co->chunks_per_rank = op->opts.chunks_per_rank;
-  co->tile_rows = op->opts.tile_rows;
-  co->tile_cols = op->opts.tile_cols;
-  co->compute_workers = op->opts.compute_workers;
-  co->comm_workers = op->opts.comm_workers;
-  co->backend_cuda = op->opts.backend == TD_EXEC_CUDA;
+  co->nranks = nranks;
+  co->chunks_per_rank = o->chunks_per_rank;
+  co->tile_rows = o->tile_rows;
+  co->tile_cols = o->tile_cols;
+  co->compute_workers = o->compute_workers;
+  co->comm_workers = o->comm_workers;
+  co->backend_cuda = o->backend == TD_EXEC_CUDA;
   if (co->backend_cuda) {
     /* GPU tiles: one persistent block runs a tile; 128 x 128 is the simple
      * GEMM's block tile, so smaller tiles waste its tensor cores. */
@@ -67,7 +86,10 @@ static void td__variant_compile_opts(const td_tp_op *op, td_tp_variant v, td_com
       co->tile_rows = 128;
     if (!co->tile_cols)
       co->tile_cols = 256;
+    td__cuda_model(model);
+    co->model = model;
   }
+  (void)d;
   co->overlap = v != TD_TP_SEQUENTIAL;
   co->ring = v == TD_TP_RING;
   if (v == TD_TP_ONE_SHOT)
@@ -76,35 +98,47 @@ static void td__variant_compile_opts(const td_tp_op *op, td_tp_variant v, td_com
     co->one_shot_bytes = 0;
 }
 
-static td_status td__compile_variant(const td_tp_op *op, const td_program *p, td_tp_variant v,
-                                     td_compiled **out) {
+static td_status td__compile_variant(const td__tp_desc *d, int nranks, const td_tp_opts *o, const td_program *p,
+                                     td_tp_variant v, td_compiled **out) {
   td_compile_opts co;
-  td__variant_compile_opts(op, v, &co);
+  td_perf_model model;
+  td__variant_compile_opts(d, nranks, o, v, &model, &co);
   td_status st = td_program_compile(p, &co, out);
   if (st != TD_OK)
-    td__error_prefix("%s (variant %s): ", td_tp_kind_name(op->d.kind), td_tp_variant_name(v));
+    td__error_prefix("%s (variant %s): ", td_tp_kind_name(d->kind), td_tp_variant_name(v));
   return st;
 }
 
-/* Picks the variant for TD_TP_AUTO: the candidate with the smallest predicted
- * makespan (ties go to the earlier, preferred one). Rank 0 decides. */
-static td_status td__choose(td_tp_op *op, const td_program *p, td_tp_variant *chosen) {
-  int32_t pick = (int32_t)op->d.auto_candidates[0];
-  if (op->rank == 0) {
-    double best = -1;
-    for (int i = 0; i < 4 && op->d.auto_candidates[i] != TD_TP_AUTO; i++) {
-      td_compiled *c = NULL;
-      td_prediction pr;
-      if (td__compile_variant(op, p, op->d.auto_candidates[i], &c) != TD_OK ||
-          td_compiled_predict(c, &pr) != TD_OK) {
-        td_compiled_destroy(c);
-        continue; /* a candidate the model cannot judge is skipped; the broadcast still happens */
-      }
-      if (best < 0 || pr.makespan_s < best)
-        best = pr.makespan_s, pick = (int32_t)op->d.auto_candidates[i];
+td_status td__tp_auto_variant(const td__tp_desc *d, int nranks, const td_tp_opts *o, const td_program *p,
+                              td_tp_variant *out, double *predicted) {
+  td_tp_variant pick = d->auto_candidates[0];
+  double best = -1;
+  for (int i = 0; i < 4 && d->auto_candidates[i] != TD_TP_AUTO; i++) {
+    td_compiled *c = NULL;
+    td_prediction pr;
+    if (td__compile_variant(d, nranks, o, p, d->auto_candidates[i], &c) != TD_OK ||
+        td_compiled_predict(c, &pr) != TD_OK) {
       td_compiled_destroy(c);
+      continue; /* a candidate the model cannot judge is skipped */
     }
+    if (predicted)
+      predicted[i] = pr.makespan_s;
+    if (best < 0 || pr.makespan_s < best)
+      best = pr.makespan_s, pick = d->auto_candidates[i];
+    td_compiled_destroy(c);
   }
+  *out = pick;
+  return TD_OK;
+}
+
+/* Picks the variant for TD_TP_AUTO: the candidate with the smallest predicted
+ * makespan (ties go to the earlier, preferred one). Rank 0 decides and
+ * broadcasts, so every rank runs the same plan. */
+static td_status td__choose(td_tp_op *op, const td_program *p, td_tp_variant *chosen) {
+  td_tp_variant v = op->d.auto_candidates[0];
+  if (op->rank == 0)
+    td__tp_auto_variant(&op->d, op->nranks, &op->opts, p, &v, NULL);
+  int32_t pick = (int32_t)v;
   TD_CHECK(td_broadcast(op->team, &pick, &pick, 1, TD_I32, 0));
   *chosen = (td_tp_variant)pick;
   return TD_OK;
@@ -118,7 +152,7 @@ static td_status td__tp_build(td_tp_op *op) {
   if (st == TD_OK && v == TD_TP_AUTO)
     st = td__choose(op, p, &v);
   if (st == TD_OK)
-    st = td__compile_variant(op, p, v, &op->compiled);
+    st = td__compile_variant(&op->d, op->nranks, &op->opts, p, v, &op->compiled);
   td_program_destroy(p);
   if (st != TD_OK)
     return st;
