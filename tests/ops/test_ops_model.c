@@ -54,8 +54,8 @@ static void test_auto_matches_h200(void **state) {
   expect("gemm_rs llama3.1-8b M=4096", &d, TD_TP_SM);
   td__gemm_ar_desc(1024, 14336, 4096, TD_BF16, &d);
   expect("gemm_ar llama3.1-8b M=1024", &d, TD_TP_TWO_SHOT);
-  const size_t bytes[] = {64u << 10, 1u << 20, 8u << 20, 64u << 20};
-  for (int i = 0; i < 4; i++) {
+  const size_t bytes[] = {8u << 10, 64u << 10, 1u << 20, 8u << 20, 64u << 20};
+  for (int i = 0; i < 5; i++) {
     char what[40];
     snprintf(what, sizeof what, "all_reduce %zu KiB", bytes[i] >> 10);
     td__all_reduce_desc(bytes[i] / 2, TD_BF16, &d);
