@@ -20,7 +20,9 @@
  * extent a rank actually holds. The buffer's dtype is the value's, except on
  * the cpu backend for f16/bf16 weights read only by matmul/rmsnorm: those are
  * *prepacked* as f32 buffers (bind the values converted to f32 once; exact),
- * so GEMM tiles need no per-tile conversion. td_plan_buffer(plan,
+ * so GEMM tiles need no per-tile conversion; and 16-bit values that are only
+ * computed and read locally (not communicated, not outputs) are kept in f32
+ * unless td_compile_opts.exact_dtypes is set. td_plan_buffer(plan,
  * td_compiled_buffer(c, v))->dtype tells which.
  *
  * The `.td` text format, one statement per line, `#` starts a comment:
@@ -29,7 +31,8 @@
  *     weight w : bf16[H, F] shard(1)   # [H] is short for [1, H]
  *     h = gelu(matmul(all_gather(x), w))
  *     output h                         # or: output name = expression
- * Ops: matmul(a, b [, transpose_a] [, transpose_b]), all_gather(x),
+ * `y = x` (a plain name) makes y a copy of x. Dims are bound with --dims or
+ * td_program_set_dims. Ops: matmul(a, b [, transpose_a] [, transpose_b]), all_gather(x),
  * reduce_scatter(x [, dim]), all_reduce(x), all_to_all(x, dim), add(a, b),
  * mul(a, b), gelu(x), silu(x), scale(x, number), rmsnorm(x, w [, eps]).
  *
