@@ -58,8 +58,10 @@ const char *td_cmp_name(td_cmp cmp);
 
 /* Common errors of the calls below: TD_ERR_INVALID_ARG when a pointer range is
  * outside the symmetric heap where it must be inside (message gives the
- * address, length and heap bounds), when pe is not a team rank, or an enum is
- * out of range. */
+ * address, length and heap bounds) or not inside ONE live block (a range
+ * running past its block's end, or in unallocated heap: the message gives the
+ * block's size and the bytes needed), when pe is not a team rank, or an enum
+ * is out of range. */
 
 /** Copies `bytes` from local `src` to team rank pe's copy of symmetric `dest`. */
 td_status td_putmem(td_team *team, void *dest, const void *src, size_t bytes, int pe);

@@ -33,13 +33,16 @@ td_status td_symm_alloc(td_team *team, size_t bytes, size_t align, void **out);
  * still uses it), then frees. Errors: TD_ERR_INVALID_ARG (ptr not the start of
  * a live block of this team's heap: names the pointer and whether it was
  * never allocated, already freed or allocated on another team; a bad pointer
- * on one member makes every member fail and frees nothing), TD_ERR_MISMATCH
+ * on one member makes every member fail and frees nothing; a block allocated
+ * on another team fails at once, without waiting for the members), TD_ERR_MISMATCH
  * (members passed different blocks), TD_ERR_TIMEOUT. NULL is ignored. */
 td_status td_symm_free(td_team *team, void *ptr);
 
 /** Address of team rank `peer`'s copy of symmetric address `ptr` (any byte
  * inside a live block). Errors: TD_ERR_INVALID_ARG (peer out of range: names
- * it and the team size; ptr outside the symmetric heap). Thread-safe. */
+ * it and the team size; ptr outside the symmetric heap; ptr in the heap but
+ * not inside a live block: names the heap offset). Thread-safe, except
+ * against a td_symm_alloc / td_symm_free running on this rank. */
 td_status td_symm_at(td_team *team, const void *ptr, int peer, void **out);
 
 /** Same as td_symm_at but returns NULL on error (and sets the last error). */

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "coll/coll_internal.h"
+#include "coll/coll_symm_check.h"
 #include "core/error.h"
 
 static size_t td__min(size_t a, size_t b) { return a < b ? a : b; }
@@ -30,7 +31,11 @@ td_status td_all_to_all(td_team *team, void *dst, const void *src, size_t count,
   if (st == TD_OK)
     st = td__coll_check_buf(name, "src", src, total);
   if (st == TD_OK)
+    st = td__coll_check_symm(team, name, "src", src, total);
+  if (st == TD_OK)
     st = td__coll_check_buf(name, "dst", dst, total);
+  if (st == TD_OK)
+    st = td__coll_check_symm(team, name, "dst", dst, total);
   if (st == TD_OK)
     st = td__coll_check_disjoint(name, dst, total, src, total);
   if (st != TD_OK)
@@ -98,7 +103,7 @@ fail:
 }
 
 /* Local checks of all_to_allv; writes the byte extents of src and dst. */
-static td_status td__a2av_check(const char *name, int n, const size_t *rc, const size_t *rd,
+static td_status td__a2av_check(td_team *team, const char *name, int n, const size_t *rc, const size_t *rd,
                                 const void *dst, const size_t *sc, const size_t *sd,
                                 const void *src, td_dtype dtype, size_t *sext, size_t *rext) {
   TD_CHECK(td__coll_check_dtype(name, dtype));
@@ -117,7 +122,9 @@ static td_status td__a2av_check(const char *name, int n, const size_t *rc, const
       rmax = (rd[p] + rc[p]) * es;
   }
   TD_CHECK(td__coll_check_buf(name, "src", src, smax));
+  TD_CHECK(td__coll_check_symm(team, name, "src", src, smax));
   TD_CHECK(td__coll_check_buf(name, "dst", dst, rmax));
+  TD_CHECK(td__coll_check_symm(team, name, "dst", dst, rmax));
   TD_CHECK(td__coll_check_disjoint(name, dst, rmax, src, smax));
   *sext = smax;
   *rext = rmax;
@@ -132,7 +139,7 @@ td_status td_all_to_allv(td_team *team, void *dst, const size_t *recv_counts,
     return td__error(TD_ERR_INVALID_ARG, "%s: team is NULL", name);
   const int n = td_team_size(team), r = td_team_rank(team);
   size_t sext = 0, rext = 0;
-  td_status st = td__a2av_check(name, n, recv_counts, recv_displs, dst, send_counts, send_displs,
+  td_status st = td__a2av_check(team, name, n, recv_counts, recv_displs, dst, send_counts, send_displs,
                                 src, dtype, &sext, &rext);
   if (st != TD_OK)
     return td__coll_bad_args(team, st);

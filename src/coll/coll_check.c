@@ -6,7 +6,9 @@
 #include <stdint.h>
 
 #include "coll/coll_internal.h"
+#include "coll/coll_symm_check.h"
 #include "core/error.h"
+#include "prim/prim_internal.h"
 
 td_status td__coll_check_dtype(const char *name, td_dtype dtype) {
   if ((unsigned)dtype >= TD_DTYPE_COUNT)
@@ -49,4 +51,10 @@ td_status td__coll_check_disjoint(const char *name, const void *a, size_t an, co
                      "disjoint except for the documented in-place form",
                      name, a, an, b, bn);
   return TD_OK;
+}
+
+td_status td__coll_check_symm(td_team *team, const char *name, const char *what, const void *p, size_t bytes) {
+  if (!team || !p || !bytes)
+    return TD_OK;
+  return td__symm_check_range(td_team_world(team), p, bytes, name, what, NULL);
 }

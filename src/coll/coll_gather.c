@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "coll/coll_internal.h"
+#include "coll/coll_symm_check.h"
 #include "core/error.h"
 
 /* Where peer p's piece k (of `piece` bytes) is, for a slot of the current step. */
@@ -50,7 +51,11 @@ td_status td_all_gather(td_team *team, void *dst, const void *src, size_t count,
   if (st == TD_OK)
     st = td__coll_check_buf(name, "src", src, bytes);
   if (st == TD_OK)
+    st = td__coll_check_symm(team, name, "src", src, bytes);
+  if (st == TD_OK)
     st = td__coll_check_buf(name, "dst", dst, bytes * (size_t)n);
+  if (st == TD_OK)
+    st = td__coll_check_symm(team, name, "dst", dst, bytes * (size_t)n);
   char *out = dst, *mine = out + (size_t)r * bytes;
   const int in_place = src == mine;
   if (st == TD_OK && !in_place)
@@ -122,8 +127,12 @@ td_status td_broadcast(td_team *team, void *dst, const void *src, size_t count, 
                    n - 1);
   if (st == TD_OK && r == root)
     st = td__coll_check_buf(name, "src (root)", src, bytes);
+  if (st == TD_OK && r == root)
+    st = td__coll_check_symm(team, name, "src (root)", src, bytes);
   if (st == TD_OK)
     st = td__coll_check_buf(name, "dst", dst, bytes);
+  if (st == TD_OK)
+    st = td__coll_check_symm(team, name, "dst", dst, bytes);
   if (st == TD_OK && r == root && dst != src)
     st = td__coll_check_disjoint(name, dst, bytes, src, bytes);
   if (st != TD_OK)

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "coll/coll_internal.h"
+#include "coll/coll_symm_check.h"
 #include "core/error.h"
 
 static size_t td__min(size_t a, size_t b) { return a < b ? a : b; }
@@ -44,7 +45,11 @@ td_status td_reduce_scatter(td_team *team, void *dst, const void *src, size_t co
   if (st == TD_OK)
     st = td__coll_check_buf(name, "src", src, bytes);
   if (st == TD_OK)
+    st = td__coll_check_symm(team, name, "src", src, bytes);
+  if (st == TD_OK)
     st = td__coll_check_buf(name, "dst", dst, len_r * es);
+  if (st == TD_OK)
+    st = td__coll_check_symm(team, name, "dst", dst, len_r * es);
   const int in_place = dst == (const char *)src + off_r * es;
   if (st == TD_OK && !in_place)
     st = td__coll_check_disjoint(name, dst, len_r * es, src, bytes);
@@ -136,7 +141,11 @@ td_status td_all_reduce(td_team *team, void *dst, const void *src, size_t count,
   if (st == TD_OK)
     st = td__coll_check_buf(name, "src", src, bytes);
   if (st == TD_OK)
+    st = td__coll_check_symm(team, name, "src", src, bytes);
+  if (st == TD_OK)
     st = td__coll_check_buf(name, "dst", dst, bytes);
+  if (st == TD_OK)
+    st = td__coll_check_symm(team, name, "dst", dst, bytes);
   if (st == TD_OK && dst != src)
     st = td__coll_check_disjoint(name, dst, bytes, src, bytes);
   if (st != TD_OK)

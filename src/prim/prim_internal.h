@@ -62,6 +62,19 @@ void td__team_set_slot_dtor(td_team *team, int id, void (*dtor)(void *));
 td_status td__wait_u64(td_team *team, const _Atomic uint64_t *addr, td_cmp cmp, uint64_t value,
                        const char *what, uint64_t *observed);
 
+/** Checks a range this rank is about to hand to a symmetric operation. When
+ * `ptr` lies outside this rank's symmetric heap, returns TD_OK and sets
+ * *in_heap = 0 (the caller decides: a private buffer or an error). When it
+ * lies inside, sets *in_heap = 1 and requires [ptr, ptr+bytes) to lie inside
+ * ONE live block of this rank (bytes 0 counts as 1: the byte at ptr);
+ * otherwise TD_ERR_INVALID_ARG whose message names `fn`, `arg`, the heap
+ * offset, the block's size and offset and the bytes the range needs (or says
+ * that no live block holds ptr). in_heap may be NULL. Reads only this rank's
+ * own block table: call it from the thread that allocates, or while no
+ * td_symm_alloc/free runs on this rank. */
+td_status td__symm_check_range(const td_world *w, const void *ptr, size_t bytes, const char *fn, const char *arg,
+                               int *in_heap);
+
 /** Rings team rank `team_pe`'s doorbell (after a release store it should
  * notice). Cheap when nobody sleeps. Ignores out-of-range ranks. */
 void td__wake(td_team *team, int team_pe);

@@ -25,8 +25,15 @@ static td_status td__check_local(const td_world *w, const void *ptr, size_t byte
   return TD_OK;
 }
 
+/* In this rank's heap and inside one live block (td__symm_check_range). */
+static td_status td__check_symm_block(const td_world *w, const void *ptr, size_t bytes, const char *fn,
+                                      const char *arg) {
+  TD_CHECK(td__check_symm(w, ptr, bytes, fn, arg));
+  return td__symm_check_range(w, ptr, bytes, fn, arg, NULL);
+}
+
 static td_status td__check_sig(const td_world *w, const uint64_t *sig, const char *fn) {
-  TD_CHECK(td__check_symm(w, sig, sizeof *sig, fn, "sig"));
+  TD_CHECK(td__check_symm_block(w, sig, sizeof *sig, fn, "sig"));
   if ((uintptr_t)sig % sizeof(uint64_t))
     return td__error(TD_ERR_INVALID_ARG, "rank %d: %s: sig=%p is not 8-byte aligned", w->rank, fn, (const void *)sig);
   return TD_OK;
@@ -40,7 +47,7 @@ static void *td__peer_addr(const td_team *t, const void *ptr, int pe) {
 static td_status td__put(td_team *team, void *dest, const void *src, size_t bytes, int pe, const char *fn) {
   TD_CHECK(td__check_team(team, fn));
   TD_CHECK(td__check_pe(team, pe, fn));
-  TD_CHECK(td__check_symm(team->world, dest, bytes, fn, "dest"));
+  TD_CHECK(td__check_symm_block(team->world, dest, bytes, fn, "dest"));
   TD_CHECK(td__check_local(team->world, src, bytes, fn, "src"));
   if (bytes)
     memmove(td__peer_addr(team, dest, pe), src, bytes);
@@ -50,7 +57,7 @@ static td_status td__put(td_team *team, void *dest, const void *src, size_t byte
 static td_status td__get(td_team *team, void *dest, const void *src, size_t bytes, int pe, const char *fn) {
   TD_CHECK(td__check_team(team, fn));
   TD_CHECK(td__check_pe(team, pe, fn));
-  TD_CHECK(td__check_symm(team->world, src, bytes, fn, "src"));
+  TD_CHECK(td__check_symm_block(team->world, src, bytes, fn, "src"));
   TD_CHECK(td__check_local(team->world, dest, bytes, fn, "dest"));
   if (bytes)
     memmove(dest, td__peer_addr(team, src, pe), bytes);

@@ -30,6 +30,50 @@ td_status td__check_symm(const td_world *w, const void *ptr, size_t bytes, const
   return TD_OK;
 }
 
+/* Index of the live block of `rc` holding heap offset `off`; -1 if none. The
+ * table is sorted by offset: find the last block starting at or before off. */
+static int td__block_at(const td__rank_ctl *rc, uint64_t off) {
+  uint32_t lo = 0, hi = rc->nblocks;
+  while (lo < hi) {
+    uint32_t mid = lo + (hi - lo) / 2;
+    if (rc->blocks[mid].offset <= off)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  if (lo == 0)
+    return -1;
+  const td__block *b = &rc->blocks[lo - 1];
+  return off < b->offset + (b->bytes ? b->bytes : 1) ? (int)(lo - 1) : -1;
+}
+
+td_status td__symm_check_range(const td_world *w, const void *ptr, size_t bytes, const char *fn, const char *arg,
+                               int *in_heap) {
+  const char *lo = td__heap(w, w->rank), *p = ptr;
+  int inside = p && p >= lo && p < lo + w->heap_size;
+  if (in_heap)
+    *in_heap = inside;
+  if (!inside)
+    return TD_OK;
+  uint64_t off = (uint64_t)(p - lo), need = bytes ? bytes : 1;
+  const td__rank_ctl *rc = &w->ranks[w->rank];
+  int k = td__block_at(rc, off);
+  if (k < 0)
+    return td__error(TD_ERR_INVALID_ARG,
+                     "rank %d: %s: %s=%p (heap offset %" PRIu64 ", %zu bytes) is in the symmetric heap but not "
+                     "inside a live block (unallocated or freed); pass memory from td_symm_alloc",
+                     w->rank, fn, arg, ptr, off, bytes);
+  const td__block *b = &rc->blocks[k];
+  uint64_t span = b->bytes ? b->bytes : 1, left = b->offset + span - off;
+  if (need > left)
+    return td__error(TD_ERR_INVALID_ARG,
+                     "rank %d: %s: %s=%p needs %zu bytes but runs past the end of its symmetric block (%" PRIu64
+                     " bytes at heap offset %" PRIu64 "; %" PRIu64 " bytes left from heap offset %" PRIu64
+                     "); a range must stay inside one block",
+                     w->rank, fn, arg, ptr, bytes, b->bytes, b->offset, left, off);
+  return TD_OK;
+}
+
 td_status td__check_pe(const td_team *t, int pe, const char *fn) {
   if (pe < 0 || pe >= t->size)
     return td__error(TD_ERR_INVALID_ARG, "rank %d: %s: pe=%d is not a rank of the team (size %d; allowed 0 to %d)",
@@ -155,7 +199,7 @@ td_status td_symm_alloc(td_team *team, size_t bytes, size_t align, void **out) {
 }
 
 /* Checks that ptr starts a live block of `team` on this rank; sets *index. */
-static td_status td__find_block(td_team *team, const void *ptr, uint32_t *index) {
+static td_status td__find_block(td_team *team, const void *ptr, uint32_t *index, int *other_team) {
   td_world *w = team->world;
   TD_CHECK(td__check_symm(w, ptr, 0, "td_symm_free", "ptr"));
   uint64_t off = (uint64_t)((const char *)ptr - td__heap(w, w->rank));
@@ -163,7 +207,8 @@ static td_status td__find_block(td_team *team, const void *ptr, uint32_t *index)
   for (uint32_t k = 0; k < rc->nblocks; k++) {
     const td__block *b = &rc->blocks[k];
     if (b->offset == off) {
-      if (b->team_uid != team->uid)
+      *other_team = b->team_uid != team->uid;
+      if (*other_team)
         return td__error(TD_ERR_INVALID_ARG,
                          "rank %d: td_symm_free: ptr=%p (heap offset %" PRIu64 ") was allocated on another "
                          "team; free it on the team that allocated it",
@@ -196,7 +241,10 @@ td_status td_symm_free(td_team *team, void *ptr) {
   td_world *w = team->world;
   char msg[768] = "";
   uint32_t index = 0;
-  td_status local = td__find_block(team, ptr, &index);
+  int other_team = 0;
+  td_status local = td__find_block(team, ptr, &index, &other_team);
+  if (other_team)
+    return local; /* members of this team may never call: waiting for them would only reach the deadline */
   if (local != TD_OK)
     snprintf(msg, sizeof msg, "%s", td_last_error());
   uint64_t off = (uint64_t)((const char *)ptr - td__heap(w, w->rank));
@@ -238,6 +286,7 @@ td_status td_symm_at(td_team *team, const void *ptr, int peer, void **out) {
   TD_CHECK(td__check_pe(team, peer, "td_symm_at"));
   td_world *w = team->world;
   TD_CHECK(td__check_symm(w, ptr, 0, "td_symm_at", "ptr"));
+  TD_CHECK(td__symm_check_range(w, ptr, 1, "td_symm_at", "ptr", NULL));
   *out = td__heap(w, team->members[peer]) + ((const char *)ptr - td__heap(w, w->rank));
   return TD_OK;
 }
