@@ -7,7 +7,8 @@
  * the variant the perf model picks (auto), and each forced variant. Every
  * call starts after a team barrier; a call's time is the slowest rank's;
  * sides alternate call by call so drift hits all alike; the report gives p50
- * and p99 per side, TFLOP/s, speedup over the baseline, the memory each side
+ * and p99 per side, TFLOP/s (all_reduce: algorithm bandwidth, bytes / time),
+ * speedup over the baseline, the memory each side
  * adds, and the largest difference between its C and the baseline's on a
  * sample of rows. Output: a markdown table and, with --json, a cJSON file
  * with the environment. */
@@ -319,6 +320,10 @@ static int bo_run_case(const bo_opts *o, const bo_shape *shape, cJSON *results) 
              s == 0 ? "sequential" : td_tp_variant_name(sd->ran), sd->msg[0] ? sd->msg : bc.msg);
     } else {
       double tf = flops > 0 ? flops / sd->p50 * 1e-12 : 0;
+      /* all_reduce: algorithm bandwidth in GB/s in the same column. */
+      double rate = o->kind == TD_TP_ALL_REDUCE ? (double)(bc.s.count * td_dtype_size(o->dt)) / sd->p50 * 1e-9 : tf;
+      if (o->kind == TD_TP_ALL_REDUCE)
+        cJSON_AddNumberToObject(j, "algbw_gb_s", rate);
       double sp = base50 > 0 ? base50 / sd->p50 : 0;
       cJSON_AddNumberToObject(j, "p50_s", sd->p50);
       cJSON_AddNumberToObject(j, "p99_s", sd->p99);
@@ -327,7 +332,7 @@ static int bo_run_case(const bo_opts *o, const bo_shape *shape, cJSON *results) 
       cJSON_AddNumberToObject(j, "memory_bytes_per_rank", (double)sd->mem_bytes);
       cJSON_AddNumberToObject(j, "max_rel_diff", s == 0 ? 0 : sd->max_rel_diff);
       printf("| %-22s | %-16s | %-12s | %9.3f | %9.3f | %7.3f | %6.3f | %8.1f | %8.2e | |\n", bc.s.name, sd->name,
-             s == 0 ? "sequential" : td_tp_variant_name(sd->ran), sd->p50 * 1e3, sd->p99 * 1e3, tf, sp,
+             s == 0 ? "sequential" : td_tp_variant_name(sd->ran), sd->p50 * 1e3, sd->p99 * 1e3, rate, sp,
              (double)sd->mem_bytes / 1048576.0, s == 0 ? 0.0 : sd->max_rel_diff);
     }
     cJSON_AddItemToArray(js, j);
@@ -502,7 +507,8 @@ static int bo_main(td_tp_kind kind, int argc, char **argv) {
   cJSON *results = cJSON_AddArrayToObject(root, "results");
   printf("# tdist bench %s: backend %s, %d ranks, %s, %d iters (p50/p99 of the slowest rank per call)\n\n",
          argv[0], o.cuda ? "cuda" : "cpu", o.ranks, td_dtype_name(o.dt), o.iters);
-  printf("| case | side | variant | p50 ms | p99 ms | TFLOP/s | speedup | MiB/rank | max rel diff | note |\n");
+  printf("| case | side | variant | p50 ms | p99 ms | %s | speedup | MiB/rank | max rel diff | note |\n",
+         kind == TD_TP_ALL_REDUCE ? "GB/s" : "TFLOP/s");
   printf("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n");
   int rc = 0;
   for (int i = 0; i < ns; i++) {
