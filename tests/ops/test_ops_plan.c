@@ -143,6 +143,35 @@ static void test_operand_layouts(void **state) {
   expect_layout(&la.l[3][1][0], 0, 0, 0, 0, 0, 0);
 }
 
+/* ag_gemm's C is laid out as gemm_rs's A (an MLP passes h on with no copy). */
+typedef struct chain_arg {
+  td_tp_layout c[3], a[3];
+} chain_arg;
+
+static td_status chain_rank(td_world *w, int rank, void *arg) {
+  chain_arg *ca = arg;
+  td_tp_op *ag = NULL, *rs = NULL;
+  td_status st = td_ag_gemm_create(td_world_team(w), 11, 7, 5, TD_BF16, NULL, &ag);
+  if (st == TD_OK)
+    st = td_gemm_rs_create(td_world_team(w), 11, 5, 7, TD_BF16, NULL, &rs);
+  if (st == TD_OK) {
+    td_tp_operand(ag, TD_TP_C, rank, &ca->c[rank]);
+    td_tp_operand(rs, TD_TP_A, rank, &ca->a[rank]);
+  }
+  td_tp_destroy(ag);
+  td_tp_destroy(rs);
+  return st;
+}
+
+static void test_ag_output_is_rs_input(void **state) {
+  (void)state;
+  chain_arg ca;
+  memset(&ca, 0, sizeof ca);
+  assert_int_equal(td_local_world_run(3, NULL, chain_rank, &ca), TD_OK);
+  for (int r = 0; r < 3; r++)
+    expect_layout(&ca.a[r], ca.c[r].row0, ca.c[r].rows, ca.c[r].col0, ca.c[r].cols, ca.c[r].ld, ca.c[r].bytes);
+}
+
 /* Rank 1 never calls: rank 0's call times out naming the wait; afterwards
  * its handle refuses calls with TD_ERR_STATE; both ranks can destroy. */
 typedef struct fail_arg {
@@ -218,6 +247,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_copy_engine_and_auto),
       cmocka_unit_test(test_operand_layouts),
+      cmocka_unit_test(test_ag_output_is_rs_input),
       cmocka_unit_test(test_failed_call_then_state),
       cmocka_unit_test(test_cuda_refused_without_gpu),
   };
