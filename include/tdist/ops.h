@@ -27,6 +27,10 @@
  *                C = sum over ranks (A_s * B_s)
  *   ll_all_reduce src: count elements (each rank's addend) -> dst: their sum
  *
+ * ag_gemm's C (M x N, shard cols) is laid out exactly as the A of a gemm_rs
+ * with K = N, so a tensor-parallel MLP passes it on with no copy
+ * (examples/tp_mlp_ops.c).
+ *
  * dtypes: f32, f16 or bf16, the same for every operand; 16-bit GEMMs
  * accumulate in f32. Reductions add the ranks' contributions in a fixed
  * order, so every rank of gemm_ar / ll_all_reduce gets the same C.
