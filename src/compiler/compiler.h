@@ -168,7 +168,7 @@ int td__fallback(const td__lower *L, td_value v);
 td_status td__ag_core(td__lower *L, const char *tag, td_value src_rv, int32_t src_buf, int whole_src,
                       td_value dst_rv, int32_t dst_buf, int dim, int64_t R, int64_t C);
 td_status td__rs_core(td__lower *L, const char *tag, td_value src_rv, int32_t src_buf, int whole_src,
-                      td_value dst_rv, int32_t dst_buf, int dim, int64_t R, int64_t C, td_dtype dtype);
+                      td_value dst_rv, int32_t dst_buf, int dim, int64_t R, int64_t C);
 
 /* npy.c: reads a 1-D/2-D .npy file into malloc'ed doubles (1-D n -> 1 x n). */
 td_status td__npy_load(const char *path, int64_t *rows, int64_t *cols, double **out);

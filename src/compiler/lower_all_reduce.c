@@ -91,6 +91,6 @@ td_status td__lower_all_reduce(td__lower *L, td_value v) {
   snprintf(name, sizeof name, "%.20s.rs", tag);
   int32_t mid = td__buffer(L, name, TD_BUF_LOCAL, V->dtype, (R + L->n - 1) / L->n, C);
   td_value hidden = L->p->nvals + v;
-  TD_CHECK(td__rs_core(L, tag, x, L->buf[x], td__whole(L, x), hidden, mid, 0, R, C, V->dtype));
+  TD_CHECK(td__rs_core(L, tag, x, L->buf[x], td__whole(L, x), hidden, mid, 0, R, C));
   return td__ag_core(L, tag, hidden, mid, !L->o.overlap, v, L->symbuf[v], 0, R, C);
 }

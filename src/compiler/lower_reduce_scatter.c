@@ -45,7 +45,7 @@ static void td__rs_piece(const td__rs_geom *g, int q, int j, int64_t *r0, int64_
 }
 
 td_status td__rs_core(td__lower *L, const char *tag, td_value src_rv, int32_t src_buf, int whole_src,
-                      td_value dst_rv, int32_t dst_buf, int dim, int64_t R, int64_t C, td_dtype dtype) {
+                      td_value dst_rv, int32_t dst_buf, int dim, int64_t R, int64_t C) {
   td__rs_geom g = {L->n, L->chunks, dim, R, C, dim == 0 ? (R + L->n - 1) / L->n : R};
   int n = g.n, chunks = g.chunks;
   char name[40];
@@ -60,7 +60,6 @@ td_status td__rs_core(td__lower *L, const char *tag, td_value src_rv, int32_t sr
     snprintf(name, sizeof name, "%.20s.acc", tag);
     acc = td__buffer(L, name, TD_BUF_LOCAL, pdt, dd->rows, dd->cols);
   }
-  (void)dtype;
   snprintf(name, sizeof name, "%.20s.recv", tag);
   int32_t recv = n > 1 ? td__buffer(L, name, TD_BUF_SYMM, pdt, (int64_t)n * g.slot_rows,
                                     dim == 0 ? C : (C + n - 1) / n)
@@ -149,5 +148,5 @@ td_status td__lower_reduce_scatter(td__lower *L, td_value v) {
   td__val_shape(L->p, v, &R, &C);
   char lab[40];
   td__val_label(L->p, v, lab, sizeof lab);
-  return td__rs_core(L, lab, x, L->buf[x], td__whole(L, x), v, L->buf[v], V->dim, R, C, V->dtype);
+  return td__rs_core(L, lab, x, L->buf[x], td__whole(L, x), v, L->buf[v], V->dim, R, C);
 }
