@@ -12,6 +12,8 @@
  *   escape     fork a grandchild that leaves the group (setsid) and sleeps
  *   exit:N     exit with status N
  *   kill9      kill itself with SIGKILL
+ *   after_dead:R  wait until rank R's process has ended (gone, or a zombie
+ *              tdrun has not reaped yet): a rank reacting to a peer's death
  *   sleep      sleep until killed
  *   ignore_term  ignore SIGTERM from now on
  *   print:N    N lines on stdout, N on stderr, then a partial line on stdout
@@ -134,6 +136,36 @@ static void do_meet(void) {
   wait_files(meet, "meet.", atoi(count));
 }
 
+/* Whether process pid has ended: gone, or a zombie not yet reaped. */
+static int ended(long pid) {
+  if (kill((pid_t)pid, 0) != 0)
+    return 1;
+  char path[64], buf[256];
+  snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+  FILE *f = fopen(path, "r");
+  if (!f)
+    return 1;
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  const char *p = strrchr(buf, ')');
+  return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
+}
+
+static void wait_dead(int r) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/pid.%d", dir, r);
+  FILE *f = fopen(path, "r");
+  long pid = 0;
+  if (!f || fscanf(f, "%ld", &pid) != 1) {
+    fprintf(stderr, "tdrun_helper: after_dead: no pid of rank %d\n", r);
+    exit(93);
+  }
+  fclose(f);
+  while (!ended(pid))
+    sleep_ms(1);
+}
+
 static void run_action(const char *a) {
   if (!strncmp(a, "exit:", 5)) {
     fflush(NULL);
@@ -141,6 +173,8 @@ static void run_action(const char *a) {
   } else if (!strcmp(a, "kill9")) {
     fflush(NULL);
     raise(SIGKILL);
+  } else if (!strncmp(a, "after_dead:", 11)) {
+    wait_dead(atoi(a + 11));
   } else if (!strcmp(a, "sleep")) {
     sleep_forever();
   } else if (!strcmp(a, "ignore_term")) {

@@ -83,6 +83,31 @@ static void test_first_failure_decides(void **state) {
   tdt_rmdir(dir);
 }
 
+static void test_root_cause_not_collateral(void **state) {
+  (void)state;
+  /* Rank 7 is killed; the others exit with status 4 as soon as they see it
+   * dead, as ranks do on TD_ERR_PEER_FAILED. However waitpid orders them,
+   * tdrun must name rank 7's signal, not a collateral exit. */
+  char *dir = tdt_mkdtemp();
+  const char *opts[] = {"--timeout", "60", "-n", "8", NULL};
+  const char *specs[] = {"*=after_dead:7+exit:4", "7=kill9", NULL};
+  tdt_result res;
+  tdt_run_helper(dir, opts, specs, &res);
+  if (tdt_exit_code(&res) != 128 + 9)
+    fprintf(stderr, "tdrun stderr:\n%s\n", res.err);
+  assert_int_equal(tdt_exit_code(&res), 128 + 9);
+  assert_non_null(strstr(res.err, "tdrun: rank 7 was killed by signal 9 (SIGKILL)"));
+  assert_null(strstr(res.err, "exited with status 4"));
+  /* The count of ranks to stop, when given, is of ranks still running: never more than 7. */
+  const char *stop = strstr(res.err, "stopping the other ");
+  if (stop)
+    assert_true(atoi(stop + strlen("stopping the other ")) <= 7);
+  assert_int_equal(tdt_count_lines(res.err), 1);
+  assert_int_equal(tdt_expect_all_gone(dir, 8), 8);
+  tdt_result_free(&res);
+  tdt_rmdir(dir);
+}
+
 static void test_program_cannot_execute(void **state) {
   (void)state;
   /* Executable, but its interpreter does not exist: execv itself fails. */
@@ -114,6 +139,7 @@ int main(void) {
       cmocka_unit_test(test_rank_killed_by_signal),
       cmocka_unit_test(test_ranks_ignoring_sigterm_are_killed),
       cmocka_unit_test(test_first_failure_decides),
+      cmocka_unit_test(test_root_cause_not_collateral),
       cmocka_unit_test(test_program_cannot_execute),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -116,6 +116,17 @@ static void test_help_and_version(void **state) {
   tdt_result_free(&res);
 }
 
+static void test_option_given_twice(void **state) {
+  (void)state;
+  expect_refused("tdrun: the number of ranks is given twice (-n and -n); give -n once", "-n", "2", "-n", "3");
+  expect_refused("the number of ranks is given twice (-n2 and --np=3)", "-n2", "--np=3", "true", NULL);
+  expect_refused("tdrun: --timeout is given twice ('--timeout=5' and '--timeout'); give it once", "--timeout=5",
+                 "--timeout", "6", "true");
+  expect_refused("-n needs the number of ranks: a whole number from 1 to 4096, not ' 2'", "-n", " 2", "true", NULL);
+  expect_refused("--timeout needs a number of seconds greater than 0 (up to 1e7), not ' 5'", "--timeout", " 5",
+                 "true", NULL);
+}
+
 static void test_option_spellings(void **state) {
   (void)state;
   /* -n N, -nN, --np=N, -np N and a program after -- all start the job. */
@@ -145,6 +156,7 @@ int main(void) {
       cmocka_unit_test(test_unknown_option),       cmocka_unit_test(test_program_not_found),
       cmocka_unit_test(test_program_not_executable), cmocka_unit_test(test_bad_timeout),
       cmocka_unit_test(test_help_and_version),     cmocka_unit_test(test_option_spellings),
+      cmocka_unit_test(test_option_given_twice),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

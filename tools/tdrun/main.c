@@ -74,9 +74,30 @@ static void tdrun__drain_rank(tdrun_job *job, int rank) {
   }
 }
 
+/* Whether an end is the root cause of a failure rather than its consequence:
+ * a rank killed by a signal (tdrun has sent none yet) is what the others,
+ * exiting with a "peer failed" status soon after, react to. */
+static int tdrun__cause_rank(const tdrun_job *job, const int *ended, int n) {
+  int first = -1;
+  for (int k = 0; k < n; k++) {
+    int status = job->ranks[ended[k]].status;
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      continue;
+    if (WIFSIGNALED(status))
+      return ended[k];
+    if (first < 0)
+      first = ended[k];
+  }
+  return first;
+}
+
+/* Reaps every rank that has ended so far, then decides the cause from all of
+ * them together: waitpid(-1) returns zombies in no useful order, so the first
+ * one returned may be a rank that only exited because another died. */
 static void tdrun__reap(tdrun_job *job) {
   int status;
   pid_t pid;
+  int *ended = malloc(sizeof(int) * (size_t)job->opts.nranks), n = 0;
   while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
     int rank = -1;
     for (int i = 0; i < job->opts.nranks; i++)
@@ -88,23 +109,39 @@ static void tdrun__reap(tdrun_job *job) {
     r->running = 0;
     r->status = status;
     job->running--;
-    int ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-    char what[160];
-    tdrun__describe(rank, status, what, sizeof what);
-    if (!ok && !job->stopping && !job->have_cause) {
-      tdrun__drain_rank(job, rank);
-      job->have_cause = 1;
-      job->exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-      if (job->running > 0)
-        fprintf(stderr, "tdrun: %s; stopping the other %d rank%s\n", what, job->running,
-                job->running == 1 ? "" : "s");
-      else
-        fprintf(stderr, "tdrun: %s\n", what);
-      tdrun__begin_stop(job, SIGTERM, TDRUN_GRACE_MS);
-    } else if (job->opts.verbose) {
+    if (ended)
+      ended[n++] = rank;
+  }
+  int cause = -1;
+  if (!job->stopping && !job->have_cause && ended)
+    cause = tdrun__cause_rank(job, ended, n);
+  char what[160];
+  if (cause >= 0) {
+    status = job->ranks[cause].status;
+    tdrun__describe(cause, status, what, sizeof what);
+    tdrun__drain_rank(job, cause);
+    job->have_cause = 1;
+    job->exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    int others = 0; /* other ranks that failed in this batch: say so, they are not the cause */
+    for (int k = 0; k < n; k++)
+      others += ended[k] != cause && !(WIFEXITED(job->ranks[ended[k]].status) &&
+                                       WEXITSTATUS(job->ranks[ended[k]].status) == 0);
+    char also[64] = "";
+    if (others)
+      snprintf(also, sizeof also, " (%d other rank%s failed with it)", others, others == 1 ? "" : "s");
+    if (job->running > 0)
+      fprintf(stderr, "tdrun: %s%s; stopping the other %d rank%s\n", what, also, job->running,
+              job->running == 1 ? "" : "s");
+    else
+      fprintf(stderr, "tdrun: %s%s\n", what, also);
+    tdrun__begin_stop(job, SIGTERM, TDRUN_GRACE_MS);
+  }
+  for (int k = 0; job->opts.verbose && k < n; k++)
+    if (ended[k] != cause) {
+      tdrun__describe(ended[k], job->ranks[ended[k]].status, what, sizeof what);
       fprintf(stderr, "tdrun: %s\n", what);
     }
-  }
+  free(ended);
 }
 
 static void tdrun__on_signal(tdrun_job *job, int sig) {

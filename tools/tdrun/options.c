@@ -60,8 +60,8 @@ static int tdrun__parse_nranks(const char *text, int *out) {
   char *end = NULL;
   errno = 0;
   long v = strtol(text, &end, 10);
-  if (text[0] == '\0' || *end != '\0' || errno != 0 || v < 1 || v > TDRUN_MAX_RANKS)
-    return -1;
+  if (!(text[0] >= '0' && text[0] <= '9') || *end != '\0' || errno != 0 || v < 1 || v > TDRUN_MAX_RANKS)
+    return -1; /* digits only: strtol would skip leading spaces, and we refuse trailing ones */
   *out = (int)v;
   return 0;
 }
@@ -70,7 +70,8 @@ static int tdrun__parse_seconds(const char *text, double *out) {
   char *end = NULL;
   errno = 0;
   double v = strtod(text, &end);
-  if (text[0] == '\0' || *end != '\0' || errno != 0 || !isfinite(v) || v <= 0 || v > 1e7)
+  if (!((text[0] >= '0' && text[0] <= '9') || text[0] == '.') || *end != '\0' || errno != 0 || !isfinite(v) ||
+      v <= 0 || v > 1e7)
     return -1;
   *out = v;
   return 0;
@@ -132,6 +133,7 @@ int tdrun__parse_options(int argc, char **argv, tdrun_options *opts) {
   memset(opts, 0, sizeof *opts);
   opts->prefix = 1;
   int i = 1;
+  const char *n_given = NULL, *timeout_given = NULL; /* an option with a value given twice is an error */
   for (; i < argc; i++) {
     const char *a = argv[i];
     if (!strcmp(a, "--")) {
@@ -170,6 +172,9 @@ int tdrun__parse_options(int argc, char **argv, tdrun_options *opts) {
       name = "-np";
       val = tdrun__value(argc, argv, &i, a, 3);
     } else if (!strcmp(a, "--timeout") || !strncmp(a, "--timeout=", 10)) {
+      if (timeout_given)
+        return tdrun__bad("--timeout is given twice ('%s' and '%s'); give it once", timeout_given, a);
+      timeout_given = a;
       if (!(val = tdrun__value(argc, argv, &i, a, 9)))
         return tdrun__bad("%s needs a value: a number of seconds greater than 0", "--timeout");
       if (tdrun__parse_seconds(val, &opts->timeout_s) != 0)
@@ -179,6 +184,9 @@ int tdrun__parse_options(int argc, char **argv, tdrun_options *opts) {
       return tdrun__bad("unknown option '%s' (allowed: -n/--np N, --timeout SEC, --no-prefix/-q, -v, "
                         "--help, --version; put -- before a program whose name starts with '-')", a);
     }
+    if (n_given)
+      return tdrun__bad("the number of ranks is given twice (%s and %s); give -n once", n_given, a);
+    n_given = a;
     if (!val)
       return tdrun__bad("%s needs a value: the number of ranks, from 1 to " TDRUN_STR(TDRUN_MAX_RANKS), name);
     if (tdrun__parse_nranks(val, &opts->nranks) != 0)
