@@ -10,6 +10,9 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <stdatomic.h>
+#include <unistd.h>
+
 #include "ops/ops_harness.h"
 #include "ops/ops_internal.h"
 
@@ -172,11 +175,13 @@ static void test_ag_output_is_rs_input(void **state) {
     expect_layout(&ca.a[r], ca.c[r].row0, ca.c[r].rows, ca.c[r].col0, ca.c[r].cols, ca.c[r].ld, ca.c[r].bytes);
 }
 
-/* Rank 1 never calls: rank 0's call times out naming the wait; afterwards
- * its handle refuses calls with TD_ERR_STATE; both ranks can destroy. */
+/* Rank 1 makes no call until rank 0 is done: rank 0's call times out (at the
+ * launch barrier); afterwards its handle refuses calls with TD_ERR_STATE;
+ * both ranks can destroy. */
 typedef struct fail_arg {
   td_status first, second;
   char msg1[512], msg2[512];
+  _Atomic int rank0_done; /* rank 1 stays out of every executor call until rank 0 is done */
 } fail_arg;
 
 static td_status fail_rank(td_world *w, int rank, void *arg) {
@@ -195,6 +200,10 @@ static td_status fail_rank(td_world *w, int rank, void *arg) {
     snprintf(fa->msg1, sizeof fa->msg1, "%s", td_last_error());
     fa->second = td_ag_gemm(op, c, a, b);
     snprintf(fa->msg2, sizeof fa->msg2, "%s", td_last_error());
+    atomic_store(&fa->rank0_done, 1);
+  } else {
+    while (!atomic_load(&fa->rank0_done))
+      usleep(1000);
   }
   td_tp_destroy(op); /* may report the peer's failure; the handle is freed anyway */
   return TD_OK;
