@@ -37,25 +37,43 @@ typedef struct td_world_opts {
 /** Fills *opts with "use environment / default" values. */
 void td_world_opts_init(td_world_opts *opts);
 
-/** Creates this process's rank of a launched world. Reads, in order of
- * preference: tdist's own variables (TD_RANK, TD_WORLD_SIZE, TD_LOCAL_RANK,
- * TD_LOCAL_WORLD_SIZE, TD_JOB_ID, set by tdrun), torchrun's (RANK,
- * WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, TORCHELASTIC_RUN_ID, MASTER_PORT)
- * and Open MPI's (OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE,
- * OMPI_COMM_WORLD_LOCAL_RANK, OMPI_COMM_WORLD_LOCAL_SIZE). With none of them
- * set, creates a world of one rank. Collective over all ranks of the job:
- * blocks until every rank has attached, or fails with TD_ERR_TIMEOUT naming
- * the ranks that never arrived.
+/** Creates this process's rank of a launched world from one launcher's
+ * variables: tdist's own (TD_RANK, TD_WORLD_SIZE, TD_LOCAL_RANK,
+ * TD_LOCAL_WORLD_SIZE, TD_JOB_ID, set by tdrun with TD_LAUNCHER=tdrun),
+ * torchrun's (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE,
+ * TORCHELASTIC_RUN_ID, MASTER_PORT) or Open MPI's (OMPI_COMM_WORLD_RANK,
+ * OMPI_COMM_WORLD_SIZE, OMPI_COMM_WORLD_LOCAL_RANK,
+ * OMPI_COMM_WORLD_LOCAL_SIZE). With none of them set, creates a world of one
+ * rank. Values are decimal digits only (no spaces); ranks 0..4095, sizes
+ * 1..4096.
+ * Precedence when several sets are present: sets that agree on rank and size
+ * are used in the order tdrun, torchrun, Open MPI. Sets that disagree (a
+ * stale `export RANK=0 WORLD_SIZE=1` under mpirun, TD_* left in a shell) are
+ * resolved in favour of the launcher visibly running: Open MPI's set (mpirun
+ * sets it for each process), tdrun's when TD_LAUNCHER=tdrun, torchrun's when
+ * TORCHELASTIC_RUN_ID is set; if none or more than one of the disagreeing
+ * sets is so marked, fails with TD_ERR_INVALID_ARG naming every set and its
+ * values.
+ * Collective over all ranks of the job: blocks until every rank has attached
+ * (deadline TD_ATTACH_TIMEOUT_MS, default the larger of TD_TIMEOUT_MS and
+ * 60000), or fails with TD_ERR_TIMEOUT naming the ranks that never arrived
+ * (and, when the job id came from the parent's pid, which variables were
+ * missing). A rank that dies during start-up makes the others fail at once
+ * with TD_ERR_PEER_FAILED, and a rank that finds shared memory whose creator
+ * died removes it.
  * The job id that names the shared memory is TD_JOB_ID, else
  * TORCHELASTIC_RUN_ID-MASTER_PORT, else Open MPI's OMPI_MCA_ess_base_jobid /
  * PMIX_NAMESPACE, else the parent's pid.
  * Errors: TD_ERR_INVALID_ARG (malformed variable: names it and its value;
- * unknown transport; `local` asked for several processes),
- * TD_ERR_UNSUPPORTED (ranks on more than one host), TD_ERR_TIMEOUT,
+ * conflicting launcher sets; unknown transport; `local` asked for several
+ * processes), TD_ERR_UNSUPPORTED (ranks on more than one host),
+ * TD_ERR_TIMEOUT, TD_ERR_PEER_FAILED (a rank died during start-up),
  * TD_ERR_BUSY (a live job already uses this job id, or this rank number is
  * taken), TD_ERR_MISMATCH (ranks disagree on world size or heap size),
  * TD_ERR_SYSTEM (shared memory could not be created/mapped),
- * TD_ERR_NO_MEMORY. *out written only on success. Not thread-safe. */
+ * TD_ERR_NO_MEMORY (also: the heaps of all ranks do not fit in /dev/shm's
+ * free space; the message gives both numbers). *out written only on success.
+ * Not thread-safe. */
 td_status td_world_init(const td_world_opts *opts, td_world **out);
 
 /** Creates a local world of `nranks` ranks that live in this process. Hand
@@ -70,8 +88,8 @@ void td_local_world_destroy(td_local_world *lw);
 /** Convenience: creates a local world of nranks, runs fn(world, rank, arg) on
  * one thread per rank, joins them and destroys the world. Returns TD_OK if
  * every rank returned TD_OK, else the first failing rank's status, with the
- * calling thread's last-error message set to that rank's message prefixed by
- * "rank R: ". If a rank fails, the others' waits fail with TD_ERR_PEER_FAILED
+ * calling thread's last-error message set to that rank's message, prefixed by
+ * "rank R: " unless it already starts so. If a rank fails, the others' waits fail with TD_ERR_PEER_FAILED
  * instead of waiting for their deadline. */
 typedef td_status (*td_rank_fn)(td_world *world, int rank, void *arg);
 td_status td_local_world_run(int nranks, const td_world_opts *opts, td_rank_fn fn, void *arg);

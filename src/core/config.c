@@ -27,10 +27,13 @@ static const td__cfg_var td__vars[] = {
     {"TD_SYMM_HEAP_SIZE", TD__CFG_BYTES, "256M", 4096, INT64_C(1) << 40, NULL,
      "symmetric heap per rank in bytes (K/M/G suffixes)"},
     {"TD_TRANSPORT", TD__CFG_STR, NULL, 0, 0, "local,shm", "host transport; default: shm for launched processes"},
-    {"TD_RANK", TD__CFG_INT, NULL, 0, 1 << 20, NULL, "this process's rank (set by tdrun)"},
-    {"TD_WORLD_SIZE", TD__CFG_INT, NULL, 1, 1 << 20, NULL, "number of ranks (set by tdrun)"},
-    {"TD_LOCAL_RANK", TD__CFG_INT, NULL, 0, 1 << 20, NULL, "rank among this host's ranks (set by tdrun)"},
-    {"TD_LOCAL_WORLD_SIZE", TD__CFG_INT, NULL, 1, 1 << 20, NULL, "ranks on this host (set by tdrun)"},
+    {"TD_ATTACH_TIMEOUT_MS", TD__CFG_INT, NULL, 1, INT32_MAX, NULL,
+     "deadline of start-up (all ranks attaching to the job's shared memory), in milliseconds; default: the "
+     "larger of TD_TIMEOUT_MS and 60000"},
+    {"TD_RANK", TD__CFG_INT, NULL, 0, 4095, NULL, "this process's rank (set by tdrun)"},
+    {"TD_WORLD_SIZE", TD__CFG_INT, NULL, 1, 4096, NULL, "number of ranks (set by tdrun)"},
+    {"TD_LOCAL_RANK", TD__CFG_INT, NULL, 0, 4095, NULL, "rank among this host's ranks (set by tdrun)"},
+    {"TD_LOCAL_WORLD_SIZE", TD__CFG_INT, NULL, 1, 4096, NULL, "ranks on this host (set by tdrun)"},
     {"TD_JOB_ID", TD__CFG_STR, NULL, 0, 0, NULL, "job identifier naming shared memory (set by tdrun)"},
     {"TD_CACHE_DIR", TD__CFG_STR, NULL, 0, 0, NULL, "JIT kernel and tuning cache (default ~/.cache/tdist)"},
     {"TD_CPU_COMPUTE_WORKERS", TD__CFG_INT, "0", 0, 1024, NULL,
@@ -53,10 +56,15 @@ static const td__cfg_var *td__find(const char *name) {
 static td_status td__parse_int(const td__cfg_var *v, const char *text, int64_t *out) {
   errno = 0;
   char *end = NULL;
+  /* strtoll skips leading spaces but we refuse trailing ones: refuse both. */
+  if (!((*text >= '0' && *text <= '9') || (*text == '-' && text[1] >= '0' && text[1] <= '9')))
+    goto bad;
   long long x = strtoll(text, &end, 10);
   int64_t mult = 1;
-  if (end == text || errno)
+  if (end == text)
     goto bad;
+  if (errno == ERANGE)
+    goto range; /* digits too many for any integer: out of range, not malformed */
   if (v->type == TD__CFG_BYTES && *end) {
     switch (*end) {
     case 'k': case 'K': mult = INT64_C(1) << 10; break;
@@ -81,8 +89,8 @@ static td_status td__parse_int(const td__cfg_var *v, const char *text, int64_t *
   return TD_OK;
 bad:
   return td__error(TD_ERR_INVALID_ARG, "%s='%s' is not %s", v->name, text,
-                   v->type == TD__CFG_BYTES ? "a byte count (digits with an optional K, M or G suffix)"
-                                            : "a decimal integer");
+                   v->type == TD__CFG_BYTES ? "a byte count (digits with an optional K, M or G suffix, no spaces)"
+                                            : "a decimal integer (digits only, no spaces)");
 range:
   return td__error(TD_ERR_INVALID_ARG, "%s='%s' is out of range; allowed %" PRId64 " to %" PRId64, v->name,
                    text, v->min, v->max);

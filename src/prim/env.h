@@ -11,11 +11,14 @@ typedef struct td__launch {
   const char *source; /* which launcher's variables were used, for messages */
   int rank, size, local_rank, local_size;
   char job_id[160];
+  const char *job_id_hint; /* when the job id fell back to the parent's pid: which variables were missing */
 } td__launch;
 
 /** Reads the launch variables. Errors: TD_ERR_INVALID_ARG naming the variable
  * and its value (not an integer, out of range, rank not below size, one
- * variable of a pair missing). *out written only on success. */
+ * variable of a pair missing: names the one that is set; launcher sets that
+ * disagree with no single running launcher: names both sets and their values).
+ * *out written only on success. */
 td_status td__launch_from_env(td__launch *out);
 
 #endif

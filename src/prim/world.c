@@ -60,6 +60,20 @@ static td_status td__resolve_opts(const td_world_opts *opts, size_t *heap, int *
   return TD_OK;
 }
 
+/* Start-up deadline: TD_ATTACH_TIMEOUT_MS, else the larger of the wait
+ * deadline and 60 s. Ranks of a big job on few cores start slowly, so a short
+ * TD_TIMEOUT_MS (meant for waits between running ranks) must not limit it. */
+static td_status td__attach_timeout(int timeout_ms, int *out) {
+  int64_t v = 0;
+  if (getenv("TD_ATTACH_TIMEOUT_MS") && *getenv("TD_ATTACH_TIMEOUT_MS")) {
+    TD_CHECK(td_config_int("TD_ATTACH_TIMEOUT_MS", &v));
+    *out = (int)v;
+  } else {
+    *out = timeout_ms > 60000 ? timeout_ms : 60000;
+  }
+  return TD_OK;
+}
+
 td_status td__world_setup(td_world *w, int rank, int size, const td__transport *tp, td__region region,
                           int timeout_ms, size_t heap_size) {
   w->rank = rank;
@@ -205,8 +219,14 @@ td_status td_local_world_run(int nranks, const td_world_opts *opts, td_rank_fn f
     pthread_join(threads[r], NULL);
   if (st == TD_OK) {
     int f = atomic_load(&lw->worlds[0].ctl->failed) - 1;
-    if (f >= 0 && f < nranks && jobs[f].status != TD_OK)
-      st = td__error(jobs[f].status, "rank %d: %s", f, jobs[f].message);
+    if (f >= 0 && f < nranks && jobs[f].status != TD_OK) {
+      /* Most messages already start with "rank F: "; add it only where missing. */
+      char prefix[32];
+      snprintf(prefix, sizeof prefix, "rank %d: ", f);
+      const char *m = jobs[f].message;
+      st = strncmp(m, prefix, strlen(prefix)) == 0 ? td__error(jobs[f].status, "%s", m)
+                                                    : td__error(jobs[f].status, "%s%s", prefix, m);
+    }
   }
   free(threads);
   free(jobs);
@@ -243,11 +263,13 @@ td_status td_world_init(const td_world_opts *opts, td_world **out) {
                      "td_world_init: %d of %d ranks are on this host (from %s); the %s transport needs all "
                      "ranks on one host",
                      l.local_size, l.size, l.source, tp->name);
+  int attach_ms = 0;
+  TD_CHECK(td__attach_timeout(timeout_ms, &attach_ms));
   td_world *w = calloc(1, sizeof *w);
   if (!w)
     return td__error(TD_ERR_NO_MEMORY, "td_world_init: no memory for the world");
   td__job job = {.job_id = l.job_id, .rank = l.rank, .size = l.size, .region_bytes = td__region_bytes(l.size, heap),
-                 .ctl_bytes = td__ctl_bytes(l.size), .timeout_ms = timeout_ms};
+                 .ctl_bytes = td__ctl_bytes(l.size), .timeout_ms = attach_ms, .job_id_hint = l.job_id_hint};
   td__region region = {0};
   td_status st = tp->attach(&job, &region);
   if (st != TD_OK) {

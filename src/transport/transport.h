@@ -58,7 +58,8 @@ typedef struct td__job {
   int size;            /* world size */
   size_t region_bytes; /* bytes of the whole region: control area + size heaps */
   size_t ctl_bytes;    /* bytes of the control area at the start of the region */
-  int timeout_ms;      /* deadline for finding the region */
+  int timeout_ms;      /* deadline for finding the region and for every rank to attach (TD_ATTACH_TIMEOUT_MS) */
+  const char *job_id_hint; /* NULL, or why the job id may differ between ranks (for timeout messages) */
 } td__job;
 
 /** One attached region as mapped in this process. */

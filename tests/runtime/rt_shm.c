@@ -128,9 +128,12 @@ static void test_missing_rank(void **state) {
   td_world_opts o;
   td_world_opts_init(&o);
   o.timeout_ms = 300;
+  setenv("TD_ATTACH_TIMEOUT_MS", "300", 1); /* start-up has its own deadline */
   td_status st = rt_fork_ex(2, 3, "missing", &o, never_rank, NULL); /* rank 2 never starts */
+  unsetenv("TD_ATTACH_TIMEOUT_MS");
   assert_int_equal(st, TD_ERR_TIMEOUT);
-  assert_non_null(strstr(td_last_error(), "rank 0: shm transport: rank 0 waited 300 ms for all 3 ranks"));
+  assert_non_null(strstr(td_last_error(), "rank 0: shm transport: rank 0 waited 300 ms (TD_ATTACH_TIMEOUT_MS) for "
+                                          "all 3 ranks"));
   assert_non_null(strstr(td_last_error(), "never arrived: rank 2"));
   assert_int_equal(leftovers("missing"), 0);
 }
@@ -188,7 +191,9 @@ static void test_rank_taken(void **state) {
   td_world_opts_init(&o);
   o.timeout_ms = 300;
   rt_child_setup = two_rank_ones;
+  setenv("TD_ATTACH_TIMEOUT_MS", "300", 1);
   td_status st = rt_fork(3, "taken", &o, never_rank, NULL);
+  unsetenv("TD_ATTACH_TIMEOUT_MS");
   rt_child_setup = NULL;
   assert_int_not_equal(st, TD_OK);
   assert_non_null(strstr(rt_fork_log, "shm transport: rank 1 of /tdist-rt-taken-"));

@@ -7,7 +7,10 @@
  * deadline. Once every rank is attached (a counter in the region header) rank
  * 0 removes the name, so nothing is left in /dev/shm even if the job is later
  * killed with SIGKILL. A name left by a dead job (its creator's pid is gone)
- * is never joined: the creator replaces it and the others skip it. Each
+ * is never joined: the creator replaces it, and a joiner that finds one
+ * removes it (after checking that the name still refers to that dead
+ * creator's object), so a job whose rank 0 died during start-up leaves
+ * nothing in /dev/shm even when no tdrun cleans up after it. Each
  * process maps the region at its own address; the primitives layer translates
  * symmetric addresses by offset. */
 #include <errno.h>
@@ -17,6 +20,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -77,7 +81,36 @@ static int td__shm_is_stale(const char *name, int64_t first_seen_ms, int32_t *ow
   return stale;
 }
 
-static td_status td__shm_create(const td__job *job, const char *name, int64_t deadline, td__region *out) {
+/* Removes `name` if it still refers to object `ino` (not a newer job's). */
+static void td__shm_unlink_if(const char *name, ino_t ino) {
+  int fd = shm_open(name, O_RDONLY, 0);
+  if (fd < 0)
+    return;
+  struct stat st;
+  int same = fstat(fd, &st) == 0 && st.st_ino == ino;
+  close(fd);
+  if (same)
+    shm_unlink(name);
+}
+
+/* Whether /dev/shm can hold the region: it is sparse, but a heap that does not
+ * fit would end in SIGBUS at the first touch of a page past the free space. */
+static td_status td__shm_check_space(const td__job *job) {
+  struct statvfs vfs;
+  if (statvfs("/dev/shm", &vfs) != 0)
+    return TD_OK; /* no /dev/shm to look at: shm_open will say what is wrong */
+  unsigned long long avail = (unsigned long long)vfs.f_bavail * vfs.f_frsize;
+  if ((unsigned long long)job->region_bytes > avail)
+    return td__error(TD_ERR_NO_MEMORY,
+                     "shm transport: rank %d: the job's shared memory needs %zu bytes (%d ranks' symmetric heaps "
+                     "and control data) but /dev/shm has only %llu bytes free; lower TD_SYMM_HEAP_SIZE or "
+                     "enlarge /dev/shm",
+                     job->rank, job->region_bytes, job->size, avail);
+  return TD_OK;
+}
+
+static td_status td__shm_create(const td__job *job, const char *name, int64_t deadline, td__region *out,
+                                ino_t *ino) {
   int64_t first_seen = -1;
   int fd = -1;
   for (;;) {
@@ -105,6 +138,8 @@ static td_status td__shm_create(const td__job *job, const char *name, int64_t de
                        name, job->timeout_ms);
     td__shm_pause();
   }
+  struct stat fst;
+  *ino = fstat(fd, &fst) == 0 ? fst.st_ino : 0;
   if (ftruncate(fd, (off_t)job->region_bytes) != 0) {
     td_status st = td__error(TD_ERR_SYSTEM, "shm transport: could not size %s to %zu bytes: %s", name,
                              job->region_bytes, strerror(errno));
@@ -136,13 +171,24 @@ static td_status td__shm_create(const td__job *job, const char *name, int64_t de
   return TD_OK;
 }
 
-static td_status td__shm_join(const td__job *job, const char *name, int64_t deadline, td__region *out) {
+static td_status td__shm_join(const td__job *job, const char *name, int64_t deadline, td__region *out,
+                              ino_t *ino) {
+  int32_t dead_creator = 0; /* pid of a dead creator whose leftover we removed */
   for (;; td__shm_pause()) {
-    if (td__shm_now_ms() > deadline)
+    if (td__shm_now_ms() > deadline) {
+      if (dead_creator)
+        return td__error(TD_ERR_TIMEOUT,
+                         "shm transport: rank %d found shared memory %s, but its creator (rank 0, pid %d) had "
+                         "died before every rank attached; removed it and waited %d ms (TD_ATTACH_TIMEOUT_MS) "
+                         "for a new rank 0 in vain%s%s",
+                         job->rank, name, (int)dead_creator, job->timeout_ms, job->job_id_hint ? "; " : "",
+                         job->job_id_hint ? job->job_id_hint : "");
       return td__error(TD_ERR_TIMEOUT,
                        "shm transport: rank %d found no shared memory %s from rank 0 within %d ms "
-                       "(rank 0 never started, or it runs with another TD_JOB_ID)",
-                       job->rank, name, job->timeout_ms);
+                       "(TD_ATTACH_TIMEOUT_MS): rank 0 never started, or it runs with another job id%s%s",
+                       job->rank, name, job->timeout_ms, job->job_id_hint ? "; " : "",
+                       job->job_id_hint ? job->job_id_hint : "");
+    }
     int fd = shm_open(name, O_RDWR, 0);
     if (fd < 0)
       continue;
@@ -157,11 +203,20 @@ static td_status td__shm_join(const td__job *job, const char *name, int64_t dead
     if (base == MAP_FAILED)
       continue;
     td__region_header *h = base;
-    if (atomic_load_explicit(&h->magic, memory_order_acquire) != TD__REGION_MAGIC ||
-        !td__pid_alive(h->creator_pid) || atomic_load_explicit(&h->unlinked, memory_order_acquire)) {
-      munmap(base, map_bytes); /* not ready yet, or a dead job's leftover: look again */
+    int ready = atomic_load_explicit(&h->magic, memory_order_acquire) == TD__REGION_MAGIC;
+    if (ready && !td__pid_alive(h->creator_pid)) {
+      /* A dead creator's object (this job's rank 0 died, or an older job's):
+       * nobody will ever remove it but us. */
+      dead_creator = h->creator_pid;
+      td__shm_unlink_if(name, st.st_ino);
+      munmap(base, map_bytes);
       continue;
     }
+    if (!ready || atomic_load_explicit(&h->unlinked, memory_order_acquire)) {
+      munmap(base, map_bytes); /* not ready yet, or already complete: look again */
+      continue;
+    }
+    *ino = st.st_ino;
     if (h->world_size != job->size || h->region_bytes != job->region_bytes || map_bytes != job->region_bytes) {
       td_status st2 = td__error(TD_ERR_MISMATCH,
                                 "shm transport: %s was created for %d ranks and %llu bytes, but rank %d "
@@ -191,13 +246,34 @@ static td_status td__shm_join(const td__job *job, const char *name, int64_t dead
 static td_status td__shm_attach(const td__job *job, td__region *out) {
   char name[256];
   td__shm_name(job->job_id, name, sizeof name);
+  TD_CHECK(td__shm_check_space(job));
   int64_t deadline = td__shm_now_ms() + job->timeout_ms;
   td__region r = {0};
-  td_status st = job->rank == 0 ? td__shm_create(job, name, deadline, &r) : td__shm_join(job, name, deadline, &r);
+  ino_t ino = 0;
+  td_status st = job->rank == 0 ? td__shm_create(job, name, deadline, &r, &ino)
+                                : td__shm_join(job, name, deadline, &r, &ino);
   if (st != TD_OK)
     return st;
   td__region_header *h = r.base;
+  int64_t next_check = 0;
   while (atomic_load_explicit(&h->attached, memory_order_acquire) < job->size) {
+    int64_t now = td__shm_now_ms();
+    if (now >= next_check) {
+      /* A rank that attached and died never lets the count reach the size:
+       * stop at once, and remove the name (the dead one may be rank 0). */
+      next_check = now + 50;
+      for (int q = 0; q < job->size; q++) {
+        int32_t pid = atomic_load_explicit(&td__region_pids(r.base)[q], memory_order_acquire);
+        if (q == job->rank || pid <= 0 || td__pid_alive(pid))
+          continue;
+        td__shm_unlink_if(name, ino);
+        munmap(r.base, r.bytes);
+        return td__error(TD_ERR_PEER_FAILED,
+                         "shm transport: rank %d: rank %d (pid %d) died during start-up, before every rank "
+                         "attached to %s; removed the shared memory",
+                         job->rank, q, (int)pid, name);
+      }
+    }
     int refused = atomic_load_explicit(&h->refused, memory_order_acquire);
     if (refused) {
       if (job->rank == 0)
@@ -219,9 +295,10 @@ static td_status td__shm_attach(const td__job *job, td__region *out) {
         shm_unlink(name);
       munmap(r.base, r.bytes);
       return td__error(TD_ERR_TIMEOUT,
-                       "shm transport: rank %d waited %d ms for all %d ranks to attach to %s; never arrived: "
-                       "rank %s",
-                       job->rank, job->timeout_ms, job->size, name, missing);
+                       "shm transport: rank %d waited %d ms (TD_ATTACH_TIMEOUT_MS) for all %d ranks to attach to "
+                       "%s; never arrived: rank %s%s%s",
+                       job->rank, job->timeout_ms, job->size, name, missing, job->job_id_hint ? "; " : "",
+                       job->job_id_hint ? job->job_id_hint : "");
     }
     td__shm_pause();
   }

@@ -1,0 +1,185 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Runtime test: start-up of an shm world without tdrun to clean up. A rank 0
+ * killed after creating the job's shared memory: the joiner removes the
+ * segment and says its creator died. A rank killed after attaching: the
+ * others stop at once and remove the name. Start-up has its own deadline
+ * (TD_ATTACH_TIMEOUT_MS), not TD_TIMEOUT_MS. A heap larger than /dev/shm's
+ * free space is refused naming both numbers. A torchrun-style start without
+ * TORCHELASTIC_RUN_ID / MASTER_PORT says those variables were missing. Runs
+ * only outside a launcher (it sets the launcher's variables itself). */
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
+
+#include "runtime/rt_harness.h"
+#include "transport/transport.h"
+
+static const char *const vars[] = {"TD_RANK", "TD_WORLD_SIZE", "TD_LOCAL_RANK", "TD_LOCAL_WORLD_SIZE", "TD_JOB_ID",
+                                   "TD_ATTACH_TIMEOUT_MS", "TD_SYMM_HEAP_SIZE", "TD_TIMEOUT_MS", "RANK",
+                                   "WORLD_SIZE", "MASTER_PORT", "TORCHELASTIC_RUN_ID", "TD_LAUNCHER"};
+
+static int clear_env(void **state) {
+  (void)state;
+  for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
+    unsetenv(vars[i]);
+  return 0;
+}
+
+static void set_rank(int rank, int size, const char *job) {
+  char buf[16];
+  snprintf(buf, sizeof buf, "%d", rank);
+  setenv("TD_RANK", buf, 1);
+  snprintf(buf, sizeof buf, "%d", size);
+  setenv("TD_WORLD_SIZE", buf, 1);
+  setenv("TD_JOB_ID", job, 1);
+  setenv("TD_SYMM_HEAP_SIZE", "1M", 1);
+}
+
+static int shm_exists(const char *job) {
+  char path[256];
+  snprintf(path, sizeof path, "/dev/shm/tdist-%s", job);
+  return access(path, F_OK) == 0;
+}
+
+/* Forks a rank that runs td_world_init (then idles); waits until its segment exists. */
+static pid_t start_rank(int rank, int size, const char *job, int wait_for_segment) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    set_rank(rank, size, job);
+    setenv("TD_ATTACH_TIMEOUT_MS", "20000", 1);
+    td_world *w = NULL;
+    td_world_init(NULL, &w);
+    _exit(0);
+  }
+  for (int i = 0; wait_for_segment && i < 20000 && !shm_exists(job); i++)
+    usleep(1000);
+  return pid;
+}
+
+static void kill_rank(pid_t pid) {
+  kill(pid, SIGKILL);
+  waitpid(pid, NULL, 0);
+}
+
+static void test_dead_creator_removed(void **state) {
+  (void)state;
+  char job[64];
+  snprintf(job, sizeof job, "rt-deadc-%ld", (long)getpid());
+  pid_t creator = start_rank(0, 2, job, 1);
+  assert_true(shm_exists(job));
+  kill_rank(creator);
+  set_rank(1, 2, job);
+  setenv("TD_ATTACH_TIMEOUT_MS", "300", 1);
+  td_world *w = NULL;
+  td_status st = td_world_init(NULL, &w);
+  assert_int_equal(st, TD_ERR_TIMEOUT);
+  char want[96];
+  snprintf(want, sizeof want, "its creator (rank 0, pid %d) had died", (int)creator);
+  if (!strstr(td_last_error(), want) || !strstr(td_last_error(), "removed it"))
+    fail_msg("message: %s", td_last_error());
+  assert_false(shm_exists(job));
+  clear_env(NULL);
+}
+
+static void test_rank_dies_after_attach(void **state) {
+  (void)state;
+  char job[64];
+  snprintf(job, sizeof job, "rt-deadj-%ld", (long)getpid());
+  pid_t creator = start_rank(0, 3, job, 1);
+  pid_t joiner = start_rank(1, 3, job, 0);
+  /* Wait until rank 1 has attached (the region header counts attached ranks). */
+  char name[96];
+  snprintf(name, sizeof name, "/tdist-%s", job);
+  int fd = shm_open(name, O_RDONLY, 0);
+  assert_true(fd >= 0);
+  td__region_header *h = mmap(NULL, sizeof *h, PROT_READ, MAP_SHARED, fd, 0);
+  close(fd);
+  assert_true(h != MAP_FAILED);
+  for (int i = 0; i < 20000 && atomic_load(&h->attached) < 2; i++)
+    usleep(1000);
+  assert_int_equal(atomic_load(&h->attached), 2);
+  munmap(h, sizeof *h);
+  kill_rank(joiner);
+  /* Rank 0 must stop well before its 20 s deadline: it exits, and the name is gone. */
+  int status = 0;
+  pid_t got = 0;
+  for (int i = 0; i < 10000 && (got = waitpid(creator, &status, WNOHANG)) == 0; i++)
+    usleep(1000);
+  if (got == 0)
+    kill_rank(creator);
+  assert_int_equal(got, creator);
+  assert_false(shm_exists(job));
+}
+
+static td_status quick_rank(td_world *w, int rank, void *arg) {
+  (void)rank;
+  (void)arg;
+  return td_barrier_all(w);
+}
+
+static void late_rank_2(int rank) {
+  if (rank == 2)
+    usleep(700000); /* longer than TD_TIMEOUT_MS below: start-up must not use it */
+}
+
+static void test_attach_deadline_separate(void **state) {
+  (void)state;
+  td_world_opts o;
+  td_world_opts_init(&o);
+  o.timeout_ms = 500;
+  rt_child_setup = late_rank_2;
+  td_status st = rt_fork(3, "late", &o, quick_rank, NULL);
+  rt_child_setup = NULL;
+  if (st != TD_OK)
+    fail_msg("%s: %s", td_status_name(st), td_last_error());
+  /* A malformed value is refused like every variable of the table. */
+  setenv("TD_RANK", "0", 1);
+  setenv("TD_WORLD_SIZE", "2", 1);
+  setenv("TD_ATTACH_TIMEOUT_MS", "0", 1);
+  td_world *w = NULL;
+  assert_int_equal(td_world_init(NULL, &w), TD_ERR_INVALID_ARG);
+  assert_non_null(strstr(td_last_error(), "TD_ATTACH_TIMEOUT_MS='0' is out of range; allowed 1 to"));
+  clear_env(NULL);
+}
+
+static void test_heap_larger_than_dev_shm(void **state) {
+  (void)state;
+  set_rank(0, 2, "rt-space");
+  setenv("TD_SYMM_HEAP_SIZE", "1024G", 1); /* 2 TiB for two ranks: more than any /dev/shm here */
+  td_world *w = NULL;
+  td_status st = td_world_init(NULL, &w);
+  assert_int_equal(st, TD_ERR_NO_MEMORY);
+  if (!strstr(td_last_error(), "the job's shared memory needs 219902") ||
+      !strstr(td_last_error(), "bytes free; lower TD_SYMM_HEAP_SIZE"))
+    fail_msg("message: %s", td_last_error());
+  assert_false(shm_exists("rt-space"));
+  clear_env(NULL);
+}
+
+static void test_torchrun_without_job_id(void **state) {
+  (void)state;
+  setenv("RANK", "1", 1);
+  setenv("WORLD_SIZE", "2", 1);
+  setenv("TD_SYMM_HEAP_SIZE", "1M", 1);
+  setenv("TD_ATTACH_TIMEOUT_MS", "200", 1);
+  td_world *w = NULL;
+  td_status st = td_world_init(NULL, &w);
+  assert_int_equal(st, TD_ERR_TIMEOUT);
+  if (!strstr(td_last_error(), "neither TORCHELASTIC_RUN_ID nor MASTER_PORT is set") ||
+      !strstr(td_last_error(), "job id is the parent's pid"))
+    fail_msg("message: %s", td_last_error());
+  clear_env(NULL);
+}
+
+int main(void) {
+  if (rt_launched())
+    return 0;
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup(test_dead_creator_removed, clear_env),
+      cmocka_unit_test_setup(test_rank_dies_after_attach, clear_env),
+      cmocka_unit_test_setup(test_attach_deadline_separate, clear_env),
+      cmocka_unit_test_setup(test_heap_larger_than_dev_shm, clear_env),
+      cmocka_unit_test_setup(test_torchrun_without_job_id, clear_env),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
