@@ -14,6 +14,10 @@
  * Every raise is an ADD, and the plan knows, per signal and rank, the total
  * added per launch (T). A wait (sig, GE, v) in launch e waits for
  * sig >= (e-1)*T + v; (sig, EQ, v) for sig == (e-1)*T + v.
+ * Signal words are 64-bit and never wrap: td_plan_validate refuses a plan
+ * whose T exceeds TD_SIGNAL_TOTAL_MAX (2^23) for any signal and rank, so
+ * launches 1 .. TD_PLAN_LAUNCH_MAX (2^40) stay below 2^63; td_exec_run
+ * refuses launch 2^40 + 1 with TD_ERR_STATE (create a new executor).
  *
  * Layout version TD_SCHEDULE_VERSION; the text dump starts with it and
  * td_plan_parse refuses other versions.
@@ -34,6 +38,10 @@ extern "C" {
 #endif
 
 #define TD_SCHEDULE_VERSION 1
+/** Largest per-launch total T of one signal on one rank (see above). */
+#define TD_SIGNAL_TOTAL_MAX (UINT64_C(1) << 23)
+/** Launches one executor may run before its signal words could pass 2^63. */
+#define TD_PLAN_LAUNCH_MAX (UINT64_C(1) << 40)
 
 typedef enum td_task_kind {
   TD_TASK_NOP = 0,   /* only waits and raises */
@@ -157,7 +165,9 @@ td_status td_plan_add_task(td_plan *plan, int rank, const td_task *task, const u
  * signal can be reached by the raises of all ranks (the total added per launch
  * covers the waited value), no dependency/wait cycle across ranks. Errors:
  * TD_ERR_SCHEDULE with a message naming the rank, task index and label, and
- * the fault. Computes the per-launch signal totals. */
+ * the fault; also for a signal total above TD_SIGNAL_TOTAL_MAX and for GEMM
+ * sizes or row strides above INT32_MAX (BLAS int). Computes the per-launch
+ * signal totals. */
 td_status td_plan_validate(td_plan *plan);
 
 int td_plan_nranks(const td_plan *plan);

@@ -59,12 +59,15 @@ static td_status td__check_view(const td_plan *p, int r, uint32_t i, const td_ta
                        "buffers have peer copies", r, i, t->label, vn, v->peer, b->name,
                        td__buffer_kind_name(b->kind));
   }
+  /* Bounds by subtraction only: row0 + rows may overflow int64 (the plan text
+   * can hold any int64), and the message prints start and extent, not the sum. */
   if (v->row0 < 0 || v->col0 < 0 || v->rows < 0 || v->cols < 0 || v->row0 > b->rows ||
       v->rows > b->rows - v->row0 || v->col0 > b->cols || v->cols > b->cols - v->col0)
     return td__error(TD_ERR_SCHEDULE,
-                     TD__TASK_FMT "view %s [%" PRId64 ":%" PRId64 ", %" PRId64 ":%" PRId64 "] lies outside "
-                     "buffer '%s' (%" PRId64 " x %" PRId64 ")", r, i, t->label, vn, v->row0,
-                     v->row0 + v->rows, v->col0, v->col0 + v->cols, b->name, b->rows, b->cols);
+                     TD__TASK_FMT "view %s (rows %" PRId64 " +%" PRId64 ", cols %" PRId64 " +%" PRId64 ") lies "
+                     "outside buffer '%s' (%" PRId64 " x %" PRId64 "); start and extent must be >= 0 and end "
+                     "within the buffer", r, i, t->label, vn, v->row0, v->rows, v->col0, v->cols, b->name,
+                     b->rows, b->cols);
   if (write && (b->kind == TD_BUF_INPUT || b->kind == TD_BUF_WEIGHT))
     return td__error(TD_ERR_SCHEDULE, TD__TASK_FMT "writes buffer '%s', which is %s (read-only)", r, i,
                      t->label, b->name, td__buffer_kind_name(b->kind));
@@ -106,6 +109,15 @@ static td_status td__check_gemm(const td_plan *p, int r, uint32_t i, const td_ta
                      r, i, t->label, m, n, am, k, bk, bn);
   for (int w = 0; w < 3; w++)
     TD_CHECK(td__need_float(p, r, i, t, w));
+  /* BLAS libraries (OpenBLAS with 32-bit blasint, cuBLAS) take int sizes and
+   * leading dimensions; larger ones would be truncated, so refuse them here. */
+  const int64_t dims[6] = {m, n, k, p->bufs[t->a.buf].cols, p->bufs[t->b.buf].cols, p->bufs[t->c.buf].cols};
+  static const char *const dn[6] = {"M", "N", "K", "a's row stride (buffer cols)", "b's row stride (buffer cols)",
+                                    "c's row stride (buffer cols)"};
+  for (int d = 0; d < 6; d++)
+    if (dims[d] > INT32_MAX)
+      return td__error(TD_ERR_SCHEDULE, TD__TASK_FMT "gemm %s is %" PRId64 "; GEMM tiles take at most %d (BLAS "
+                       "int); split the task or the buffer", r, i, t->label, dn[d], dims[d], INT32_MAX);
   return TD_OK;
 }
 
@@ -226,9 +238,11 @@ static td_status td__compute_totals(td_plan *p, uint64_t *tot) {
         const td_raise *rs = &s->raises[t->raise_first + k];
         int owner = rs->peer == TD_PEER_SELF ? r : rs->peer;
         uint64_t *slot = &tot[(size_t)rs->signal * (size_t)p->nranks + (size_t)owner];
-        if (rs->value > UINT64_MAX / 2 - *slot)
+        if (rs->value > TD_SIGNAL_TOTAL_MAX || rs->value > TD_SIGNAL_TOTAL_MAX - *slot)
           return td__error(TD_ERR_SCHEDULE, TD__TASK_FMT "raises of signal '%s' on rank %d add up to more than "
-                           "2^63 per launch", r, i, t->label, p->signal_names[rs->signal], owner);
+                           "%llu (2^23) per launch; the cap keeps (launch - 1) * total + value below 2^63 "
+                           "for 2^40 launches", r, i, t->label, p->signal_names[rs->signal], owner,
+                           (unsigned long long)TD_SIGNAL_TOTAL_MAX);
         *slot += rs->value;
       }
     }

@@ -99,7 +99,7 @@ static void test_view_out_of_range(void **state) {
   t.a.row0 = 7; /* rows 7..9 of 8 */
   t.c.row0 = 0;
   add(&f, 0, t, NULL, NULL, NULL);
-  expect_fault(&f, "rank 0 task 1 'too far': view a [7:9, 0:4] lies outside buffer 'in' (8 x 4)", NULL);
+  expect_fault(&f, "rank 0 task 1 'too far': view a (rows 7 +2, cols 0 +4) lies outside buffer 'in' (8 x 4)", NULL);
   *(fixture *)*state = f;
 }
 
@@ -316,10 +316,16 @@ static void test_kind_faults(void **state) {
   expect_fault(&f, "rank 0 task 0 'neg eps': rmsnorm epsilon (alpha) -1 must be >= 0", NULL);
 
   f = fresh(state);
-  td_raise big = {f.sig, 1, UINT64_MAX / 2};
+  /* Two raises of half the cap sum to exactly TD_SIGNAL_TOTAL_MAX: allowed;
+   * one more unit is refused, naming the cap. */
+  td_raise big = {f.sig, 1, TD_SIGNAL_TOTAL_MAX / 2};
+  td_raise one = {f.sig, 1, 1};
   add(&f, 0, ex_task(TD_TASK_NOP, TD_WORKER_COMM, 0, "big 1"), NULL, NULL, &big);
   add(&f, 0, ex_task(TD_TASK_NOP, TD_WORKER_COMM, 0, "big 2"), NULL, NULL, &big);
-  expect_fault(&f, "rank 0 task 1 'big 2': raises of signal 'ready' on rank 1 add up to more than 2^63", NULL);
+  assert_int_equal(td_plan_validate(f.p), TD_OK);
+  add(&f, 0, ex_task(TD_TASK_NOP, TD_WORKER_COMM, 0, "one more"), NULL, NULL, &one);
+  expect_fault(&f, "rank 0 task 2 'one more': raises of signal 'ready' on rank 1 add up to more than 8388608 "
+               "(2^23) per launch", NULL);
   *(fixture *)*state = f;
 }
 

@@ -14,6 +14,7 @@
  * process: an application that calls OpenBLAS itself between runs may raise
  * it; the executor lowers it again at its next run. */
 #include <cblas.h>
+#include <stdint.h>
 
 #include "core/error.h"
 #include "tile/cpu/elem.h"
@@ -39,12 +40,20 @@ td_status td__tile_cpu_gemm_blas(td_tile_ctx *ctx, const td_tile_args *args) {
   int64_t m = c->rows, n = c->cols, k = ta ? a->rows : a->cols;
   if (m == 0 || n == 0)
     return TD_OK;
-  if (k == 0 && !acc) { /* sgemm with K = 0 scales c by beta; make it exact zeros */
-    for (int64_t i = 0; i < m; i++)
+  if (k == 0) { /* sgemm with K = 0 scales c by beta (and may refuse lda 0); c += 0 or c = 0 here */
+    for (int64_t i = 0; !acc && i < m; i++)
       for (int64_t j = 0; j < n; j++)
         td__st_f32(td__elem(c, i, 0), c->dtype, j, 0.0f);
     return TD_OK;
   }
+  /* Validation refuses sizes and strides over INT32_MAX; a 32-bit blasint
+   * must never see a truncated value (OpenBLAS would print or compute wrong). */
+  if (sizeof(blasint) < sizeof(int64_t) &&
+      (m > INT32_MAX || n > INT32_MAX || k > INT32_MAX || a->ld > INT32_MAX || b->ld > INT32_MAX ||
+       c->ld > INT32_MAX))
+    return td__error(TD_ERR_UNSUPPORTED, "gemm tile: M %lld, N %lld, K %lld or a row stride (%lld, %lld, %lld) "
+                     "exceeds the BLAS int range (%d)", (long long)m, (long long)n, (long long)k,
+                     (long long)a->ld, (long long)b->ld, (long long)c->ld, INT32_MAX);
   size_t need = 0, a_off = 0, b_off = 0, c_off = 0;
   if (a->dtype != TD_F32)
     a_off = need, need += (size_t)(a->rows * a->cols) * sizeof(float);
