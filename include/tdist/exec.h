@@ -25,6 +25,16 @@
  * starts with a team barrier, so no rank writes a peer's symmetric buffer for
  * launch e+1 while that peer still reads it in launch e. Set it only when the
  * plan itself guards reuse across launches (double buffers, epoch waits).
+ * The barrier carries each rank's readiness (buffers bound, plan unchanged,
+ * no earlier failure): no rank starts a task unless all are ready, and every
+ * rank fails at once naming the rank that is not and why. Without the
+ * barrier a rank that is not ready fails alone and its peers' waits fail
+ * (TD_ERR_TIMEOUT / TD_ERR_PEER_FAILED).
+ *
+ * Collective calls (create, run, trace_write, destroy) exchange their
+ * verdicts: a rank whose own arguments or state are bad still joins, and
+ * every rank fails together (it with its own status and message, its peers
+ * with TD_ERR_PEER_FAILED naming it and its message, unless stated below).
  *
  * Backends: `cpu` is always built; `cuda` only with TD_WITH_CUDA (otherwise
  * td_exec_create returns TD_ERR_UNSUPPORTED).
@@ -61,9 +71,11 @@ typedef struct td_exec_opts {
   int compute_workers;
   int comm_workers;
   int trace;               /* nonzero: record every task's start and end (see below) */
-  int timeout_ms;          /* deadline of each wait; 0 = the world's (TD_TIMEOUT_MS). cpu:
-                            * signal waits always use the world's deadline (they are the
-                            * runtime's waits); local-dependency waits use this one */
+  int timeout_ms;          /* deadline of every wait of the executor's calls (launch
+                            * exchange, signal waits; local-dependency waits give up after
+                            * twice it without progress, so the stuck signal wait is reported
+                            * first); 0 = the world's (TD_TIMEOUT_MS). td_exec_destroy waits
+                            * the world's deadline plus twice this for peers still running */
   int skip_launch_barrier; /* see "Launch barrier" above */
   void *cuda_stream;       /* CUDA: cudaStream_t to launch on; NULL = the backend's own */
 } td_exec_opts;
@@ -78,9 +90,14 @@ void td_exec_opts_init(td_exec_opts *opts);
  * outlive the executor. opts NULL = defaults.
  * Errors: TD_ERR_INVALID_ARG (NULL plan/team/out, worker count < 0 or over
  * 1024, unknown backend), TD_ERR_STATE (plan not validated), TD_ERR_MISMATCH
- * (plan's rank count differs from the team size), TD_ERR_UNSUPPORTED (backend
+ * (plan's rank count differs from the team size; or the ranks pass different
+ * plans: compared by a fingerprint of buffers, signals and every rank's
+ * schedule, every rank fails naming the ranks), TD_ERR_UNSUPPORTED (backend
  * not built), TD_ERR_HEAP_EXHAUSTED, TD_ERR_NO_MEMORY, TD_ERR_SYSTEM (thread
- * creation failed), TD_ERR_TIMEOUT. *out written only on success. */
+ * creation failed), TD_ERR_PEER_FAILED (another rank failed one of these:
+ * names it and its message), TD_ERR_TIMEOUT. Ranks agree on the outcome: it
+ * fails on every rank or on none, with the first failure's message.
+ * *out written only on success. NULL team: fails locally (nothing to join). */
 td_status td_exec_create(const td_plan *plan, td_team *team, const td_exec_opts *opts,
                          td_exec **out);
 
@@ -99,11 +116,15 @@ td_status td_exec_buffer(td_exec *exec, int32_t buffer, void **out);
 /** Runs one launch of this rank's schedule (see the file comment). Every rank
  * of the team must call it the same number of times.
  * Errors: TD_ERR_STATE (a caller buffer used by the schedule is not bound:
- * names it), TD_ERR_TIMEOUT (a wait passed its deadline: the message names
- * the rank, the task index and label, the signal name, the expected and the
- * observed value, or the local dependency that never finished),
- * TD_ERR_PEER_FAILED, TD_ERR_CUDA. After an error the executor is unusable
- * except for destroy and the trace calls. */
+ * names it; the plan changed after create; launch TD_PLAN_LAUNCH_MAX + 1; an
+ * earlier run failed; a peer is in another executor call such as destroy),
+ * TD_ERR_PEER_FAILED (a peer was not ready for the launch: names it and its
+ * reason; or it left), TD_ERR_TIMEOUT (a wait passed opts.timeout_ms: the
+ * message names the rank, the task index and label, the signal name, the
+ * expected and the observed value, or the local dependency that never
+ * finished), TD_ERR_CUDA. A launch refused by the readiness exchange starts
+ * nothing and leaves the executor usable (bind, then run again); after any
+ * other error it is unusable except for destroy and the trace calls. */
 td_status td_exec_run(td_exec *exec);
 
 /** Number of launches started so far (the epoch of the last run). */
@@ -144,14 +165,20 @@ td_status td_exec_trace_summary(const td_exec *exec, td_trace_summary *out);
  * run and team rank 0 writes one Chrome trace JSON file at `path` (opens in
  * Perfetto / chrome://tracing: pid = rank, tid = worker, one complete event
  * per task named by its label, args: task index, kind, class). Other ranks
- * ignore `path` (may be NULL). Errors: TD_ERR_STATE (tracing off or no run
- * yet, on any rank), TD_ERR_SYSTEM (file could not be written: names it),
- * TD_ERR_HEAP_EXHAUSTED, TD_ERR_TIMEOUT. */
+ * ignore `path` (may be NULL). Every rank returns the same status: a rank's
+ * argument or state error, or rank 0's file error, reaches all ranks (the
+ * message names the rank). Errors: TD_ERR_INVALID_ARG (NULL exec; NULL path
+ * on rank 0), TD_ERR_STATE (tracing off or no run yet, on any rank),
+ * TD_ERR_SYSTEM (file could not be written: names it), TD_ERR_NO_MEMORY,
+ * TD_ERR_HEAP_EXHAUSTED, TD_ERR_TIMEOUT, TD_ERR_PEER_FAILED. */
 td_status td_exec_trace_write(td_exec *exec, const char *path);
 
 /** Collective over the team: stops the workers and frees the executor's
- * buffers and signals. NULL is allowed. Errors: TD_ERR_TIMEOUT (a member
- * never called). The handle is freed even on error. */
+ * buffers and signals. A peer still in another executor call fails that call
+ * at once (TD_ERR_STATE) and is waited for. NULL is allowed. Errors:
+ * TD_ERR_TIMEOUT (a member never called: symmetric memory is then left to
+ * the team), TD_ERR_PEER_FAILED, and any failure of the collective frees
+ * (the first one's message). The handle is freed even on error. */
 td_status td_exec_destroy(td_exec *exec);
 
 #ifdef __cplusplus

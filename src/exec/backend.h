@@ -18,6 +18,7 @@
 #include "tdist/exec.h"
 
 typedef struct td__exec_backend td__exec_backend;
+typedef struct td__agree td__agree;
 
 /** The state every backend shares. Backends keep their own in `impl`. */
 struct td_exec {
@@ -34,24 +35,32 @@ struct td_exec {
   td_trace_event *trace;
   size_t ntrace, trace_cap;
   int traced; /* a traced run has completed (possibly with an error) */
+  td__agree *agree;    /* verdict exchange of the collective calls (exec_agree.c) */
+  uint64_t plan_gen;   /* the plan's generation at create; a change makes runs fail */
+  uint64_t launch_max; /* launches allowed before a signal word could pass 2^63 */
+  int abandon;         /* destroy without collectives: peers are gone or stuck */
   void *impl;
 };
 
 struct td__exec_backend {
   const char *name;
   /** Collective. Called with the shared fields filled (opts resolved, bound
-   * all NULL, epoch 0). Allocates executor-owned buffers and the signal words
-   * (zeroed, then a team barrier so no peer raises into unzeroed memory) and
-   * starts the workers. On error frees what it made and leaves impl NULL. */
+   * all NULL, epoch 0, agree ready). Allocates executor-owned buffers and the
+   * signal words (zeroed, then a team barrier or exchange round so no peer
+   * raises into unzeroed memory) and starts the workers. Should agree
+   * (td__agree_round) on its local steps so it fails on every rank or none.
+   * On error frees what it made and leaves impl NULL. */
   td_status (*create)(td_exec *exec);
   /** This rank's address of SYMM/LOCAL buffer `buffer` (index already checked). */
   td_status (*buffer)(td_exec *exec, int32_t buffer, void **out);
-  /** One launch with epoch exec->epoch (already incremented); the launch
-   * barrier (unless opts.skip_launch_barrier) is the backend's job, as it may
-   * be a device-side barrier. With opts.trace, writes exec->trace/ntrace
+  /** One launch with epoch exec->epoch (already incremented). exec.c has
+   * already run the launch barrier (the readiness exchange, unless
+   * opts.skip_launch_barrier); a backend may add a device-side one. With opts.trace, writes exec->trace/ntrace
    * (grow with td__exec_trace_reserve) before returning, even on error. */
   td_status (*run)(td_exec *exec);
-  /** Collective: stops workers, frees buffers and signals and impl. */
+  /** Collective: stops workers, frees buffers and signals and impl. With
+   * exec->abandon set (peers gone), frees only this rank's private state and
+   * makes no collective call. Returns the first failure (its message kept). */
   td_status (*destroy)(td_exec *exec);
 };
 
@@ -59,6 +68,35 @@ extern const td__exec_backend td__exec_backend_cpu;
 #ifdef TD_HAVE_CUDA_EXEC
 extern const td__exec_backend td__exec_backend_cuda;
 #endif
+
+/** Collective calls exchanged by td__agree (messages name them). */
+enum {
+  TD__AGREE_CREATE = 0, TD__AGREE_CREATE_ALLOC = 1, TD__AGREE_CREATE_WORKERS = 2, TD__AGREE_RUN = 3,
+  TD__AGREE_TRACE = 4, TD__AGREE_TRACE_FILE = 5, TD__AGREE_DESTROY = 6
+};
+
+typedef struct td__agree_result {
+  int bad_rank;     /* first rank that disagreed; -1 when all agreed */
+  int other_op;     /* its call when it was in another one */
+  td_status status; /* its status when it failed */
+} td__agree_result;
+
+/** Collective: allocates the exchange's symmetric block on the team. */
+td_status td__agree_create(td_team *team, td__agree **out);
+/** Collective: frees it. NULL is allowed. */
+td_status td__agree_destroy(td__agree *a);
+/** Frees only this rank's part (peers unreachable: the block is left to the team). */
+void td__agree_abandon(td__agree *a);
+/** Collective, one round: posts this rank's call `op`, status `mine` with
+ * message `msg` (used when mine != TD_OK) and `fingerprint`, waits (at most
+ * timeout_ms) for every rank's post, and returns TD_OK only when all ranks
+ * are in call `op`, all posted TD_OK and all fingerprints are equal.
+ * Otherwise: this rank's own status and message when it failed; for a
+ * failed peer TD_ERR_PEER_FAILED naming it and its message; TD_ERR_STATE
+ * for a peer in another call; TD_ERR_MISMATCH for different fingerprints;
+ * TD_ERR_TIMEOUT / TD_ERR_PEER_FAILED from the wait. *res says who. */
+td_status td__agree_round(td__agree *a, int op, td_status mine, const char *msg, uint64_t fingerprint,
+                    int64_t timeout_ms, td__agree_result *res);
 
 /** Makes room for `count` events in exec->trace (keeps contents). */
 td_status td__exec_trace_reserve(td_exec *exec, size_t count);

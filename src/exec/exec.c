@@ -3,6 +3,8 @@
  * resolves options, keeps the epoch and the bound caller buffers, and calls
  * the chosen backend through its td__exec_backend table (backend.h). The
  * trace calls live in src/trace/. */
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,22 +32,21 @@ static const td__exec_backend *td__pick_backend(td_exec_backend b) {
   }
 }
 
-td_status td_exec_create(const td_plan *plan, td_team *team, const td_exec_opts *opts, td_exec **out) {
-  if (!plan || !team || !out)
-    return td__error(TD_ERR_INVALID_ARG, "td_exec_create: plan, team and out must not be NULL");
-  td_exec_opts o;
-  td_exec_opts_init(&o);
-  if (opts)
-    o = *opts;
-  if ((unsigned)o.backend >= TD_EXEC_BACKEND_COUNT)
+/* What this rank alone can tell about its td_exec_create arguments. */
+static td_status td__create_args(const td_plan *plan, td_team *team, td_exec **out, td_exec_opts *o,
+                                 const td__exec_backend **be) {
+  if (!plan || !out)
+    return td__error(TD_ERR_INVALID_ARG, "td_exec_create: rank %d: plan and out must not be NULL",
+                     td_team_rank(team));
+  if ((unsigned)o->backend >= TD_EXEC_BACKEND_COUNT)
     return td__error(TD_ERR_INVALID_ARG, "td_exec_create: unknown backend %d; allowed 0 (cpu), 1 (cuda)",
-                     (int)o.backend);
-  if (o.compute_workers < 0 || o.compute_workers > 1024 || o.comm_workers < 0 || o.comm_workers > 1024)
+                     (int)o->backend);
+  if (o->compute_workers < 0 || o->compute_workers > 1024 || o->comm_workers < 0 || o->comm_workers > 1024)
     return td__error(TD_ERR_INVALID_ARG, "td_exec_create: worker counts compute %d, comm %d; allowed 0 "
-                     "(automatic) to 1024", o.compute_workers, o.comm_workers);
-  if (o.timeout_ms < 0)
+                     "(automatic) to 1024", o->compute_workers, o->comm_workers);
+  if (o->timeout_ms < 0)
     return td__error(TD_ERR_INVALID_ARG, "td_exec_create: timeout_ms %d must be >= 0 (0 = the world's)",
-                     o.timeout_ms);
+                     o->timeout_ms);
   if (!td__plan_is_validated(plan))
     return td__error(TD_ERR_STATE, "td_exec_create: the plan has not passed td_plan_validate (or changed "
                      "since); validate it first");
@@ -53,29 +54,89 @@ td_status td_exec_create(const td_plan *plan, td_team *team, const td_exec_opts 
   if (td_plan_nranks(plan) != nranks)
     return td__error(TD_ERR_MISMATCH, "td_exec_create: the plan has %d ranks but the team has %d members",
                      td_plan_nranks(plan), nranks);
-  const td__exec_backend *be = td__pick_backend(o.backend);
-  if (!be)
+  *be = td__pick_backend(o->backend);
+  if (!*be)
     return td__error(TD_ERR_UNSUPPORTED, "td_exec_create: backend 'cuda' is not in this build (configure "
                      "with -DTD_WITH_CUDA=ON on a machine with the CUDA toolkit); use the cpu backend");
+  return TD_OK;
+}
+
+/* Largest per-launch signal total of this rank's waits: it bounds the launches. */
+static uint64_t td__launch_max(const td_plan *plan, int rank) {
+  uint64_t tmax = 1;
+  for (uint32_t s = 0; s < td_plan_nsignals(plan); s++) {
+    uint64_t t = td_plan_signal_total(plan, s, rank);
+    tmax = t > tmax ? t : tmax;
+  }
+  uint64_t m = (UINT64_C(1) << 63) / tmax;
+  return m < TD_PLAN_LAUNCH_MAX ? TD_PLAN_LAUNCH_MAX : m;
+}
+
+td_status td_exec_create(const td_plan *plan, td_team *team, const td_exec_opts *opts, td_exec **out) {
+  if (!team)
+    return td__error(TD_ERR_INVALID_ARG, "td_exec_create: team must not be NULL");
+  td_exec_opts o;
+  td_exec_opts_init(&o);
+  if (opts)
+    o = *opts;
+  const td__exec_backend *be = NULL;
+  td_status mine = td__create_args(plan, team, out, &o, &be);
+  td_exec *e = NULL;
+  if (mine == TD_OK) {
+    e = calloc(1, sizeof *e);
+    if (!e || !(e->bound = calloc((size_t)td_plan_nbuffers(plan) + 1, sizeof *e->bound))) {
+      free(e);
+      e = NULL;
+      mine = td__error(TD_ERR_NO_MEMORY, "td_exec_create: out of memory");
+    }
+  }
+  /* Every rank joins the exchange, also one whose own arguments are bad, so
+   * that all fail at once naming it (and a different plan on some rank is
+   * caught here, by its fingerprint, not by a hang in the first run). */
+  char why[1024];
+  snprintf(why, sizeof why, "%s", mine != TD_OK ? td_last_error() : "");
+  td__agree *ag = NULL;
+  td_status st = td__agree_create(team, &ag);
+  if (st == TD_OK) {
+    td__agree_result res;
+    st = td__agree_round(ag, TD__AGREE_CREATE, mine, why, mine == TD_OK ? td__plan_fingerprint(plan) : 0,
+                   td_world_timeout_ms(td_team_world(team)), &res);
+    if (st != TD_OK) {
+      char msg[1024];
+      snprintf(msg, sizeof msg, "%s", td_last_error());
+      td__agree_destroy(ag);
+      td__error(st, "%s", msg);
+    }
+  }
+  if (st != TD_OK) {
+    if (e)
+      free(e->bound);
+    free(e);
+    return st;
+  }
   if (o.timeout_ms == 0)
     o.timeout_ms = td_world_timeout_ms(td_team_world(team));
-  td_exec *e = calloc(1, sizeof *e);
-  if (!e || !(e->bound = calloc((size_t)td_plan_nbuffers(plan) + 1, sizeof *e->bound))) {
-    free(e);
-    return td__error(TD_ERR_NO_MEMORY, "td_exec_create: out of memory");
-  }
   e->plan = plan;
   e->team = team;
   e->rank = td_team_rank(team);
-  e->nranks = nranks;
+  e->nranks = td_team_size(team);
   e->sched = td_plan_schedule(plan, e->rank);
   e->opts = o;
   e->backend = be;
-  td_status st = be->create(e);
+  e->agree = ag;
+  e->plan_gen = td__plan_generation(plan);
+  e->launch_max = td__launch_max(plan, e->rank);
+  /* The backend agrees on its own steps (cpu: after the local preparation
+   * and after starting the workers), so it returns an error on every rank
+   * or on none; its message is the first failure's. */
+  st = be->create(e);
   if (st != TD_OK) {
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", td_last_error());
+    td__agree_destroy(ag); /* its error is secondary: the first message stays */
     free(e->bound);
     free(e);
-    return st;
+    return td__error(st, "%s", msg);
   }
   *out = e;
   return TD_OK;
@@ -136,13 +197,43 @@ static td_status td__check_bound(const td_exec *e) {
   return TD_OK;
 }
 
+/* What this rank alone can tell before a launch. */
+static td_status td__run_ready(td_exec *e) {
+  if (e->failed)
+    return td__error(TD_ERR_STATE, "td_exec_run: rank %d: an earlier run of this executor failed; destroy it "
+                     "(collectively) and create a new one", e->rank);
+  if (td__plan_generation(e->plan) != e->plan_gen || !td__plan_is_validated(e->plan))
+    return td__error(TD_ERR_STATE, "td_exec_run: rank %d: the plan changed after td_exec_create (an executor "
+                     "runs the plan as it was at create); destroy the executor and create a new one for the "
+                     "changed, validated plan", e->rank);
+  if (e->epoch >= e->launch_max)
+    return td__error(TD_ERR_STATE, "td_exec_run: rank %d: launch %" PRIu64 " would exceed this executor's "
+                     "%" PRIu64 " launches (signal words would pass 2^63); destroy it and create a new one",
+                     e->rank, e->epoch + 1, e->launch_max);
+  return td__check_bound(e);
+}
+
 td_status td_exec_run(td_exec *exec) {
   if (!exec)
     return td__error(TD_ERR_INVALID_ARG, "td_exec_run: exec is NULL");
-  if (exec->failed)
-    return td__error(TD_ERR_STATE, "td_exec_run: rank %d: an earlier run of this executor failed; destroy it "
-                     "(collectively) and create a new one", exec->rank);
-  TD_CHECK(td__check_bound(exec));
+  td_status mine = td__run_ready(exec);
+  if (!exec->opts.skip_launch_barrier) {
+    /* The launch barrier carries each rank's readiness: no rank starts a task
+     * unless every rank is ready, and all fail at once naming the rank that
+     * is not (and why). A failure here starts nothing and leaves the
+     * executor usable (unless it had failed before). */
+    char why[1024];
+    snprintf(why, sizeof why, "%s", mine != TD_OK ? td_last_error() : "");
+    td__agree_result res;
+    td_status st = td__agree_round(exec->agree, TD__AGREE_RUN, mine, why, 0, exec->opts.timeout_ms, &res);
+    if (st != TD_OK) {
+      if (res.bad_rank < 0 || res.other_op == TD__AGREE_DESTROY)
+        exec->failed = 1; /* a peer left or is tearing down: nothing more can run */
+      return st;
+    }
+  } else if (mine != TD_OK) {
+    return mine;
+  }
   exec->epoch++;
   exec->ntrace = 0;
   exec->traced = 0;
@@ -159,11 +250,42 @@ uint64_t td_exec_epoch(const td_exec *exec) { return exec ? exec->epoch : 0; }
 td_status td_exec_destroy(td_exec *exec) {
   if (!exec)
     return TD_OK;
-  td_status st = exec->backend->destroy(exec);
+  /* Agree that every rank is destroying: a peer still in another call fails
+   * it at once (it sees this rank's destroy) and then destroys too, so this
+   * loops until all ranks are here or the deadline passes. */
+  td_status st = TD_OK;
+  /* A peer may still be finishing a failing run (up to twice opts.timeout_ms),
+   * so destroy waits the world's deadline on top. */
+  int64_t wait_ms = (int64_t)td_world_timeout_ms(td_team_world(exec->team)) + 2 * (int64_t)exec->opts.timeout_ms;
+  for (;;) {
+    td__agree_result res;
+    st = td__agree_round(exec->agree, TD__AGREE_DESTROY, TD_OK, NULL, 0, wait_ms, &res);
+    if (st == TD_OK || res.bad_rank < 0 || res.other_op == TD__AGREE_DESTROY)
+      break;
+  }
+  if (st != TD_OK) {
+    /* Peers are gone or stuck: free only what is this rank's alone. */
+    exec->failed = 1;
+    exec->abandon = 1;
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", td_last_error());
+    exec->backend->destroy(exec);
+    td__agree_abandon(exec->agree);
+    free(exec->trace);
+    free(exec->bound);
+    free(exec);
+    return td__error(st, "td_exec_destroy: %s", msg);
+  }
+  st = exec->backend->destroy(exec);
+  char msg[1024];
+  snprintf(msg, sizeof msg, "%s", st != TD_OK ? td_last_error() : "");
+  td_status as = td__agree_destroy(exec->agree);
   free(exec->trace);
   free(exec->bound);
   free(exec);
-  return st;
+  if (st != TD_OK)
+    return td__error(st, "%s", msg); /* the first failure's message */
+  return as;
 }
 
 td_status td__exec_trace_reserve(td_exec *exec, size_t count) {

@@ -110,6 +110,7 @@ td_status td_plan_add_buffer(td_plan *plan, const td_buffer_desc *desc, int32_t 
   plan->bufs[plan->nbufs] = *desc;
   *index = plan->nbufs++;
   plan->validated = 0;
+  plan->generation++;
   return TD_OK;
 }
 
@@ -128,6 +129,7 @@ td_status td_plan_add_signal(td_plan *plan, const char *name, uint32_t *index) {
   strcpy(plan->signal_names[plan->nsignals], name);
   *index = plan->nsignals++;
   plan->validated = 0;
+  plan->generation++;
   return TD_OK;
 }
 
@@ -170,6 +172,7 @@ td_status td_plan_add_task(td_plan *plan, int rank, const td_task *task, const u
   s->tasks[s->ntasks] = t;
   *index = s->ntasks++;
   plan->validated = 0;
+  plan->generation++;
   return TD_OK;
 }
 
@@ -199,3 +202,69 @@ uint64_t td_plan_signal_total(const td_plan *plan, uint32_t signal, int rank) {
 }
 
 int td__plan_is_validated(const td_plan *plan) { return plan && plan->validated; }
+
+uint64_t td__plan_generation(const td_plan *plan) { return plan ? plan->generation : 0; }
+
+/* FNV-1a, 64-bit; fields one by one so padding and bytes after a name's NUL
+ * never count. */
+static uint64_t td__fnv(uint64_t h, const void *data, size_t n) {
+  const unsigned char *p = data;
+  for (size_t i = 0; i < n; i++)
+    h = (h ^ p[i]) * UINT64_C(0x100000001b3);
+  return h;
+}
+
+static uint64_t td__fnv_u64(uint64_t h, uint64_t v) { return td__fnv(h, &v, sizeof v); }
+
+static uint64_t td__fnv_str(uint64_t h, const char *s, size_t cap) {
+  size_t n = strnlen(s, cap);
+  return td__fnv(td__fnv_u64(h, n), s, n);
+}
+
+static uint64_t td__fnv_view(uint64_t h, const td_view *v) {
+  const int64_t f[6] = {v->buf, v->peer, v->row0, v->col0, v->rows, v->cols};
+  for (int i = 0; i < 6; i++)
+    h = td__fnv_u64(h, (uint64_t)f[i]);
+  return h;
+}
+
+uint64_t td__plan_fingerprint(const td_plan *p) {
+  uint64_t h = UINT64_C(0xcbf29ce484222325);
+  h = td__fnv_u64(h, (uint64_t)p->nranks);
+  h = td__fnv_u64(h, (uint64_t)p->nbufs);
+  for (int32_t b = 0; b < p->nbufs; b++) {
+    const td_buffer_desc *d = &p->bufs[b];
+    h = td__fnv_str(h, d->name, sizeof d->name);
+    h = td__fnv_u64(td__fnv_u64(h, (uint64_t)d->kind), (uint64_t)d->dtype);
+    h = td__fnv_u64(td__fnv_u64(h, (uint64_t)d->rows), (uint64_t)d->cols);
+  }
+  h = td__fnv_u64(h, p->nsignals);
+  for (uint32_t i = 0; i < p->nsignals; i++)
+    h = td__fnv_str(h, p->signal_names[i], TD__SIGNAL_NAME_MAX);
+  for (int r = 0; r < p->nranks; r++) {
+    const td_schedule *s = &p->scheds[r];
+    h = td__fnv_u64(h, s->ntasks);
+    for (uint32_t i = 0; i < s->ntasks; i++) {
+      const td_task *t = &s->tasks[i];
+      uint32_t alpha;
+      memcpy(&alpha, &t->alpha, sizeof alpha);
+      const uint64_t f[7] = {(uint64_t)t->kind, (uint64_t)t->worker, t->op, alpha, t->dep_count, t->wait_count,
+                             t->raise_count};
+      for (int k = 0; k < 7; k++)
+        h = td__fnv_u64(h, f[k]);
+      h = td__fnv_view(td__fnv_view(td__fnv_view(h, &t->a), &t->b), &t->c);
+      h = td__fnv_str(h, t->label, sizeof t->label);
+      for (uint32_t d = 0; d < t->dep_count; d++)
+        h = td__fnv_u64(h, s->deps[t->dep_first + d]);
+      for (uint32_t w = 0; w < t->wait_count; w++) {
+        const td_wait *wt = &s->waits[t->wait_first + w];
+        h = td__fnv_u64(td__fnv_u64(td__fnv_u64(h, wt->signal), (uint64_t)wt->cmp), wt->value);
+      }
+      for (uint32_t k = 0; k < t->raise_count; k++) {
+        const td_raise *rs = &s->raises[t->raise_first + k];
+        h = td__fnv_u64(td__fnv_u64(td__fnv_u64(h, rs->signal), (uint64_t)(int64_t)rs->peer), rs->value);
+      }
+    }
+  }
+  return h;
+}

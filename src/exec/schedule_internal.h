@@ -24,6 +24,7 @@ struct td_plan {
   td__sched_caps *caps;
   uint64_t *totals; /* [nsignals * nranks] after validate: totals[s * nranks + r] */
   int validated;
+  uint64_t generation; /* bumped by every change and validation (executors compare it) */
 };
 
 /** Human-readable names used in messages and in the text form. */
@@ -31,6 +32,13 @@ const char *td__task_kind_name(td_task_kind kind);
 const char *td__worker_class_name(td_worker_class cls);
 const char *td__buffer_kind_name(td_buffer_kind kind);
 const char *td__ewise_op_name(td_ewise_op op);
+
+/** A hash of everything that defines the plan (ranks, buffers, signals,
+ * every rank's tasks with their deps, waits, raises and labels): equal plans
+ * give equal values on every rank (td_exec_create compares them). */
+uint64_t td__plan_fingerprint(const td_plan *plan);
+/** The plan's change counter (see td_plan::generation). */
+uint64_t td__plan_generation(const td_plan *plan);
 
 /** Which views a task uses: bit 0 a, bit 1 b, bit 2 c (c is the one written). */
 unsigned td__task_views_used(const td_task *t);

@@ -7,7 +7,8 @@
  * task named by its label, with the task index, kind and class as args.
  * Timestamps are microseconds since the earliest task start of any rank;
  * all ranks read CLOCK_MONOTONIC of one host, so they share a time axis.
- * The JSON is built with cJSON. */
+ * The JSON is built with cJSON; labels are cleaned to valid UTF-8 first
+ * (invalid or cut sequences become '?'), as JSON text must be UTF-8. */
 #include <cjson/cJSON.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -29,6 +30,35 @@ static cJSON *td__meta(const char *what, int pid, int tid, const char *name) {
   cJSON *args = cJSON_AddObjectToObject(m, "args");
   cJSON_AddStringToObject(args, "name", name);
   return m;
+}
+
+/* Copies `in` (at most cap - 1 bytes read) to out as valid UTF-8: each
+ * invalid or cut sequence becomes '?', so the JSON is always valid. */
+static void td__utf8_clean(const char *in, size_t cap, char *out, size_t outcap) {
+  const unsigned char *p = (const unsigned char *)in;
+  size_t n = strnlen(in, cap), o = 0;
+  for (size_t i = 0; i < n && o + 5 < outcap;) {
+    unsigned c = p[i];
+    size_t len = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
+    int ok = len > 0 && i + len <= n;
+    for (size_t k = 1; ok && k < len; k++)
+      ok = (p[i + k] & 0xc0) == 0x80;
+    if (ok && len > 1) { /* no overlong forms, surrogates or values past U+10FFFF */
+      unsigned v = len == 2 ? c & 0x1f : len == 3 ? c & 0x0f : c & 0x07;
+      for (size_t k = 1; k < len; k++)
+        v = (v << 6) | (p[i + k] & 0x3f);
+      ok = (len == 2 && v >= 0x80) || (len == 3 && v >= 0x800 && (v < 0xd800 || v > 0xdfff)) ||
+           (len == 4 && v >= 0x10000 && v <= 0x10ffff);
+    }
+    if (!ok) {
+      out[o++] = '?';
+      i++;
+      continue;
+    }
+    memcpy(out + o, p + i, len);
+    o += len, i += len;
+  }
+  out[o] = 0;
 }
 
 td_status td__trace_write_chrome(const td_plan *plan, const td__trace_rank *ranks, int nranks,
@@ -58,7 +88,9 @@ td_status td__trace_write_chrome(const td_plan *plan, const td__trace_rank *rank
         snprintf(name, sizeof name, "%s %d", ev->cls == TD_WORKER_COMPUTE ? "compute" : "comm", ev->worker);
         cJSON_AddItemToArray(list, td__meta("thread_name", r, ev->worker, name));
       }
-      const char *label = s && ev->task < s->ntasks ? s->tasks[ev->task].label : "?";
+      char label[sizeof s->tasks[0].label + 8] = "?";
+      if (s && ev->task < s->ntasks)
+        td__utf8_clean(s->tasks[ev->task].label, sizeof s->tasks[0].label, label, sizeof label);
       cJSON *x = cJSON_CreateObject();
       cJSON_AddStringToObject(x, "name", label[0] ? label : td__task_kind_name(ev->kind));
       cJSON_AddStringToObject(x, "cat", td__worker_class_name(ev->cls));
@@ -88,35 +120,46 @@ td_status td__trace_write_chrome(const td_plan *plan, const td__trace_rank *rank
   return TD_OK;
 }
 
-/* Count sent by a rank that has no trace: every rank then fails alike. */
-#define TD__NO_TRACE UINT64_MAX
-
 td_status td_exec_trace_write(td_exec *exec, const char *path) {
   if (!exec)
     return td__error(TD_ERR_INVALID_ARG, "td_exec_trace_write: exec is NULL");
   td_team *team = exec->team;
   int n = exec->nranks, me = exec->rank;
+  /* Argument and state errors are exchanged, never returned alone: a rank
+   * that skipped the collective would leave its peers waiting. */
+  td_status mine = TD_OK;
   if (me == 0 && !path)
-    return td__error(TD_ERR_INVALID_ARG, "td_exec_trace_write: path is NULL on team rank 0");
-  uint64_t mine = exec->opts.trace && exec->traced ? exec->ntrace : TD__NO_TRACE;
+    mine = td__error(TD_ERR_INVALID_ARG, "td_exec_trace_write: path is NULL on team rank 0");
+  else if (!exec->opts.trace || !exec->traced)
+    mine = td__error(TD_ERR_STATE, "td_exec_trace_write: rank %d has no trace of its last run (tracing off or "
+                     "no run yet); every rank needs opts.trace = 1 and a run", me);
+  char why[1024];
+  snprintf(why, sizeof why, "%s", mine != TD_OK ? td_last_error() : "");
+  td__agree_result res;
+  td_status ast = td__agree_round(exec->agree, TD__AGREE_TRACE, mine, why, 0, exec->opts.timeout_ms, &res);
+  if (ast == TD_ERR_PEER_FAILED && res.bad_rank >= 0 && res.status != TD_OK) {
+    snprintf(why, sizeof why, "%s", td_last_error());
+    return td__error(res.status, "%s", why); /* every rank returns the failing rank's status */
+  }
+  if (ast != TD_OK)
+    return ast;
+  uint64_t mine_count = exec->ntrace;
   uint64_t *counts = NULL;
   TD_CHECK(td_symm_alloc(team, (size_t)n * sizeof *counts, 64, (void **)&counts));
   td_status st = TD_OK;
   for (int p = 0; st == TD_OK && p < n; p++)
-    st = td_putmem(team, &counts[me], &mine, sizeof mine, p);
+    st = td_putmem(team, &counts[me], &mine_count, sizeof mine_count, p);
   if (st == TD_OK)
     st = td_team_barrier(team);
   uint64_t most = 0;
-  int missing = -1;
-  for (int p = 0; st == TD_OK && p < n; p++) {
-    if (counts[p] == TD__NO_TRACE && missing < 0)
-      missing = p;
-    else if (counts[p] != TD__NO_TRACE && counts[p] > most)
+  for (int p = 0; st == TD_OK && p < n; p++)
+    if (counts[p] > most)
       most = counts[p];
-  }
   td_trace_event *block = NULL;
-  if (st == TD_OK && missing < 0)
+  if (st == TD_OK)
     st = td_symm_alloc(team, (size_t)(most ? most : 1) * sizeof *block, 64, (void **)&block);
+  td_status wst = TD_OK; /* rank 0's file write */
+  char wmsg[1024] = "";
   if (st == TD_OK && block) {
     if (exec->ntrace)
       memcpy(block, exec->trace, exec->ntrace * sizeof *block);
@@ -124,18 +167,20 @@ td_status td_exec_trace_write(td_exec *exec, const char *path) {
     if (st == TD_OK && me == 0) {
       td__trace_rank *ranks = calloc((size_t)n, sizeof *ranks);
       if (!ranks) {
-        st = td__error(TD_ERR_NO_MEMORY, "td_exec_trace_write: out of memory");
+        wst = td__error(TD_ERR_NO_MEMORY, "td_exec_trace_write: out of memory");
       } else {
         for (int p = 0; p < n; p++) {
           ranks[p].events = td_symm_ptr(team, block, p);
           ranks[p].count = (size_t)counts[p];
         }
-        st = td__trace_write_chrome(exec->plan, ranks, n, path);
+        wst = td__trace_write_chrome(exec->plan, ranks, n, path);
         free(ranks);
       }
+      if (wst != TD_OK)
+        snprintf(wmsg, sizeof wmsg, "%s", td_last_error());
     }
     /* The free is collective and starts with a barrier, so no rank frees its
-     * block while rank 0 still reads it. Rank 0's file error stays its own. */
+     * block while rank 0 still reads it. */
     td_status fs = td_symm_free(team, block);
     if (st == TD_OK)
       st = fs;
@@ -143,8 +188,13 @@ td_status td_exec_trace_write(td_exec *exec, const char *path) {
   td_status fs = td_symm_free(team, counts);
   if (st == TD_OK)
     st = fs;
-  if (st == TD_OK && missing >= 0)
-    st = td__error(TD_ERR_STATE, "td_exec_trace_write: rank %d has no trace of its last run (tracing off or no "
-                   "run yet); every rank needs opts.trace = 1 and a run", missing);
+  if (st != TD_OK)
+    return st;
+  /* Rank 0's file result goes to every rank: all return its error. */
+  st = td__agree_round(exec->agree, TD__AGREE_TRACE_FILE, wst, wmsg, 0, exec->opts.timeout_ms, &res);
+  if (st == TD_ERR_PEER_FAILED && res.bad_rank == 0 && me != 0) {
+    snprintf(wmsg, sizeof wmsg, "%s", td_last_error());
+    return td__error(res.status, "%s", wmsg); /* e.g. TD_ERR_SYSTEM, naming rank 0 and the file */
+  }
   return st;
 }

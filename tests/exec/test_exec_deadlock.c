@@ -74,7 +74,7 @@ static void test_runtime_deadlock_is_diagnosed(void **state) {
   assert_int_equal(st, TD_ERR_TIMEOUT);
   const char *m = dc.message;
   const char *needles[] = {"rank 1", "timed out after 300 ms", "task 1 'eq too late'", "signal 0 'sig'",
-                           "launch 1", "until value eq 1", "last observed 2"};
+                           "launch 1", "expected eq 1", "observed 2"};
   for (size_t i = 0; i < sizeof needles / sizeof *needles; i++)
     if (!strstr(m, needles[i]))
       fail_msg("diagnostic '%s' lacks '%s'", m, needles[i]);

@@ -41,33 +41,74 @@ static td_status td__workers_wanted(td_exec *e, int cls, int *out) {
   return TD_OK;
 }
 
-static void td__free_buffers(td__cpu_exec *cx) {
+/* Frees the buffers; returns the first failure of a collective free (its
+ * message kept: later failures do not overwrite it). With exec->abandon (the
+ * peers are gone), symmetric blocks are left to the team and only private
+ * memory is freed. */
+static td_status td__free_buffers(td__cpu_exec *cx) {
   td_exec *e = cx->exec;
   int32_t nb = td_plan_nbuffers(e->plan);
+  td_status first = TD_OK;
+  char msg[1024] = "";
   /* Collective frees in the reverse order of allocation, same on all ranks. */
-  if (cx->signals)
-    td_symm_free(e->team, cx->signals);
+  if (cx->signals && !e->abandon) {
+    first = td_symm_free(e->team, cx->signals);
+    if (first != TD_OK)
+      snprintf(msg, sizeof msg, "%s", td_last_error());
+  }
   for (int32_t b = nb - 1; cx->owned && b >= 0; b--) {
     const td_buffer_desc *d = td_plan_buffer(e->plan, b);
     if (!cx->owned[b])
       continue;
-    if (d->kind == TD_BUF_SYMM)
-      td_symm_free(e->team, cx->owned[b]);
-    else
+    if (d->kind == TD_BUF_SYMM) {
+      if (e->abandon)
+        continue;
+      td_status st = td_symm_free(e->team, cx->owned[b]);
+      if (st != TD_OK && first == TD_OK) {
+        first = st;
+        snprintf(msg, sizeof msg, "%s", td_last_error());
+      }
+    } else {
       free(cx->owned[b]);
+    }
   }
   free(cx->owned);
   free(cx->peer_base);
   cx->owned = NULL, cx->peer_base = NULL, cx->signals = NULL;
+  if (first != TD_OK)
+    return td__error(first, "td_exec_destroy: rank %d: freeing the executor's symmetric buffers: %s", e->rank,
+                     msg);
+  return TD_OK;
 }
 
-static td_status td__alloc_buffers(td__cpu_exec *cx) {
+/* This rank's private buffers and the tables (before any collective call). */
+static td_status td__alloc_local(td__cpu_exec *cx) {
   td_exec *e = cx->exec;
   int32_t nb = td_plan_nbuffers(e->plan);
   cx->owned = calloc((size_t)nb + 1, sizeof *cx->owned);
   cx->peer_base = calloc((size_t)nb * (size_t)e->nranks + 1, sizeof *cx->peer_base);
   if (!cx->owned || !cx->peer_base)
     return td__error(TD_ERR_NO_MEMORY, "td_exec_create: out of memory for the buffer table");
+  for (int32_t b = 0; b < nb; b++) {
+    const td_buffer_desc *d = td_plan_buffer(e->plan, b);
+    size_t bytes = (size_t)(d->rows * d->cols) * td_dtype_size(d->dtype);
+    if (d->kind == TD_BUF_LOCAL) {
+      cx->owned[b] = aligned_alloc(64, (bytes + 63) & ~(size_t)63 ? (bytes + 63) & ~(size_t)63 : 64);
+      if (!cx->owned[b])
+        return td__error(TD_ERR_NO_MEMORY, "td_exec_create: rank %d: out of memory for local buffer %d '%s' "
+                         "(%zu bytes)", e->rank, b, d->name, bytes);
+      memset(cx->owned[b], 0, bytes);
+    }
+  }
+  return TD_OK;
+}
+
+/* The symmetric buffers and signal words (collective, same order on every
+ * rank). The caller's next exchange round is the barrier after which peers
+ * may write into them. */
+static td_status td__alloc_symm(td__cpu_exec *cx) {
+  td_exec *e = cx->exec;
+  int32_t nb = td_plan_nbuffers(e->plan);
   for (int32_t b = 0; b < nb; b++) {
     const td_buffer_desc *d = td_plan_buffer(e->plan, b);
     size_t bytes = (size_t)(d->rows * d->cols) * td_dtype_size(d->dtype);
@@ -84,12 +125,6 @@ static td_status td__alloc_buffers(td__cpu_exec *cx) {
         TD_CHECK(td_symm_at(e->team, cx->owned[b], p, &peer));
         cx->peer_base[(size_t)b * (size_t)e->nranks + (size_t)p] = peer;
       }
-    } else if (d->kind == TD_BUF_LOCAL) {
-      cx->owned[b] = aligned_alloc(64, (bytes + 63) & ~(size_t)63 ? (bytes + 63) & ~(size_t)63 : 64);
-      if (!cx->owned[b])
-        return td__error(TD_ERR_NO_MEMORY, "td_exec_create: rank %d: out of memory for local buffer %d '%s' "
-                         "(%zu bytes)", e->rank, b, d->name, bytes);
-      memset(cx->owned[b], 0, bytes);
     }
   }
   uint32_t ns = td_plan_nsignals(e->plan);
@@ -102,8 +137,7 @@ static td_status td__alloc_buffers(td__cpu_exec *cx) {
   cx->signals = sig;
   for (uint32_t s = 0; s < (ns ? ns : 1); s++)
     atomic_store_explicit((_Atomic uint64_t *)&cx->signals[s], 0, memory_order_relaxed);
-  /* No peer may raise into our words before they are zeroed. */
-  return td_team_barrier(e->team);
+  return TD_OK;
 }
 
 static td_status td__build_queues(td__cpu_exec *cx) {
@@ -150,7 +184,8 @@ static td_status td__resolve_workers(td__cpu_exec *cx, int want[TD__CPU_QUEUES])
   return TD_OK;
 }
 
-static td_status td__start_workers(td__cpu_exec *cx, const int want[TD__CPU_QUEUES]) {
+/* Worker records and trace space (local; threads start later). */
+static td_status td__alloc_workers(td__cpu_exec *cx, const int want[TD__CPU_QUEUES]) {
   td_exec *e = cx->exec;
   int n = want[0] + want[1];
   cx->workers = calloc((size_t)n + 1, sizeof *cx->workers);
@@ -168,6 +203,12 @@ static td_status td__start_workers(td__cpu_exec *cx, const int want[TD__CPU_QUEU
   /* Publish the counts so that td_exec_* callers and traces agree. */
   e->opts.compute_workers = want[0];
   e->opts.comm_workers = want[1];
+  return TD_OK;
+}
+
+static td_status td__start_workers(td__cpu_exec *cx) {
+  td_exec *e = cx->exec;
+  int n = cx->nworkers;
   for (int w = 0; w < n; w++) {
     int rc = pthread_create(&cx->workers[w].thread, NULL, td__cpu_worker_main, &cx->workers[w]);
     if (rc != 0)
@@ -178,11 +219,10 @@ static td_status td__start_workers(td__cpu_exec *cx, const int want[TD__CPU_QUEU
   return TD_OK;
 }
 
-static void td__cpu_free(td__cpu_exec *cx, int buffers) {
+static td_status td__cpu_free(td__cpu_exec *cx) {
   if (cx->workers)
     td__stop_workers(cx);
-  if (buffers)
-    td__free_buffers(cx);
+  td_status st = td__free_buffers(cx);
   for (int q = 0; q < TD__CPU_QUEUES; q++)
     free(cx->queue[q]);
   free((void *)cx->done);
@@ -192,41 +232,62 @@ static void td__cpu_free(td__cpu_exec *cx, int buffers) {
   pthread_cond_destroy(&cx->idle_cv);
   pthread_cond_destroy(&cx->progress_cv);
   free(cx);
+  return st;
+}
+
+/* One exchange round of create; a failure on any rank fails all. */
+static td_status td__create_agree(td_exec *e, int op, td_status mine) {
+  char why[1024];
+  snprintf(why, sizeof why, "%s", mine != TD_OK ? td_last_error() : "");
+  td__agree_result res;
+  return td__agree_round(e->agree, op, mine, why, 0, e->opts.timeout_ms, &res);
 }
 
 static td_status td__cpu_create(td_exec *e) {
   td__cpu_exec *cx = calloc(1, sizeof *cx);
-  if (!cx)
-    return td__error(TD_ERR_NO_MEMORY, "td_exec_create: out of memory");
-  cx->exec = e;
-  cx->tiles = &td__tile_cpu;
-  pthread_mutex_init(&cx->mu, NULL);
-  pthread_cond_init(&cx->start_cv, NULL);
-  pthread_cond_init(&cx->idle_cv, NULL);
-  pthread_condattr_t attr; /* local-dependency deadlines are CLOCK_MONOTONIC */
-  pthread_condattr_init(&attr);
-  pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-  pthread_cond_init(&cx->progress_cv, &attr);
-  pthread_condattr_destroy(&attr);
-  td__tile_cpu_blas_single_thread();
+  td_status st = cx ? TD_OK : td__error(TD_ERR_NO_MEMORY, "td_exec_create: out of memory");
+  if (cx) {
+    cx->exec = e;
+    cx->tiles = &td__tile_cpu;
+    pthread_mutex_init(&cx->mu, NULL);
+    pthread_cond_init(&cx->start_cv, NULL);
+    pthread_cond_init(&cx->idle_cv, NULL);
+    pthread_condattr_t attr; /* local-dependency deadlines are CLOCK_MONOTONIC */
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&cx->progress_cv, &attr);
+    pthread_condattr_destroy(&attr);
+    td__tile_cpu_blas_single_thread();
+  }
   /* What can fail on one rank alone (configuration, memory) is settled
-   * before the collective allocation, so a rank that fails here fails before
-   * its peers wait for it in td_symm_alloc (they time out with a diagnostic
-   * naming it rather than hang). Only thread creation comes after. */
+   * first, and the ranks agree on it before the collective allocation, so a
+   * rank that fails here makes every rank fail at once, naming it. */
   int want[TD__CPU_QUEUES] = {0, 0};
-  td_status st = td__build_queues(cx);
+  if (st == TD_OK)
+    st = td__build_queues(cx);
   if (st == TD_OK)
     st = td__resolve_workers(cx, want);
+  if (st == TD_OK)
+    st = td__alloc_local(cx);
+  if (st == TD_OK)
+    st = td__alloc_workers(cx, want);
+  st = td__create_agree(e, TD__AGREE_CREATE_ALLOC, st);
   if (st != TD_OK) {
-    td__cpu_free(cx, 0);
+    if (cx)
+      td__cpu_free(cx); /* nothing symmetric allocated yet */
     return st;
   }
-  st = td__alloc_buffers(cx);
+  /* Collective allocation, then the threads; the ranks agree on both (the
+   * round is also the barrier after which peers may write our buffers). */
+  st = td__alloc_symm(cx);
   if (st == TD_OK)
-    st = td__start_workers(cx, want);
-  if (st != TD_OK) {
-    td__cpu_free(cx, 1);
-    return st;
+    st = td__start_workers(cx);
+  td_status ag = td__create_agree(e, TD__AGREE_CREATE_WORKERS, st);
+  if (ag != TD_OK) {
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", td_last_error()); /* own failure first, else the peer named */
+    td__cpu_free(cx); /* collective frees; their errors are secondary */
+    return td__error(ag, "%s", msg);
   }
   e->impl = cx;
   return TD_OK;
@@ -243,8 +304,8 @@ static td_status td__cpu_destroy(td_exec *e) {
   if (!cx)
     return TD_OK;
   td__stop_workers(cx);
-  td_status st = td_team_barrier(e->team); /* no peer still touches our heap */
-  td__cpu_free(cx, 1);
+  /* exec.c's destroy exchange was the barrier: no peer runs tasks any more. */
+  td_status st = td__cpu_free(cx);
   e->impl = NULL;
   return st;
 }

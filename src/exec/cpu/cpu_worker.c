@@ -30,10 +30,11 @@
 #include "core/error.h"
 #include "exec/cpu/cpu_internal.h"
 #include "exec/schedule_internal.h"
-#include "prim/prim_internal.h"
+#include "prim/prim_impl.h"
 #include "tdist/rma.h"
 
 enum { TD__DEP_SPINS = 256 };
+#define TD__WAIT_SLICE_NS INT64_C(50000000) /* signal waits check the abort flag this often */
 
 static void td__fail(td__cpu_exec *cx, td_status st, int aborted) {
   pthread_mutex_lock(&cx->mu);
@@ -100,6 +101,8 @@ static td_status td__wait_dep(td__cpu_exec *cx, uint32_t task, uint32_t dep, uin
   return st;
 }
 
+/* Signal waits use the executor's deadline (opts.timeout_ms, resolved at
+ * create), in slices so that a failed sibling ends the wait at once. */
 static td_status td__wait_signal(td__cpu_exec *cx, uint32_t task, uint32_t windex, uint64_t epoch, int *aborted) {
   td_exec *e = cx->exec;
   const td_wait *w = &e->sched->waits[windex];
@@ -109,13 +112,31 @@ static td_status td__wait_signal(td__cpu_exec *cx, uint32_t task, uint32_t winde
   uint64_t v = atomic_load_explicit(sig, memory_order_acquire);
   if (w->cmp == TD_CMP_EQ ? v == target : v >= target)
     return TD_OK;
-  if (atomic_load_explicit(&cx->abort, memory_order_relaxed))
-    return *aborted = 1, TD_ERR_PEER_FAILED;
+  td_world *world = td_team_world(e->team);
+  int64_t deadline = td__now_ns() + (int64_t)e->opts.timeout_ms * 1000000;
+  td_status st;
+  for (;;) {
+    if (atomic_load_explicit(&cx->abort, memory_order_relaxed))
+      return *aborted = 1, TD_ERR_PEER_FAILED;
+    int64_t slice = td__now_ns() + TD__WAIT_SLICE_NS;
+    st = td__wait_raw(world, sig, w->cmp, target, slice < deadline ? slice : deadline, &v);
+    if (st != TD_ERR_TIMEOUT || td__now_ns() >= deadline)
+      break;
+  }
+  if (st == TD_OK)
+    return TD_OK;
   const td_task *t = &e->sched->tasks[task];
   char what[192];
-  snprintf(what, sizeof what, "task %u '%s' (signal %u '%s', launch %" PRIu64 ": %" PRIu64 " + %" PRIu64 ")",
-           task, t->label, w->signal, td_plan_signal_name(e->plan, w->signal), epoch, base, w->value);
-  return td__wait_u64(e->team, sig, w->cmp, target, what, NULL);
+  snprintf(what, sizeof what, "task %u '%s' (signal %u '%s', launch %" PRIu64 ")", task, t->label, w->signal,
+           td_plan_signal_name(e->plan, w->signal), epoch);
+  if (st == TD_ERR_PEER_FAILED)
+    return td__peer_failed_error(world, what);
+  v = atomic_load_explicit(sig, memory_order_acquire);
+  return td__error(TD_ERR_TIMEOUT, "rank %d: task %u '%s' timed out after %d ms waiting for signal %u '%s' "
+                   "(launch %" PRIu64 "): expected %s %" PRIu64 " (%" PRIu64 " + %" PRIu64 "), observed %" PRIu64
+                   " on rank %d's copy", e->rank, task, t->label, e->opts.timeout_ms, w->signal,
+                   td_plan_signal_name(e->plan, w->signal), epoch, td_cmp_name(w->cmp), target, base, w->value, v,
+                   e->rank);
 }
 
 static void td__mat(td__cpu_exec *cx, const td_view *v, td_tile_mat *m) {
@@ -230,13 +251,7 @@ void *td__cpu_worker_main(void *arg) {
 
 td_status td__cpu_run(td_exec *e) {
   td__cpu_exec *cx = e->impl;
-  if (!e->opts.skip_launch_barrier) {
-    td_status st = td_team_barrier(e->team);
-    if (st != TD_OK) {
-      td__error_prefix("td_exec_run: rank %d: launch %" PRIu64 " barrier: ", e->rank, e->epoch);
-      return st;
-    }
-  }
+  /* The launch barrier is exec.c's readiness exchange (td__agree). */
   td__tile_cpu_blas_single_thread();
   pthread_mutex_lock(&cx->mu);
   for (int q = 0; q < TD__CPU_QUEUES; q++)

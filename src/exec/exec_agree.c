@@ -1,0 +1,186 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Verdict exchange of the executor's collective calls (executor layer).
+ *
+ * Every collective entry point of an executor (create, run, trace_write,
+ * destroy) starts with one round of this exchange: each rank posts which
+ * call it is in, whether it can go on (its status and message) and, at
+ * create, its plan's fingerprint, and waits until every rank posted the same
+ * round. So a rank that cannot go on (bad argument, unbound buffer, file not
+ * written, different plan) still takes part, and every rank fails at once
+ * with a message naming that rank and its reason, instead of one rank
+ * skipping the call and its peers waiting for their deadline. The round also
+ * acts as a barrier.
+ *
+ * Layout: a symmetric block of 2 x n slots of 256 bytes; round k uses row
+ * k % 2. A rank posts round k into row k % 2 of every peer only after it has
+ * read all of round k - 1, so no peer can be two rounds ahead and overwrite a
+ * slot still being read. A slot's payload is put first and its round word
+ * set last (release), so whoever sees the round sees the payload. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "exec/backend.h"
+#include "prim/prim_impl.h"
+#include "tdist/rma.h"
+#include "tdist/symm.h"
+
+typedef struct td__agree_slot {
+  uint64_t round; /* set last, with release */
+  int32_t op;     /* td__agree_op */
+  int32_t status; /* td_status of the posting rank */
+  uint64_t fingerprint;
+  char msg[232];
+} td__agree_slot;
+
+struct td__agree {
+  td_team *team;
+  int rank, n;
+  td__agree_slot *slots; /* symmetric: [2][n] */
+  uint64_t round;
+};
+
+static const char *td__agree_op_name(int op) {
+  static const char *names[] = {"td_exec_create", "td_exec_create (allocation)", "td_exec_create (workers)",
+                                "td_exec_run", "td_exec_trace_write", "td_exec_trace_write (file)",
+                                "td_exec_destroy"};
+  return op >= 0 && op < (int)(sizeof names / sizeof names[0]) ? names[op] : "an unknown call";
+}
+
+td_status td__agree_create(td_team *team, td__agree **out) {
+  td__agree *a = calloc(1, sizeof *a);
+  int n = td_team_size(team);
+  td_status st = a ? TD_OK : td__error(TD_ERR_NO_MEMORY, "td_exec_create: out of memory");
+  /* Joined even without memory for `a`, so that peers do not wait for us. */
+  void *blk = NULL;
+  td_status as = td_symm_alloc(team, 2 * (size_t)n * sizeof(td__agree_slot), 64, &blk);
+  if (as != TD_OK) {
+    free(a);
+    td__error_prefix("td_exec_create: rank %d: the executor's control block (%zu bytes): ", td_team_rank(team),
+                     2 * (size_t)n * sizeof(td__agree_slot));
+    return as;
+  }
+  if (st == TD_OK) {
+    memset(blk, 0, 2 * (size_t)n * sizeof(td__agree_slot));
+    a->team = team;
+    a->rank = td_team_rank(team);
+    a->n = n;
+    a->slots = blk;
+  }
+  /* No peer may post into our slots before they are zeroed. */
+  td_status bs = td_team_barrier(team);
+  if (st == TD_OK)
+    st = bs;
+  if (st != TD_OK) {
+    td_symm_free(team, blk);
+    free(a);
+    return st;
+  }
+  *out = a;
+  return TD_OK;
+}
+
+td_status td__agree_destroy(td__agree *a) {
+  if (!a)
+    return TD_OK;
+  td_status st = td_symm_free(a->team, a->slots);
+  free(a);
+  return st;
+}
+
+void td__agree_abandon(td__agree *a) { free(a); }
+
+/* Waits for peer p's post of `round`, until deadline_ns. */
+static td_status td__agree_wait(td__agree *a, const td__agree_slot *s, int p, int op, int64_t deadline_ns,
+                                int64_t timeout_ms) {
+  td_world *w = td_team_world(a->team);
+  uint64_t v = 0;
+  td_status st = td__wait_raw(w, (const _Atomic uint64_t *)&s->round, TD_CMP_GE, a->round, deadline_ns, &v);
+  if (st == TD_ERR_PEER_FAILED) {
+    char what[96];
+    snprintf(what, sizeof what, "%s (waiting for rank %d to join)", td__agree_op_name(op), p);
+    return td__peer_failed_error(w, what);
+  }
+  if (st == TD_ERR_TIMEOUT)
+    return td__error(TD_ERR_TIMEOUT, "%s: rank %d: rank %d did not join this collective call within %lld ms "
+                     "(call %" PRIu64 " of this executor); every rank must make the same executor calls in "
+                     "the same order", td__agree_op_name(op), a->rank, p, (long long)timeout_ms, a->round);
+  return TD_OK;
+}
+
+td_status td__agree_round(td__agree *a, int op, td_status mine, const char *msg, uint64_t fingerprint,
+                    int64_t timeout_ms, td__agree_result *res) {
+  char own[1024]; /* msg may be td_last_error()'s buffer, which td__error rewrites */
+  snprintf(own, sizeof own, "%s", mine != TD_OK && msg ? msg : "");
+  msg = own;
+  memset(res, 0, sizeof *res);
+  res->bad_rank = -1;
+  a->round++;
+  int row = (int)(a->round & 1);
+  td__agree_slot post;
+  memset(&post, 0, sizeof post);
+  post.op = op;
+  post.status = (int32_t)mine;
+  post.fingerprint = fingerprint;
+  snprintf(post.msg, sizeof post.msg, "%.231s", own);
+  td__agree_slot *my = &a->slots[(size_t)row * (size_t)a->n + (size_t)a->rank];
+  td_status st = TD_OK;
+  for (int p = 0; st == TD_OK && p < a->n; p++) {
+    st = td_putmem(a->team, (char *)my + sizeof post.round, (char *)&post + sizeof post.round,
+                   sizeof post - sizeof post.round, p);
+    if (st == TD_OK)
+      st = td_signal_op(a->team, &my->round, a->round, TD_SIGNAL_SET, p);
+  }
+  if (st != TD_OK)
+    return st;
+  int64_t deadline = td__now_ns() + timeout_ms * 1000000;
+  for (int p = 0; p < a->n; p++) {
+    const td__agree_slot *s = &a->slots[(size_t)row * (size_t)a->n + (size_t)p];
+    TD_CHECK(td__agree_wait(a, s, p, op, deadline, timeout_ms));
+  }
+  /* Everyone posted: the first rank in another call, else the first rank
+   * that failed, else the first fingerprint that differs from rank 0's. */
+  const td__agree_slot *row0 = &a->slots[(size_t)row * (size_t)a->n];
+  for (int p = 0; p < a->n; p++)
+    if (row0[p].op != op) {
+      res->bad_rank = p;
+      res->other_op = row0[p].op;
+      return td__error(TD_ERR_STATE, "%s: rank %d: rank %d is in %s at the same time; every rank must make the "
+                       "same executor calls in the same order", td__agree_op_name(op), a->rank, p,
+                       td__agree_op_name(row0[p].op));
+    }
+  if (mine != TD_OK) { /* this rank's own failure first: it is the one to fix here */
+    res->bad_rank = a->rank;
+    res->status = mine;
+    return td__error(mine, "%s", own);
+  }
+  for (int p = 0; p < a->n; p++)
+    if (row0[p].status != TD_OK) {
+      res->bad_rank = p;
+      res->status = (td_status)row0[p].status;
+      char text[sizeof row0[p].msg];
+      memcpy(text, row0[p].msg, sizeof text);
+      text[sizeof text - 1] = 0;
+      return td__error(TD_ERR_PEER_FAILED, "%s: rank %d: rank %d failed with %s: %s", td__agree_op_name(op),
+                       a->rank, p, td_status_name((td_status)row0[p].status), text);
+    }
+  for (int p = 1; p < a->n; p++)
+    if (row0[p].fingerprint != row0[0].fingerprint) {
+      res->bad_rank = p;
+      char others[256] = "";
+      size_t len = 0;
+      for (int q = p + 1; q < a->n && len < sizeof others - 16; q++)
+        if (row0[q].fingerprint != row0[0].fingerprint) {
+          int k = snprintf(others + len, sizeof others - len, " %d", q);
+          len += k > 0 ? (size_t)k : 0;
+        }
+      return td__error(TD_ERR_MISMATCH, "%s: rank %d: the ranks pass different plans: rank %d's plan "
+                       "(fingerprint 0x%016" PRIx64 ") differs from rank 0's (0x%016" PRIx64 ")%s%s; every "
+                       "rank must pass an equal plan (same buffers, signals and every rank's schedule)",
+                       td__agree_op_name(op), a->rank, p, row0[p].fingerprint, row0[0].fingerprint,
+                       len ? "; also ranks" : "", others);
+    }
+  return TD_OK;
+}
