@@ -15,6 +15,7 @@
  * a dump parses back to the identical plan. Strings are double-quoted with
  * \" \\ and \xHH escapes. Buffers, signals and each rank's tasks appear in
  * index order. The parsed plan is not validated. */
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -148,10 +149,11 @@ static td_status td__next(td__lexer *lx) {
         td__advance(lx);
         if (*lx->p == 'x' && lx->p[1] && lx->p[2]) {
           char hex[3] = {lx->p[1], lx->p[2], 0};
-          char *end;
-          ch = (int)strtol(hex, &end, 16);
-          if (*end || ch == 0)
-            return td__error(TD_ERR_PARSE, "plan text line %d:%d: bad escape \\x%s", lx->line, lx->col, hex);
+          /* exactly two hex digits: strtol alone would take "-1" or "+1" */
+          ch = isxdigit((unsigned char)hex[0]) && isxdigit((unsigned char)hex[1]) ? (int)strtol(hex, NULL, 16) : 0;
+          if (ch == 0)
+            return td__error(TD_ERR_PARSE, "plan text line %d:%d: bad escape \\x%s; allowed \\x01 to \\xff (two "
+                             "hex digits)", lx->line, lx->col, hex);
           td__advance(lx), td__advance(lx);
         } else if (*lx->p == '"' || *lx->p == '\\') {
           ch = (unsigned char)*lx->p;
@@ -169,8 +171,12 @@ static td_status td__next(td__lexer *lx) {
     td__advance(lx);
   } else {
     while (*lx->p && *lx->p != ' ' && *lx->p != '\t' && *lx->p != '\r' && *lx->p != '\n' && *lx->p != '#') {
-      if (n + 1 < sizeof lx->tok)
-        lx->tok[n++] = *lx->p;
+      if (n + 1 >= sizeof lx->tok) { /* never truncate silently: "000...07" would read as 0 */
+        lx->tok[n] = 0;
+        return td__error(TD_ERR_PARSE, "plan text line %d:%d: token longer than %zu characters", lx->tline,
+                         lx->tcol, sizeof lx->tok - 1);
+      }
+      lx->tok[n++] = *lx->p;
       td__advance(lx);
     }
   }
@@ -188,12 +194,25 @@ static td_status td__expect_word(td__lexer *lx, const char *word) {
   return TD_OK;
 }
 
+/* Whether tok is a plain decimal: digits, with a leading '-' only when
+ * `sign` (strtoll alone would also take "+1" and leading blanks). */
+static int td__decimal(const char *tok, int sign) {
+  if (sign && *tok == '-')
+    tok++;
+  if (!*tok)
+    return 0;
+  for (; *tok; tok++)
+    if (!isdigit((unsigned char)*tok))
+      return 0;
+  return 1;
+}
+
 static td_status td__int(td__lexer *lx, int64_t lo, int64_t hi, int64_t *out) {
   TD_CHECK(td__next(lx));
   errno = 0;
   char *end;
   long long v = strtoll(lx->tok, &end, 10);
-  if (lx->quoted || !lx->tok[0] || *end || errno || v < lo || v > hi) {
+  if (lx->quoted || !td__decimal(lx->tok, 1) || *end || errno || v < lo || v > hi) {
     char what[96];
     snprintf(what, sizeof what, "an integer from %" PRId64 " to %" PRId64, lo, hi);
     return td__perr(lx, what);
@@ -207,7 +226,7 @@ static td_status td__u64(td__lexer *lx, uint64_t *out) {
   errno = 0;
   char *end;
   unsigned long long v = strtoull(lx->tok, &end, 10);
-  if (lx->quoted || !lx->tok[0] || lx->tok[0] == '-' || *end || errno)
+  if (lx->quoted || !td__decimal(lx->tok, 0) || *end || errno)
     return td__perr(lx, "an unsigned 64-bit integer");
   *out = v;
   return TD_OK;
@@ -342,7 +361,7 @@ static td_status td__parse_lines(td__lexer *lx, td_plan **planp, td__task_lists 
   int64_t v;
   TD_CHECK(td__expect_word(lx, "tdist-plan"));
   TD_CHECK(td__next(lx));
-  if (lx->quoted || strtoll(lx->tok, NULL, 10) != TD_SCHEDULE_VERSION || !lx->tok[0])
+  if (lx->quoted || !td__decimal(lx->tok, 0) || strtoll(lx->tok, NULL, 10) != TD_SCHEDULE_VERSION)
     return td__error(TD_ERR_PARSE, "plan text line %d:%d: version '%s' is not supported; this build reads "
                      "version %d", lx->tline, lx->tcol, lx->tok, TD_SCHEDULE_VERSION);
   td__skip(lx, 0);
