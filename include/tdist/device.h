@@ -124,8 +124,11 @@ typedef enum td_dev_scope {
 
 /** What the first wait that passed its deadline saw. Lives in host-visible
  * memory (pinned, mapped for the GPU). `state` is 0 while nothing failed and
- * 2 once the record is complete. Offsets are bytes from the start of the
- * owner's symmetric heap; UINT64_MAX when the word was not in a heap. */
+ * 2 once the record is complete (TD_DEV_DIAG_BAD_PE, CPU: a call named a pe
+ * outside the team; owner = that pe, expected = n_pes). Offsets are bytes
+ * from the start of the owner's symmetric heap; UINT64_MAX when the word was
+ * not in a heap. */
+#define TD_DEV_DIAG_BAD_PE 3u
 typedef struct td_dev_diagnostic {
   uint32_t state;
   int32_t rank;      /* team rank that waited */
@@ -165,8 +168,14 @@ typedef struct td_dev_ctx {
  * Device API (declarations for reading; bodies in device/cpu.h, device/cuda.h).
  * pe is a team rank. dest (put) and src (get) are *this rank's* symmetric
  * addresses; the functions translate them to the peer's copy. bytes may be 0.
- * Arguments are not range-checked on the device (a bad pe or address is
- * undefined behaviour); the host calls that build contexts check theirs.
+ * On the GPU arguments are not range-checked (a bad pe or address is
+ * undefined behaviour) unless TD_DEV_CHECK_PE is defined before including
+ * this header: then a pe outside 0..n_pes-1 traps. On the CPU the check is
+ * always on and cheap: a put, get or signal with such a pe writes nothing and
+ * records the diagnostic (td_dev_cpu_bad_pe; td_dev_diagnostic_status gives
+ * TD_ERR_INVALID_ARG), td_dev_symm_at returns NULL, and a negative count to
+ * td_dev_wait_until_all* returns TD_ERR_INVALID_ARG. Addresses are not
+ * checked.
  *
  * int   td_dev_my_pe(const td_dev_ctx *ctx);
  * int   td_dev_n_pes(const td_dev_ctx *ctx);
@@ -240,6 +249,14 @@ td_status td_dev_cpu_wait(const td_dev_ctx *ctx, const uint64_t *word, td_cmp cm
 void td_dev_cpu_wake(const td_dev_ctx *ctx, int pe);
 /** Body of td_dev_barrier_all_block on the CPU. */
 td_status td_dev_cpu_barrier(const td_dev_ctx *ctx);
+/** Called by the CPU bodies of put/get/signal calls whose pe is outside
+ * 0..n_pes-1 (or not mapped): the call writes nothing, and this records the
+ * context's diagnostic (state TD_DEV_DIAG_BAD_PE, first failure only; owner
+ * = the bad pe) and sets the thread's last-error message naming `fn` and pe.
+ * td_dev_diagnostic_status() then reports TD_ERR_INVALID_ARG. */
+void td_dev_cpu_bad_pe(const td_dev_ctx *ctx, const char *fn, int pe);
+/** TD_ERR_INVALID_ARG for a negative count given to td_dev_wait_until_all*. */
+td_status td_dev_cpu_bad_count(const td_dev_ctx *ctx, int n);
 #endif
 
 #if !defined(__CUDACC_RTC__)

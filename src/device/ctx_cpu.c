@@ -155,3 +155,28 @@ td_status td_dev_cpu_barrier(const td_dev_ctx *ctx) {
   }
   return TD_OK;
 }
+
+void td_dev_cpu_bad_pe(const td_dev_ctx *ctx, const char *fn, int pe) {
+  td__error(TD_ERR_INVALID_ARG, "rank %d (worker %d): %s: pe %d is outside the team (0 to %d); nothing was "
+            "written", ctx->rank, (int)ctx->worker, fn, pe, ctx->n_pes - 1);
+  uint32_t unclaimed = 0;
+  if (ctx->diag_lock != NULL &&
+      __atomic_compare_exchange_n(ctx->diag_lock, &unclaimed, 1u, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+    td_dev_diagnostic *d = ctx->diag;
+    d->rank = ctx->rank;
+    d->owner = pe;
+    d->block = ctx->worker;
+    d->thread = 0;
+    d->cmp = 0;
+    d->offset = UINT64_MAX;
+    d->expected = (uint64_t)ctx->n_pes;
+    d->observed = 0;
+    d->waited_ns = 0;
+    __atomic_store_n(&d->state, TD_DEV_DIAG_BAD_PE, __ATOMIC_RELEASE);
+  }
+}
+
+td_status td_dev_cpu_bad_count(const td_dev_ctx *ctx, int n) {
+  return td__error(TD_ERR_INVALID_ARG, "rank %d: td_dev_wait_until_all: count %d is negative; allowed 0 or more "
+                   "signal words", ctx ? ctx->rank : -1, n);
+}

@@ -18,6 +18,10 @@ td_status td_dev_diagnostic_status(const td_dev_diagnostic *d) {
   /* The writer stores state last, after a system fence. */
   if (__atomic_load_n(&d->state, __ATOMIC_ACQUIRE) == 0)
     return TD_OK;
+  if (__atomic_load_n(&d->state, __ATOMIC_ACQUIRE) == TD_DEV_DIAG_BAD_PE)
+    return td__error(TD_ERR_INVALID_ARG, "rank %d (block %d): a device put, get or signal named pe %d, outside "
+                     "the team (0 to %d); it wrote nothing", (int)d->rank, (int)d->block, (int)d->owner,
+                     (int)d->expected - 1);
   char where[96];
   if (d->offset == UINT64_MAX)
     snprintf(where, sizeof where, "a word outside the symmetric heap");

@@ -19,6 +19,8 @@ TD_DEVICE int td_dev_my_pe(const td_dev_ctx *ctx) { return ctx->rank; }
 TD_DEVICE int td_dev_n_pes(const td_dev_ctx *ctx) { return ctx->n_pes; }
 
 TD_DEVICE void *td_dev_symm_at(const td_dev_ctx *ctx, const void *ptr, int pe) {
+  if (pe < 0 || pe >= ctx->n_pes) /* cheap on the CPU; see device.h */
+    return NULL;
   uintptr_t base = ctx->peer_base[pe];
   if (base == 0)
     return NULL;
@@ -60,13 +62,19 @@ TD_DEVICE void td_dev_quiet(const td_dev_ctx *ctx) {
 
 TD_DEVICE void td_dev_putmem(const td_dev_ctx *ctx, void *dest, const void *src, size_t bytes,
                              int pe) {
-  if (bytes)
-    memcpy(td_dev_symm_at(ctx, dest, pe), src, bytes);
+  void *to = td_dev_symm_at(ctx, dest, pe);
+  if (to == NULL)
+    td_dev_cpu_bad_pe(ctx, "td_dev_putmem", pe);
+  else if (bytes)
+    memcpy(to, src, bytes);
 }
 TD_DEVICE void td_dev_getmem(const td_dev_ctx *ctx, void *dest, const void *src, size_t bytes,
                              int pe) {
-  if (bytes)
-    memcpy(dest, td_dev_symm_at(ctx, src, pe), bytes);
+  const void *from = td_dev_symm_at(ctx, src, pe);
+  if (from == NULL)
+    td_dev_cpu_bad_pe(ctx, "td_dev_getmem", pe);
+  else if (bytes)
+    memcpy(dest, from, bytes);
 }
 TD_DEVICE void td_dev_putmem_warp(const td_dev_ctx *ctx, void *dest, const void *src,
                                   size_t bytes, int pe) {
@@ -114,6 +122,10 @@ TD_DEVICE void td_dev_getmem_nbi_block(const td_dev_ctx *ctx, void *dest, const 
 TD_DEVICE void td_dev_signal_op(const td_dev_ctx *ctx, uint64_t *sig, uint64_t value,
                                 td_sigop op, int pe) {
   uint64_t *p = (uint64_t *)td_dev_symm_at(ctx, sig, pe);
+  if (p == NULL) {
+    td_dev_cpu_bad_pe(ctx, "td_dev_signal_op", pe);
+    return;
+  }
   if (op == TD_SIGNAL_ADD)
     __atomic_fetch_add(p, value, __ATOMIC_RELEASE);
   else
@@ -181,6 +193,8 @@ TD_DEVICE td_status td_dev_signal_wait_until_block(const td_dev_ctx *ctx, uint64
 TD_DEVICE td_status td_dev_wait_until_all(const td_dev_ctx *ctx, uint64_t *sigs, int n,
                                           td_cmp cmp, uint64_t value, td_dev_scope scope) {
   (void)scope;
+  if (n < 0)
+    return td_dev_cpu_bad_count(ctx, n);
   for (int i = 0; i < n; i++) {
     td_status st = td_dev_signal_wait_until(ctx, &sigs[i], cmp, value);
     if (st != TD_OK)

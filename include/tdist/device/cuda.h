@@ -24,6 +24,10 @@ TD_DEVICE int td_dev_my_pe(const td_dev_ctx *ctx) { return ctx->rank; }
 TD_DEVICE int td_dev_n_pes(const td_dev_ctx *ctx) { return ctx->n_pes; }
 
 TD_DEVICE void *td_dev_symm_at(const td_dev_ctx *ctx, const void *ptr, int pe) {
+#ifdef TD_DEV_CHECK_PE /* debug builds: a bad pe traps instead of writing anywhere */
+  if (pe < 0 || pe >= ctx->n_pes)
+    __trap();
+#endif
   uintptr_t base = ctx->peer_base[pe];
   if (base == 0)
     return 0;
