@@ -202,8 +202,10 @@ static void td__describe_addr(const td_world *w, const void *addr, char *buf, si
     size_t off = (size_t)(p - w->heaps);
     int owner = (int)(off / w->heap_stride);
     snprintf(buf, cap, "owned by rank %d at heap offset %zu", owner, off % w->heap_stride);
-  } else {
+  } else if (p >= (const char *)w->region.base && p < w->heaps) {
     snprintf(buf, cap, "in the control area");
+  } else {
+    snprintf(buf, cap, "at address %p (not in the symmetric heap)", addr);
   }
 }
 
