@@ -18,6 +18,7 @@
 
 td_status td__barrier(td_team *t, int64_t deadline_ns, const char *what) {
   td_world *w = t->world;
+  TD_CHECK(td__team_usable(t, what));
   if (t->size == 1)
     return TD_OK;
   uint64_t epoch = ++t->bar_epoch;
@@ -29,16 +30,18 @@ td_status td__barrier(td_team *t, int64_t deadline_ns, const char *what) {
     atomic_store_explicit(&w->ranks[to].bar[t->index][k], epoch, memory_order_release);
     td__wake_world_rank(w, to);
     uint64_t seen = 0;
-    td_status st = td__wait_raw(w, &mine[k], TD_CMP_GE, epoch, deadline_ns, &seen);
+    td_status st = td__team_wait(t, &mine[k], TD_CMP_GE, epoch, deadline_ns, &seen, what);
+    if (st == TD_ERR_MISMATCH)
+      return td__team_break(t, st);
     if (st == TD_ERR_PEER_FAILED)
-      return td__peer_failed_error(w, what);
+      return td__team_break(t, td__peer_failed_error(w, what));
     if (st != TD_OK) {
       int from = (t->rank - dist + t->size) % t->size;
-      return td__error(TD_ERR_TIMEOUT,
+      return td__team_break(t, td__error(TD_ERR_TIMEOUT,
                        "rank %d: %s timed out after %d ms: team of %d ranks (this is team rank %d), "
                        "round %d waited for team rank %d (world rank %d) to arrive at barrier epoch %" PRIu64
                        "; last observed epoch %" PRIu64,
-                       w->rank, what, w->timeout_ms, t->size, t->rank, k, from, t->members[from], epoch, seen);
+                       w->rank, what, w->timeout_ms, t->size, t->rank, k, from, t->members[from], epoch, seen));
     }
   }
   return TD_OK;
@@ -62,6 +65,7 @@ td_status td_quiet(td_team *team) {
 td_status td_team_sync(td_team *team) {
   if (!team)
     return td__error(TD_ERR_INVALID_ARG, "td_team_sync: team is NULL");
+  td__team_call(team, TD__OP_TEAM_SYNC);
   return td__barrier(team, td__deadline_ns(team->world), "td_team_sync");
 }
 
@@ -69,6 +73,7 @@ td_status td_team_barrier(td_team *team) {
   if (!team)
     return td__error(TD_ERR_INVALID_ARG, "td_team_barrier: team is NULL");
   atomic_thread_fence(memory_order_seq_cst);
+  td__team_call(team, TD__OP_TEAM_BARRIER);
   return td__barrier(team, td__deadline_ns(team->world), "td_team_barrier");
 }
 
@@ -76,5 +81,6 @@ td_status td_barrier_all(td_world *world) {
   if (!world)
     return td__error(TD_ERR_INVALID_ARG, "td_barrier_all: world is NULL");
   atomic_thread_fence(memory_order_seq_cst);
+  td__team_call(world->team, TD__OP_BARRIER_ALL);
   return td__barrier(world->team, td__deadline_ns(world), "td_barrier_all");
 }

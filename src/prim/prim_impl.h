@@ -49,6 +49,7 @@ typedef struct td__rank_ctl {
   _Atomic uint32_t sleepers;              /* >0 while this rank sleeps on the doorbell */
   _Atomic uint32_t left;                  /* 1 after td_world_finalize: not a failure when its pid goes */
   _Alignas(64) _Atomic uint64_t post_tag; /* team uid << 40 | operation << 32 | call number */
+  _Atomic uint64_t doing; /* last team call entered: td__doing_word(); only this rank writes it */
   uint64_t post[TD__POST_WORDS];
   _Alignas(64) _Atomic uint64_t bar[TD__MAX_TEAMS][TD__BAR_ROUNDS]; /* epochs received per round */
   uint32_t nblocks;
@@ -63,6 +64,10 @@ struct td_team {
   int *members;      /* world rank of each team rank */
   uint64_t coll_seq; /* collective calls made on this team */
   uint64_t bar_epoch;
+  uint64_t calls;    /* team calls of the primitives layer (barriers, alloc, free, split, destroy) */
+  int call_kind;     /* TD__OP_* of the call in progress */
+  td_status broken;  /* TD_OK, or why the team is unusable: a timeout, peer failure or call mismatch */
+  char broken_why[384];
   void *slots[TD__SLOT_COUNT];
   void (*dtors[TD__SLOT_COUNT])(void *);
 };
@@ -116,7 +121,31 @@ td_status td__barrier(td_team *t, int64_t deadline_ns, const char *what);
 /* team.c: leader-free collective exchange. Post words, wait until every member
  * posted this call; read td__team_posted(); then td__team_gather_end (a
  * barrier) before returning, so nobody overwrites a post still being read. */
-enum { TD__OP_ALLOC = 1, TD__OP_FREE = 2, TD__OP_SPLIT_STRIDED = 3, TD__OP_SPLIT = 4 };
+enum {
+  TD__OP_ALLOC = 1,
+  TD__OP_FREE = 2,
+  TD__OP_SPLIT_STRIDED = 3,
+  TD__OP_SPLIT = 4,
+  TD__OP_BARRIER_ALL = 5,
+  TD__OP_TEAM_SYNC = 6,
+  TD__OP_TEAM_BARRIER = 7,
+  TD__OP_TEAM_DESTROY = 8,
+};
+const char *td__op_name(uint64_t op);
+/* Starts team call `op`: counts it and publishes (team, call number, op) in
+ * this rank's `doing` word, so a member waiting in another call with the same
+ * number can tell the ranks called different things. Nested parts of a call
+ * (the barrier closing an exchange) do not start a call. */
+void td__team_call(td_team *t, int op);
+/* TD_OK, or the error of a team found broken earlier (message names the cause). */
+td_status td__team_usable(td_team *t, const char *what);
+/* Records that the team is broken by `st` (a timeout, peer failure or call
+ * mismatch) with the current message as the reason; returns st. */
+td_status td__team_break(td_team *t, td_status st);
+/* Waits like td__wait_raw, but also fails with TD_ERR_MISMATCH (message set)
+ * when a member is in a different team call with the same call number. */
+td_status td__team_wait(td_team *t, const _Atomic uint64_t *addr, td_cmp cmp, uint64_t value, int64_t deadline_ns,
+                        uint64_t *observed, const char *what);
 td_status td__team_gather(td_team *t, int op, const uint64_t words[TD__POST_WORDS], int64_t deadline_ns,
                           const char *what);
 const uint64_t *td__team_posted(const td_team *t, int team_rank);

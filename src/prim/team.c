@@ -55,15 +55,95 @@ void td__team_run_dtors(td_team *t) {
   }
 }
 
-static const char *td__op_name(uint64_t op) {
+const char *td__op_name(uint64_t op) {
   static const char *const names[] = {"?", "td_symm_alloc", "td_symm_free", "td_team_split_strided",
-                                      "td_team_split"};
+                                      "td_team_split", "td_barrier_all", "td_team_sync", "td_team_barrier",
+                                      "td_team_destroy"};
   return op < sizeof names / sizeof names[0] ? names[op] : "?";
+}
+
+/* (team uid, call number, op) as published in td__rank_ctl.doing. */
+static uint64_t td__doing_word(uint64_t uid, uint64_t call, int op) {
+  return ((uid & 0xffffff) << 40) | ((call & 0xffffffff) << 8) | (uint64_t)(op & 0xff);
+}
+
+void td__team_call(td_team *t, int op) {
+  if (t->broken != TD_OK)
+    return; /* the call fails at once; keep showing peers the call that broke the team */
+  t->calls++;
+  t->call_kind = op;
+  atomic_store_explicit(&t->world->ranks[t->world->rank].doing, td__doing_word(t->uid, t->calls, op),
+                        memory_order_release);
+}
+
+td_status td__team_usable(td_team *t, const char *what) {
+  if (t->broken == TD_OK)
+    return TD_OK;
+  return td__error(t->broken == TD_ERR_PEER_FAILED ? TD_ERR_PEER_FAILED : TD_ERR_STATE,
+                   "rank %d: %s: the team of %d ranks is broken since an earlier call on it failed, so no "
+                   "collective call on it can complete; destroy it (or finalize the world). That failure: %s",
+                   t->world->rank, what, t->size, t->broken_why);
+}
+
+td_status td__team_break(td_team *t, td_status st) {
+  if (t->broken == TD_OK && (st == TD_ERR_TIMEOUT || st == TD_ERR_PEER_FAILED || st == TD_ERR_MISMATCH)) {
+    t->broken = st;
+    snprintf(t->broken_why, sizeof t->broken_why, "%s", td_last_error());
+  }
+  return st;
+}
+
+/* Whether a member is in another call with this call's number: the ranks
+ * called different things, and each waits for something the other never does. */
+static int td__team_mismatch(td_team *t, const char *what) {
+  td_world *w = t->world;
+  uint64_t mine = td__doing_word(t->uid, t->calls, t->call_kind);
+  int other = -1;
+  for (int i = 0; i < t->size && other < 0; i++) {
+    uint64_t d = atomic_load_explicit(&w->ranks[t->members[i]].doing, memory_order_acquire);
+    if (i != t->rank && (d >> 8) == (mine >> 8) && d != mine)
+      other = i;
+  }
+  if (other < 0)
+    return 0;
+  char list[640];
+  size_t len = 0;
+  list[0] = '\0';
+  for (int i = 0; i < t->size && len + 96 < sizeof list; i++) {
+    uint64_t d = atomic_load_explicit(&w->ranks[t->members[i]].doing, memory_order_acquire);
+    if ((d >> 8) == (mine >> 8))
+      len += (size_t)snprintf(list + len, sizeof list - len, "%steam rank %d called %s", len ? ", " : "", i,
+                              td__op_name(d & 0xff));
+    else
+      len += (size_t)snprintf(list + len, sizeof list - len, "%steam rank %d is not at this call", len ? ", " : "",
+                              i);
+  }
+  td__error(TD_ERR_MISMATCH,
+            "rank %d: %s: the ranks of the team of %d made different collective calls as call %llu on it (%s); "
+            "every rank must make the same calls in the same order (a collective's first call on a team makes "
+            "td_symm_alloc and td_team_sync itself)",
+            w->rank, what, t->size, (unsigned long long)t->calls, list);
+  return 1;
+}
+
+td_status td__team_wait(td_team *t, const _Atomic uint64_t *addr, td_cmp cmp, uint64_t value, int64_t deadline_ns,
+                        uint64_t *observed, const char *what) {
+  enum { SLICE_NS = 20000000 }; /* how often a waiting member looks for a mismatched call */
+  for (;;) {
+    int64_t now = td__now_ns(), slice = now + SLICE_NS < deadline_ns ? now + SLICE_NS : deadline_ns;
+    td_status st = td__wait_raw(t->world, addr, cmp, value, slice, observed);
+    if (st != TD_ERR_TIMEOUT || slice >= deadline_ns)
+      return st;
+    if (td__team_mismatch(t, what))
+      return TD_ERR_MISMATCH;
+  }
 }
 
 td_status td__team_gather(td_team *t, int op, const uint64_t words[TD__POST_WORDS], int64_t deadline_ns,
                           const char *what) {
   td_world *w = t->world;
+  TD_CHECK(td__team_usable(t, what));
+  td__team_call(t, op);
   td__rank_ctl *me = &w->ranks[w->rank];
   uint64_t tag = (t->uid << 40) | ((uint64_t)op << 32) | (++t->coll_seq & UINT32_MAX);
   memcpy(me->post, words, sizeof me->post);
@@ -74,9 +154,11 @@ td_status td__team_gather(td_team *t, int op, const uint64_t words[TD__POST_WORD
   for (int i = 0; i < t->size; i++) {
     if (i == t->rank)
       continue;
-    td_status st = td__wait_raw(w, &w->ranks[t->members[i]].post_tag, TD_CMP_EQ, tag, deadline_ns, NULL);
+    td_status st = td__team_wait(t, &w->ranks[t->members[i]].post_tag, TD_CMP_EQ, tag, deadline_ns, NULL, what);
+    if (st == TD_ERR_MISMATCH)
+      return td__team_break(t, st);
     if (st == TD_ERR_PEER_FAILED)
-      return td__peer_failed_error(w, what);
+      return td__team_break(t, td__peer_failed_error(w, what));
     if (st != TD_OK) {
       char missing[640];
       size_t len = 0;
@@ -92,10 +174,11 @@ td_status td__team_gather(td_team *t, int op, const uint64_t words[TD__POST_WORD
           len += (size_t)snprintf(missing + len, sizeof missing - len, " which called %s instead",
                                   td__op_name((other >> 32) & 0xff));
       }
-      return td__error(TD_ERR_TIMEOUT,
-                       "rank %d: %s timed out after %d ms: every member of the team of %d ranks must call it; "
-                       "never arrived: %s",
-                       w->rank, what, w->timeout_ms, t->size, missing);
+      td__error(TD_ERR_TIMEOUT,
+                "rank %d: %s timed out after %d ms: every member of the team of %d ranks must call it; "
+                "never arrived: %s",
+                w->rank, what, w->timeout_ms, t->size, missing);
+      return td__team_break(t, TD_ERR_TIMEOUT);
     }
   }
   return TD_OK;
@@ -304,7 +387,11 @@ td_status td_team_destroy(td_team *team) {
   if (!team || team == team->world->team)
     return TD_OK;
   td__team_run_dtors(team);
-  td_status st = td__barrier(team, td__deadline_ns(team->world), "td_team_destroy");
+  td_status st = td__team_usable(team, "td_team_destroy");
+  if (st == TD_OK) {
+    td__team_call(team, TD__OP_TEAM_DESTROY);
+    st = td__barrier(team, td__deadline_ns(team->world), "td_team_destroy");
+  }
   td__symm_release_team(team);
   td__team_free(team);
   return st;

@@ -215,17 +215,18 @@ td_status td__wait_u64(td_team *team, const _Atomic uint64_t *addr, td_cmp cmp, 
   if ((unsigned)cmp > TD_CMP_LE)
     return td__error(TD_ERR_INVALID_ARG, "rank %d: wait on %s: comparison %d is not a td_cmp (0..5)", w->rank,
                      what, (int)cmp);
+  TD_CHECK(td__team_usable(team, what));
   uint64_t v = 0;
   td_status st = td__wait_raw(w, addr, cmp, value, td__deadline_ns(w), &v);
   if (st == TD_ERR_PEER_FAILED)
-    return td__peer_failed_error(w, what);
+    return td__team_break(team, td__peer_failed_error(w, what));
   if (st == TD_ERR_TIMEOUT) {
     char where[96];
     td__describe_addr(w, addr, where, sizeof where);
-    return td__error(TD_ERR_TIMEOUT,
+    return td__team_break(team, td__error(TD_ERR_TIMEOUT,
                      "rank %d: timed out after %d ms waiting for %s: signal %s, until value %s %" PRIu64
                      "; last observed %" PRIu64,
-                     w->rank, w->timeout_ms, what, where, td_cmp_name(cmp), value, v);
+                     w->rank, w->timeout_ms, what, where, td_cmp_name(cmp), value, v));
   }
   if (observed)
     *observed = v;
