@@ -27,7 +27,10 @@ td_status td_all_to_all(td_team *team, void *dst, const void *src, size_t count,
   td_status st = td__coll_check_dtype(name, dtype);
   size_t es = td_dtype_size(dtype), b = count * es, total = b * (size_t)n;
   if (st == TD_OK && es && count > SIZE_MAX / es / (size_t)n)
-    st = td__error(TD_ERR_INVALID_ARG, "%s: count %zu times %d ranks overflows", name, count, n);
+    st = td__error(TD_ERR_INVALID_ARG,
+                   "%s: count %zu of %s (%zu bytes each) times %d ranks overflows the address space; at most "
+                   "%zu elements per rank",
+                   name, count, td_dtype_name(dtype), es, n, SIZE_MAX / es / (size_t)n);
   if (st == TD_OK)
     st = td__coll_check_buf(name, "src", src, total);
   if (st == TD_OK)
@@ -115,7 +118,10 @@ static td_status td__a2av_check(td_team *team, const char *name, int n, const si
   for (int p = 0; p < n; p++) {
     if (sd[p] > SIZE_MAX / es || sc[p] > SIZE_MAX / es - sd[p] || rd[p] > SIZE_MAX / es ||
         rc[p] > SIZE_MAX / es - rd[p])
-      return td__error(TD_ERR_INVALID_ARG, "%s: counts and displacements for rank %d overflow", name, p);
+      return td__error(TD_ERR_INVALID_ARG,
+                       "%s: counts and displacements for rank %d overflow the address space (count + "
+                       "displacement at most %zu elements of %s)",
+                       name, p, SIZE_MAX / es, td_dtype_name(dtype));
     if (sc[p] && (sd[p] + sc[p]) * es > smax)
       smax = (sd[p] + sc[p]) * es;
     if (rc[p] && (rd[p] + rc[p]) * es > rmax)

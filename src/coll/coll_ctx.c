@@ -279,11 +279,17 @@ td_status td__coll_begin(td__coll *c, const char *name, const td__coll_pub *pub,
     bad[4] |= (check & TD__CHECK_ROOT) && s->root != mine->root;
   }
   char buf[1024];
-  if (bad_args >= 0)
+  if (bad_args >= 0) {
+    /* The failing rank's verdict travels in its slot's inline data (NUL-terminated). */
+    const td__coll_slot *s = td__coll_peer_slot(c, bad_args);
+    char verdict[TD__COLL_INLINE];
+    memcpy(verdict, s->data, sizeof verdict);
+    verdict[sizeof verdict - 1] = '\0';
     return td__error(TD_ERR_MISMATCH,
-                     "%s: rank %d's arguments failed its own checks (its error says which), so every "
-                     "rank of the team fails this call",
-                     name, bad_args);
+                     "%s: rank %d's arguments failed its own checks, so every rank of the team fails this call; "
+                     "its error: %s",
+                     name, bad_args, verdict[0] ? verdict : "(not given)");
+  }
   static const char *const what[5] = {"made different collective calls", "passed different counts",
                                       "passed different dtypes", "passed different reduction ops",
                                       "passed different roots"};
@@ -304,6 +310,12 @@ td_status td__coll_bad_args(td_team *team, td_status st) {
   td__coll *c = NULL;
   if (team && td__coll_get(team, &c) == TD_OK) {
     td__coll_pub pub = {.kind = TD__COLL_BAD_ARGS, .loc = TD__COLL_LOC_NONE};
+    char verdict[TD__COLL_INLINE];
+    size_t len = strnlen(saved, sizeof verdict - 1); /* peers quote it, cut to the slot's inline bytes */
+    memcpy(verdict, saved, len);
+    verdict[len] = '\0';
+    pub.inline_data = verdict;
+    pub.inline_bytes = strlen(verdict) + 1;
     (void)td__coll_publish_wait(c, &pub);
   }
   return td__error(st, "%s", saved);

@@ -47,7 +47,10 @@ td_status td_all_gather(td_team *team, void *dst, const void *src, size_t count,
   td_status st = td__coll_check_dtype(name, dtype);
   size_t es = td_dtype_size(dtype), bytes = count * es;
   if (st == TD_OK && es && count > SIZE_MAX / es / (size_t)n)
-    st = td__error(TD_ERR_INVALID_ARG, "%s: count %zu times %d ranks overflows", name, count, n);
+    st = td__error(TD_ERR_INVALID_ARG,
+                   "%s: count %zu of %s (%zu bytes each) times %d ranks overflows the address space; at most "
+                   "%zu elements per rank",
+                   name, count, td_dtype_name(dtype), es, n, SIZE_MAX / es / (size_t)n);
   if (st == TD_OK)
     st = td__coll_check_buf(name, "src", src, bytes);
   if (st == TD_OK)
@@ -121,7 +124,9 @@ td_status td_broadcast(td_team *team, void *dst, const void *src, size_t count, 
   td_status st = td__coll_check_dtype(name, dtype);
   size_t es = td_dtype_size(dtype), bytes = count * es;
   if (st == TD_OK && es && count > SIZE_MAX / es)
-    st = td__error(TD_ERR_INVALID_ARG, "%s: count %zu overflows", name, count);
+    st = td__error(TD_ERR_INVALID_ARG,
+                   "%s: count %zu of %s (%zu bytes each) overflows the address space; at most %zu elements",
+                   name, count, td_dtype_name(dtype), es, SIZE_MAX / es);
   if (st == TD_OK && (root < 0 || root >= n))
     st = td__error(TD_ERR_INVALID_ARG, "%s: root %d is not a rank of the team (0..%d)", name, root,
                    n - 1);

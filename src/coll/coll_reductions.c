@@ -40,7 +40,9 @@ td_status td_reduce_scatter(td_team *team, void *dst, const void *src, size_t co
   td_status st = td__coll_check_op(name, dtype, op);
   size_t es = td_dtype_size(dtype), bytes = count * es, off_r = 0, len_r = 0;
   if (st == TD_OK && es && count > SIZE_MAX / es)
-    st = td__error(TD_ERR_INVALID_ARG, "%s: count %zu overflows", name, count);
+    st = td__error(TD_ERR_INVALID_ARG,
+                   "%s: count %zu of %s (%zu bytes each) overflows the address space; at most %zu elements",
+                   name, count, td_dtype_name(dtype), es, SIZE_MAX / es);
   td_chunk_range(count, n, r, &off_r, &len_r);
   if (st == TD_OK)
     st = td__coll_check_buf(name, "src", src, bytes);
@@ -137,7 +139,9 @@ td_status td_all_reduce(td_team *team, void *dst, const void *src, size_t count,
   td_status st = td__coll_check_op(name, dtype, op);
   size_t es = td_dtype_size(dtype), bytes = count * es;
   if (st == TD_OK && es && count > SIZE_MAX / es)
-    st = td__error(TD_ERR_INVALID_ARG, "%s: count %zu overflows", name, count);
+    st = td__error(TD_ERR_INVALID_ARG,
+                   "%s: count %zu of %s (%zu bytes each) overflows the address space; at most %zu elements",
+                   name, count, td_dtype_name(dtype), es, SIZE_MAX / es);
   if (st == TD_OK)
     st = td__coll_check_buf(name, "src", src, bytes);
   if (st == TD_OK)

@@ -91,7 +91,12 @@ static td_status args_rank(td_world *w, int r, void *arg) {
   TD_CHECK(expect_err(td_all_reduce(t, NULL, a, 4, TD_F32, TD_SUM), TD_ERR_INVALID_ARG, "dst is NULL", NULL));
   TD_CHECK(expect_err(td_all_gather(t, b, NULL, 4, TD_F32), TD_ERR_INVALID_ARG, "src is NULL", NULL));
   TD_CHECK(expect_err(td_all_gather(t, a + 1, a, 4, TD_F32), TD_ERR_INVALID_ARG, "overlap", NULL));
-  TD_CHECK(expect_err(td_all_gather(t, b, a, SIZE_MAX / 2, TD_F32), TD_ERR_INVALID_ARG, "overflows", NULL));
+  TD_CHECK(expect_err(td_all_gather(t, b, a, SIZE_MAX / 2, TD_F32), TD_ERR_INVALID_ARG, "overflows",
+                      "elements per rank"));
+  char limit[64]; /* an overflowing count names the largest allowed */
+  snprintf(limit, sizeof limit, "at most %zu elements", SIZE_MAX / 4);
+  TD_CHECK(expect_err(td_all_reduce(t, b, a, SIZE_MAX / 2, TD_F32, TD_SUM), TD_ERR_INVALID_ARG,
+                      "count 9223372036854775807 of f32 (4 bytes each) overflows", limit));
   TD_CHECK(expect_err(td_broadcast(t, b, a, 4, TD_F32, 1), TD_ERR_INVALID_ARG, "root 1 is not a rank", NULL));
   TD_CHECK(expect_err(td_broadcast(t, NULL, a, 4, TD_F32, 0), TD_ERR_INVALID_ARG, "dst is NULL", NULL));
   TD_CHECK(expect_err(td_all_to_all(t, a + 2, a, 4, TD_F32), TD_ERR_INVALID_ARG, "overlap", NULL));
@@ -101,7 +106,8 @@ static td_status args_rank(td_world *w, int r, void *arg) {
                       "recv_counts is NULL", NULL));
   TD_CHECK(expect_err(td_all_to_allv(t, b, c1, d0, NULL, c1, d0, TD_F32), TD_ERR_INVALID_ARG, "src is NULL", NULL));
   size_t huge[1] = {SIZE_MAX / 2};
-  TD_CHECK(expect_err(td_all_to_allv(t, b, c1, d0, a, huge, d0, TD_F32), TD_ERR_INVALID_ARG, "overflow", NULL));
+  TD_CHECK(expect_err(td_all_to_allv(t, b, c1, d0, a, huge, d0, TD_F32), TD_ERR_INVALID_ARG, "overflow",
+                      "displacement at most"));
   /* count 0 with NULL buffers is fine everywhere */
   TD_CHECK(td_all_reduce(t, NULL, NULL, 0, TD_F32, TD_SUM));
   TD_CHECK(td_all_gather(t, NULL, NULL, 0, TD_F32));

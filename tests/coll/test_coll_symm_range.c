@@ -28,7 +28,7 @@ static td_status expect_one(td_status st, int r, int bad, const char *a) {
     return expect(st, TD_ERR_INVALID_ARG, a, "runs past the end of its symmetric block");
   char who[64];
   snprintf(who, sizeof who, "rank %d's arguments failed its own checks", bad);
-  return expect(st, TD_ERR_MISMATCH, who, NULL);
+  return expect(st, TD_ERR_MISMATCH, who, "its error: "); /* the verdict travels with the call */
 }
 
 static td_status still_works(td_team *t) {
@@ -57,6 +57,9 @@ static td_status range_rank(td_world *w, int r, void *arg) {
   snprintf(need, sizeof need, "needs %zu bytes", (size_t)BIG * sizeof(float) * (size_t)n);
   /* The tester's case: a 64-byte symmetric dst for 1000 floats per rank, on rank 1 only, then on all. */
   TD_CHECK(expect_one(td_all_gather(t, r == 1 ? x : out, big, BIG, TD_F32), r, 1, "td_all_gather: dst="));
+  if (r != 1) /* peers quote rank 1's own verdict */
+    TD_CHECK(expect(TD_ERR_MISMATCH, TD_ERR_MISMATCH, "its error: rank 1: td_all_gather: dst=",
+                    "runs past the end of its symmetric block (64 bytes"));
   TD_CHECK(expect_one(td_all_gather(t, x, big, BIG, TD_F32), r, -1, need));
   TD_CHECK(expect_one(td_all_gather(t, out, x, BIG, TD_F32), r, -1, "td_all_gather: src="));
   TD_CHECK(still_works(t));
