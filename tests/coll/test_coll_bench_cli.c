@@ -49,6 +49,14 @@ static void test_option_errors(void **state) {
   expect_usage_error("bench coll --iters -1", "--iters -1: give a positive count");
   expect_usage_error("bench coll --repeat 0", "--repeat 0: give 1..100");
   expect_usage_error("bench coll --frobnicate", "unknown or incomplete option '--frobnicate'");
+  /* An output file that cannot be written is refused before anything runs. */
+  expect_usage_error("bench coll --no-mpi --json /nonexistent-dir/x.json",
+                     "tdist bench coll: --json /nonexistent-dir/x.json cannot be written: No such file or directory");
+  expect_usage_error("bench exec --json /nonexistent-dir/x.json", "tdist bench exec: --json /nonexistent-dir/x.json");
+  expect_usage_error("bench all_reduce --json /nonexistent-dir/x.json", "tdist bench: --json /nonexistent-dir/x.json");
+  static char out[1 << 16];
+  assert_int_equal(run("bench coll --no-mpi --json /nonexistent-dir/x.json", out, sizeof out), 2);
+  assert_null(strstr(out, "all_gather")); /* no benchmark row was printed */
 }
 
 static void test_tiny_run_json(void **state) {

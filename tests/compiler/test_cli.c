@@ -78,8 +78,9 @@ static void test_run_errors(void **state) {
   expect("run small.td --ranks 2 --dims M=abc", 2, "tdist run: --dims M=abc: value is not an integer");
   expect("run small.td --ranks 4 --dims F=3", 1, "the contraction dim (3) is split over 4 ranks");
   expect("run bad.td --ranks 2", 1, "tdist run: bad.td:2:19: expected ']' after the shape (2-D at most), found ','");
-  expect("run small.td --ranks 1 --iters 1 --rounds 1 --json /nonexistent/dir/r.json", 1,
-         "tdist run: cannot write JSON to '/nonexistent/dir/r.json'");
+  /* An output that cannot be written is refused before the run (usage error). */
+  expect("run small.td --ranks 1 --iters 1 --rounds 1 --json /nonexistent/dir/r.json", 2,
+         "tdist run: --json /nonexistent/dir/r.json cannot be written");
   expect("run --help", 0, "usage: tdist run PROGRAM.td --ranks N [options]");
 }
 

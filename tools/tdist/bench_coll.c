@@ -24,6 +24,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "out_check.h"
 #include "bench.h"
 #include "tdist/tdist.h"
 
@@ -511,6 +512,8 @@ int td_bench_coll(int argc, char **argv) {
     return p > 0 ? 0 : 2;
   if (worker)
     return bc_worker(&o);
+  if (td_cli_check_output("tdist bench coll", "--json", o.json))
+    return 2;
   static bc_row rows[BC_MAX_OPS][BC_MAX_ROWS];
   int nrows[BC_MAX_OPS] = {0};
   fflush(stdout);

@@ -24,6 +24,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "out_check.h"
 #include "bench.h"
 #include "tdist/tdist.h"
 
@@ -309,6 +310,8 @@ int td_bench_exec(int argc, char **argv) {
   int rc = be_parse(argc, argv, &s.o);
   if (rc)
     return rc == 1 ? 0 : rc;
+  if (td_cli_check_output("tdist bench exec", "--json", s.o.json))
+    return 2;
   const be_opts *o = &s.o;
   if (o->micro)
     return be_micro_main(o);

@@ -20,6 +20,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "out_check.h"
 #include "bench.h"
 #include "bench_ops.h"
 
@@ -489,6 +490,8 @@ static int bo_main(td_tp_kind kind, int argc, char **argv) {
     return 2;
   }
 #endif
+  if (td_cli_check_output("tdist bench", "--json", o.json))
+    return 2;
   bo_shape shapes[BO_MAX_SHAPES];
   int ns = bo_shapes(&o, shapes);
   if (ns <= 0) {

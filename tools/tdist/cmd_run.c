@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "out_check.h"
 #include "commands.h"
 #include "tdist/tdist.h"
 
@@ -177,6 +178,8 @@ int td_cmd_run(int argc, char **argv) {
     fprintf(stderr, "tdist run: unknown backend '%s' (cpu or cuda)\n", backend);
     return 2;
   }
+  if (td_cli_check_output("tdist run", "--json", json) || td_cli_check_output("tdist run", "--trace", trace))
+    return 2;
   td_program *prog = NULL;
   if (td_program_load(path, &prog) != TD_OK) {
     fprintf(stderr, "tdist run: %s\n", td_last_error());

@@ -1,0 +1,14 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Output files of the CLI (tools layer): checked before any work, so a typo
+ * in --json or --trace fails in a millisecond, not after a whole benchmark. */
+#ifndef TD_TOOLS_OUT_CHECK_H
+#define TD_TOOLS_OUT_CHECK_H
+
+/** Checks that `path` (given with `option` to `cmd`, e.g. "tdist bench coll")
+ * can be written: opens it for appending (nothing is written), and removes it
+ * again if it did not exist, so a run that fails later leaves nothing behind.
+ * Returns 0, or prints "CMD: OPTION PATH cannot be written: REASON" and
+ * returns -1 (callers exit with status 2). A NULL path is fine. */
+int td_cli_check_output(const char *cmd, const char *option, const char *path);
+
+#endif
