@@ -79,6 +79,16 @@ typedef enum td_tp_variant {
   TD_TP_ONE_SHOT = 5,    /* gemm_ar, ll_all_reduce: every rank pushes to every peer and
                             reduces all contributions itself */
   TD_TP_TWO_SHOT = 6,    /* gemm_ar, ll_all_reduce: ReduceScatter, then AllGather */
+  TD_TP_FUSED = 7,       /* ag_gemm, gemm_rs, gemm_ar on cuda only: the Hopper GEMM
+                            (src/tile/cuda) with signal hooks plus copy-engine puts,
+                            outside the executor (src/ops/cuda/, docs/architecture.md).
+                            Needs bf16 (ag_gemm) or bf16/f16, up to 8 ranks of one
+                            process on one GPU, the GEMM library linked in, and
+                            shapes its kernels take (K % 8 == 0, N % 8 == 0 per
+                            rank, gemm_rs/gemm_ar: K % (8 * ranks) == 0); otherwise
+                            creation fails with TD_ERR_UNSUPPORTED naming the rule.
+                            AUTO picks it on cuda only with TD_OPS_FUSED=1 and
+                            when every rule holds. */
   TD_TP_VARIANT_COUNT
 } td_tp_variant;
 
@@ -177,7 +187,7 @@ double td_tp_predicted_seconds(const td_tp_op *op);
 
 /** "ag_gemm", "gemm_rs", "gemm_ar", "all_reduce"; "invalid" otherwise. */
 const char *td_tp_kind_name(td_tp_kind kind);
-/** "auto", "sequential", "sm", "copy_engine", "ring", "one_shot", "two_shot"; "invalid" otherwise. */
+/** "auto", "sequential", "sm", "copy_engine", "ring", "one_shot", "two_shot", "fused"; "invalid" otherwise. */
 const char *td_tp_variant_name(td_tp_variant variant);
 /** Parses a name printed by td_tp_variant_name. TD_ERR_INVALID_ARG (lists the
  * names) when unknown; *out written only on success. */

@@ -33,7 +33,8 @@ static td_status td__ag_gemm_build(const td__tp_desc *d, td_program *p, td_value
 void td__ag_gemm_desc(int64_t m, int64_t n, int64_t k, td_dtype dtype, td_exec_backend be, td__tp_desc *out) {
   td__tp_desc d = {
       .kind = TD_TP_AG_GEMM, .m = m, .n = n, .k = k, .dtype = dtype,
-      .variants = 1u << TD_TP_SEQUENTIAL | 1u << TD_TP_SM | 1u << TD_TP_COPY_ENGINE | 1u << TD_TP_RING,
+      .variants = 1u << TD_TP_SEQUENTIAL | 1u << TD_TP_SM | 1u << TD_TP_COPY_ENGINE | 1u << TD_TP_RING |
+                  1u << TD_TP_FUSED,
       /* On cuda the copy engine keeps every SM on the GEMM; on cpu it is a comm thread anyway. */
       .auto_candidates = {be == TD_EXEC_CUDA ? TD_TP_COPY_ENGINE : TD_TP_SM, TD_TP_SEQUENTIAL, TD_TP_AUTO},
       .build = td__ag_gemm_build,

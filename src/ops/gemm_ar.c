@@ -29,7 +29,7 @@ static td_status td__gemm_ar_build(const td__tp_desc *d, td_program *p, td_value
 void td__gemm_ar_desc(int64_t m, int64_t n, int64_t k, td_dtype dtype, td__tp_desc *out) {
   td__tp_desc d = {
       .kind = TD_TP_GEMM_AR, .m = m, .n = n, .k = k, .dtype = dtype,
-      .variants = 1u << TD_TP_SEQUENTIAL | 1u << TD_TP_ONE_SHOT | 1u << TD_TP_TWO_SHOT,
+      .variants = 1u << TD_TP_SEQUENTIAL | 1u << TD_TP_ONE_SHOT | 1u << TD_TP_TWO_SHOT | 1u << TD_TP_FUSED,
       .auto_candidates = {TD_TP_ONE_SHOT, TD_TP_TWO_SHOT, TD_TP_SEQUENTIAL, TD_TP_AUTO},
       .min_k_ranks = 1,
       .build = td__gemm_ar_build,

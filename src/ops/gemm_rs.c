@@ -29,7 +29,7 @@ static td_status td__gemm_rs_build(const td__tp_desc *d, td_program *p, td_value
 void td__gemm_rs_desc(int64_t m, int64_t n, int64_t k, td_dtype dtype, td__tp_desc *out) {
   td__tp_desc d = {
       .kind = TD_TP_GEMM_RS, .m = m, .n = n, .k = k, .dtype = dtype,
-      .variants = 1u << TD_TP_SEQUENTIAL | 1u << TD_TP_SM,
+      .variants = 1u << TD_TP_SEQUENTIAL | 1u << TD_TP_SM | 1u << TD_TP_FUSED,
       .auto_candidates = {TD_TP_SM, TD_TP_SEQUENTIAL, TD_TP_AUTO},
       .min_k_ranks = 1,
       .build = td__gemm_rs_build,

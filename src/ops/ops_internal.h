@@ -41,7 +41,26 @@ struct td_tp_op {
   int chunks, compute_workers, comm_workers;
   double predicted_s;
   int failed;             /* a run failed: only destroy is allowed */
+  struct td__tp_fused *fused; /* TD_TP_FUSED: its state (src/ops/cuda/), no executor */
 };
+
+/* ---- the fused cuda variant (src/ops/tp_fused_check.c, src/ops/cuda/) ---- */
+
+/** Whether TD_TP_FUSED can run this operator: backend, dtype, rank count and
+ * the shape rules of the Hopper GEMM kernels. Depends only on its arguments
+ * (so every rank reaches the same answer with no message exchange).
+ * TD_ERR_UNSUPPORTED with the rule broken, else TD_OK. */
+td_status td__tp_fused_check(const td__tp_desc *d, int nranks, const td_tp_opts *o);
+/** 1 when this build has the fused code and the process links the GEMM
+ * library (tdist_gemm_cuda), else 0. */
+int td__tp_fused_linked(void);
+/** Collective: allocates the symmetric buffers and streams, exchanges device
+ * pointers; every rank fails alike. */
+td_status td__tp_fused_create(td_tp_op *op);
+/** One call (blocking, deadline op->opts.timeout_ms or the world's). */
+td_status td__tp_fused_run(td_tp_op *op, void *c, const void *a, const void *b);
+/** Collective: waits for the peers, then frees. */
+td_status td__tp_fused_destroy(td_tp_op *op);
 
 /** Descriptors of each kind (what its create call passes on). */
 void td__ag_gemm_desc(int64_t m, int64_t n, int64_t k, td_dtype dtype, td_exec_backend be, td__tp_desc *out);

@@ -29,7 +29,7 @@ void td__tp_dim(char *buf, size_t size, int64_t v) { snprintf(buf, size, "%" PRI
 
 static const char *const td__kind_names[TD_TP_KIND_COUNT] = {"ag_gemm", "gemm_rs", "gemm_ar", "all_reduce"};
 static const char *const td__variant_names[TD_TP_VARIANT_COUNT] = {"auto", "sequential", "sm", "copy_engine",
-                                                                   "ring", "one_shot", "two_shot"};
+                                                                   "ring", "one_shot", "two_shot", "fused"};
 
 const char *td_tp_kind_name(td_tp_kind kind) {
   return (int)kind >= 0 && kind < TD_TP_KIND_COUNT ? td__kind_names[kind] : "invalid";
@@ -47,7 +47,7 @@ td_status td_tp_variant_parse(const char *name, td_tp_variant *out) {
       return TD_OK;
     }
   return td__error(TD_ERR_INVALID_ARG, "variant '%s' is unknown; use auto, sequential, sm, copy_engine, ring, "
-                   "one_shot or two_shot", name ? name : "(null)");
+                   "one_shot, two_shot or fused", name ? name : "(null)");
 }
 
 /* The perf model of cuda plans: the compiler's defaults and calibration file
@@ -138,6 +138,12 @@ static td_status td__choose(td_tp_op *op, const td_program *p, td_tp_variant *ch
   td_tp_variant v = op->d.auto_candidates[0];
   if (op->rank == 0)
     td__tp_auto_variant(&op->d, op->nranks, &op->opts, p, &v, NULL);
+  /* The fused cuda variant is opt-in for AUTO (TD_OPS_FUSED=1) until its
+   * GPU measurements are in docs/perf.md; only where its rules hold. */
+  const char *fe = getenv("TD_OPS_FUSED");
+  if (op->rank == 0 && fe && !strcmp(fe, "1") && (op->d.variants & (1u << TD_TP_FUSED)) &&
+      td__tp_fused_linked() && td__tp_fused_check(&op->d, op->nranks, &op->opts) == TD_OK)
+    v = TD_TP_FUSED;
   int32_t pick = (int32_t)v;
   TD_CHECK(td_broadcast(op->team, &pick, &pick, 1, TD_I32, 0));
   *chosen = (td_tp_variant)pick;
@@ -151,8 +157,10 @@ static td_status td__tp_build(td_tp_op *op) {
   td_tp_variant v = op->opts.variant;
   if (st == TD_OK && v == TD_TP_AUTO)
     st = td__choose(op, p, &v);
+  /* fused: the sequential plan gives the operands' layouts; no executor runs it */
   if (st == TD_OK)
-    st = td__compile_variant(&op->d, op->nranks, &op->opts, p, v, &op->compiled);
+    st = td__compile_variant(&op->d, op->nranks, &op->opts, p, v == TD_TP_FUSED ? TD_TP_SEQUENTIAL : v,
+                             &op->compiled);
   td_program_destroy(p);
   if (st != TD_OK)
     return st;
@@ -185,6 +193,8 @@ td_status td__tp_create(td_team *team, const td__tp_desc *d, const td_tp_opts *o
   td_status st = td__tp_check(team, &dd, &o, out != NULL);
   if (st != TD_OK)
     return st;
+  if (o.variant == TD_TP_FUSED) /* same answer on every rank: the arguments are equal */
+    TD_CHECK(td__tp_fused_check(&dd, td_team_size(team), &o));
   td_tp_op *op = calloc(1, sizeof *op);
   if (!op)
     return td__error(TD_ERR_NO_MEMORY, "%s: out of memory", kn);
@@ -194,7 +204,11 @@ td_status td__tp_create(td_team *team, const td__tp_desc *d, const td_tp_opts *o
   op->rank = td_team_rank(team);
   op->opts = o;
   st = td__tp_build(op);
-  if (st == TD_OK) {
+  if (st == TD_OK && op->variant == TD_TP_FUSED) {
+    st = td__tp_fused_create(op);
+    if (st != TD_OK)
+      td__error_prefix("%s (variant fused): ", kn);
+  } else if (st == TD_OK) {
     td_exec_opts eo;
     td_exec_opts_init(&eo);
     eo.backend = o.backend;
@@ -249,6 +263,14 @@ td_status td__tp_run(td_tp_op *op, td_tp_kind kind, void *c, const void *a, cons
     if (x < y + bytes && y < x + bytes)
       return td__error(TD_ERR_INVALID_ARG, "all_reduce: src %p and dst %p overlap (%zu bytes each); pass "
                        "separate buffers", a, (void *)c, bytes);
+  }
+  if (op->fused) {
+    td_status st = td__tp_fused_run(op, c, a, b);
+    if (st != TD_OK && st != TD_ERR_INVALID_ARG) {
+      op->failed = 1;
+      td__error_prefix("%s: ", kn);
+    }
+    return st;
   }
   for (int i = 0; i < 3; i++)
     if (op->bufs[i] >= 0 && ptr[i] != op->bound[i]) {
@@ -306,7 +328,7 @@ double td_tp_predicted_seconds(const td_tp_op *op) { return op ? op->predicted_s
 td_status td_tp_destroy(td_tp_op *op) {
   if (!op)
     return TD_OK;
-  td_status st = td_exec_destroy(op->exec);
+  td_status st = op->fused ? td__tp_fused_destroy(op) : td_exec_destroy(op->exec);
   td_compiled_destroy(op->compiled);
   td_plan_destroy(op->plan_ce);
   free(op);

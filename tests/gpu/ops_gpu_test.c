@@ -4,7 +4,8 @@
  * and f32, several calls in a row without reset, checked against the f64
  * reference (the harness of tests/ops, with device buffers); and the
  * correctness case of the benchmark, M = 4091 x ranks, N = 5120, K = 1024,
- * checked on a sample of rows. */
+ * checked on a sample of rows; the fused variant (Hopper GEMM + copy
+ * engine) on the shapes it takes. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -102,6 +103,37 @@ static void test_correctness_case(void **state) {
   }
 }
 
+/* The fused variant (src/ops/cuda/): Hopper GEMM + copy engine, on shapes
+ * its kernels take (bf16; N / ranks and K / ranks multiples of 8), odd M,
+ * 1-8 ranks, 100 calls without reset, and the benchmark's correctness case. */
+static void fused_case(td_tp_kind kind, int64_t m, int64_t n, int64_t k, int calls, int sample, int ranks) {
+  oh_case c = g_case(kind, TD_TP_FUSED, TD_BF16, m, n, k, 0, calls);
+  c.sample_rows = sample;
+  OH_EXPECT_OK(ranks, &c);
+  assert_int_equal(c.chosen, TD_TP_FUSED);
+}
+
+static void test_fused(void **state) {
+  (void)state;
+  const int ranks[] = {1, 2, 4, 8};
+  for (int r = 0; r < 4; r++) {
+    fused_case(TD_TP_AG_GEMM, 333, 512, 136, 3, 0, ranks[r]);
+    fused_case(TD_TP_GEMM_RS, 301, 264, 512, 3, 0, ranks[r]);
+    fused_case(TD_TP_GEMM_AR, 77, 136, 512, 3, 0, ranks[r]);   /* one-shot (<= 1 MiB) */
+    fused_case(TD_TP_GEMM_AR, 1031, 520, 256, 2, 0, ranks[r]); /* RS + AG */
+  }
+  oh_case c = g_case(TD_TP_GEMM_RS, TD_TP_FUSED, TD_F16, 129, 64, 128, 0, 2);
+  OH_EXPECT_OK(4, &c);
+  fused_case(TD_TP_AG_GEMM, 259, 128, 64, 100, 0, 4);
+  fused_case(TD_TP_GEMM_RS, 259, 128, 64, 100, 0, 8);
+  fused_case(TD_TP_GEMM_AR, 1031, 520, 256, 100, 8, 8);
+  for (int i = 0; i < 2; i++) {
+    int n = i ? 8 : 2;
+    fused_case(TD_TP_AG_GEMM, 4091 * n, 5120, 1024, 2, 16, n);
+    fused_case(TD_TP_GEMM_RS, 4091 * n, 5120, 1024, 2, 16, n);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_ag_gemm),
@@ -109,6 +141,7 @@ int main(void) {
       cmocka_unit_test(test_all_reduce),
       cmocka_unit_test(test_many_calls),
       cmocka_unit_test(test_correctness_case),
+      cmocka_unit_test(test_fused),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,407 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Operators layer, the fused cuda variant (TD_TP_FUSED) of ag_gemm, gemm_rs
+ * and gemm_ar, in the manner of Triton-distributed: the Hopper GEMM of
+ * src/tile/cuda (td__gemm_cuda_run, with its signal hooks) runs on the
+ * compute stream with every SM, data moves on the copy engine, and ordering
+ * between ranks is by 64-bit epoch signals (call e sets or awaits e; nothing
+ * is ever reset). Ranks are threads of one process sharing one GPU, so the
+ * symmetric buffers are plain cudaMalloc memory whose addresses the ranks
+ * swap with td_all_gather at creation.
+ *
+ *  ag_gemm  rank r copies its A rows into every rank's gather buffer (itself
+ *           first, then r-1, r-2, ...) with cudaMemcpyAsync on a
+ *           high-priority stream, each copy followed by cuStreamWriteValue64
+ *           of e on the signals covering those rows. The gather buffer of
+ *           rank p is rotated: row 0 is p's own first row, then p+1's rows...
+ *           so the GEMM, walking tiles from row 0, starts on local rows and
+ *           then takes peers in the order they arrive (Triton-distributed's
+ *           swizzle); each tile waits (WAIT hook) only on the signals of its
+ *           rows. The rotated result is written to C (rank 0, no rotation)
+ *           or to a scratch buffer copied back as two row blocks.
+ *  gemm_rs  every rank computes its full partial A_r * B_r into its own
+ *           symmetric buffer, raises "gemm done", waits (stream-level) for
+ *           every rank's, then reduces its rows of all partials (16-byte
+ *           vectors, f32 sums in rank order) into C.
+ *  gemm_ar  the same, then either every rank reduces all rows (one-shot, for
+ *           outputs up to 1 MiB) or each reduces its rows into a symmetric
+ *           buffer and every rank copies all of them into C (RS + AG).
+ * Every call starts with stream waits until every rank finished the previous
+ * call, so no buffer is overwritten while a peer still reads it, and ends
+ * with a host wait under the operator's deadline.
+ *
+ * Co-residency (ranks sharing a GPU): all ranks' persistent GEMM grids run at
+ * once, and a tile waiting on a signal holds its SM. That cannot deadlock:
+ * the only device-side waits are in ag_gemm, and what they wait for comes
+ * from copy-engine operations (memcpy + stream write), which need no SM;
+ * those depend only on the previous call being finished everywhere, and no
+ * GEMM of call e launches before that (it is queued behind the same stream
+ * waits). Every other wait is a stream wait, which holds no SM either. */
+#include <cuda.h>
+#include <cudaTypedefs.h>
+#include <cuda_runtime.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/error.h"
+#include "ops/ops_internal.h"
+#include "tdist/coll.h"
+#include "tdist/config.h"
+#include "tile/cuda/gemm.h"
+
+/* The GEMM library (tdist_gemm_cuda) links tdist, not the other way round:
+ * programs that link it (the tdist CLI, the GPU tests) bind this reference;
+ * elsewhere it stays NULL and the fused variant says so. */
+#pragma weak td__gemm_cuda_run
+
+int td__fused_reduce(void *dst, const void *const *src, int nsrc, long long elems, int bf16, int sms,
+                     void *stream);
+
+enum { TD__CTL_FIN = 0, TD__CTL_GDONE = 1, TD__CTL_RDONE = 2, TD__CTL_WORDS = 8, TD__MAXR = 8 };
+enum { TD__REC_STATUS, TD__REC_PID, TD__REC_DEV, TD__REC_BUF, TD__REC_RED, TD__REC_SIG, TD__REC_CTL, TD__REC_N };
+
+typedef struct td__tp_fused {
+  int dev, n, r, sms, timeout_ms, one_shot, stuck;
+  size_t esz;
+  cudaStream_t s, ce;
+  cudaEvent_t ce_done;
+  void *buf;      /* ag: rotated gather buffer [M,K]; rs/ar: partial [M,N] */
+  void *red;      /* ar two-shot: reduced rows [M,N] */
+  void *scratch;  /* ag on ranks with row0 > 0: rotated C [M,nb] */
+  uint64_t *sig;  /* ag: nsig wait signals */
+  uint64_t *ctl;  /* TD__CTL_WORDS progress words (fin, gemm done, reduce done) */
+  uint64_t *sink; /* ag: the RAISE hook's target, read by nobody */
+  uint64_t *diag_h, *diag_d; /* the GEMM's wait diagnostic: pinned, mapped */
+  void *pbuf[TD__MAXR], *pred[TD__MAXR];
+  uint64_t *psig[TD__MAXR], *pctl[TD__MAXR];
+  int64_t row0[TD__MAXR], rows[TD__MAXR];
+  int64_t gs, nsig, nb;
+  uint64_t epoch;
+} td__tp_fused;
+
+static PFN_cuStreamWriteValue64_v11070 td__fw64;
+static PFN_cuStreamWaitValue64_v11070 td__fwait64;
+static pthread_once_t td__f_once = PTHREAD_ONCE_INIT;
+
+static void td__f_resolve(void) {
+  enum cudaDriverEntryPointQueryResult q;
+  void *p = NULL;
+  if (cudaGetDriverEntryPointByVersion("cuStreamWriteValue64", &p, 12000, cudaEnableDefault, &q) == cudaSuccess &&
+      q == cudaDriverEntryPointSuccess)
+    td__fw64 = (PFN_cuStreamWriteValue64_v11070)p;
+  p = NULL;
+  if (cudaGetDriverEntryPointByVersion("cuStreamWaitValue64", &p, 12000, cudaEnableDefault, &q) == cudaSuccess &&
+      q == cudaDriverEntryPointSuccess)
+    td__fwait64 = (PFN_cuStreamWaitValue64_v11070)p;
+}
+
+int td__tp_fused_linked(void) { return td__gemm_cuda_run != NULL; }
+
+static td_status td__cu(cudaError_t e, const char *what) {
+  return e == cudaSuccess ? TD_OK
+                          : td__error(TD_ERR_CUDA, "fused: %s failed: %s (%s)", what, cudaGetErrorString(e),
+                                      cudaGetErrorName(e));
+}
+
+/* Stream-ordered signal write (default flags: a memory barrier first, so a
+ * reader of the value sees what the stream wrote before). */
+static td_status td__setv(cudaStream_t s, uint64_t *addr, uint64_t v) {
+  CUresult r = td__fw64((CUstream)s, (CUdeviceptr)(uintptr_t)addr, v, CU_STREAM_WRITE_VALUE_DEFAULT);
+  return r == CUDA_SUCCESS ? TD_OK : td__error(TD_ERR_CUDA, "fused: cuStreamWriteValue64 failed (CUresult %d)", (int)r);
+}
+
+/* The stream waits (holding no SM) until *addr >= v. */
+static td_status td__waitv(cudaStream_t s, const uint64_t *addr, uint64_t v) {
+  CUresult r = td__fwait64((CUstream)s, (CUdeviceptr)(uintptr_t)addr, v, CU_STREAM_WAIT_VALUE_GEQ);
+  return r == CUDA_SUCCESS ? TD_OK : td__error(TD_ERR_CUDA, "fused: cuStreamWaitValue64 failed (CUresult %d)", (int)r);
+}
+
+static int64_t td__gcd(int64_t a, int64_t b) {
+  while (b) {
+    int64_t t = a % b;
+    a = b, b = t;
+  }
+  return a;
+}
+
+static void td__f_free(td__tp_fused *f) {
+  if (!f)
+    return;
+  if (!f->stuck) { /* cudaFree waits for the device: skipped when a stream never finished */
+    cudaSetDevice(f->dev);
+    cudaFree(f->buf), cudaFree(f->red), cudaFree(f->scratch), cudaFree(f->sig), cudaFree(f->ctl);
+    cudaFree(f->sink), cudaFreeHost(f->diag_h);
+    if (f->ce_done)
+      cudaEventDestroy(f->ce_done);
+    if (f->s)
+      cudaStreamDestroy(f->s);
+    if (f->ce)
+      cudaStreamDestroy(f->ce);
+  }
+  free(f);
+}
+
+/* This rank's allocations (before the exchange). */
+static td_status td__f_alloc(td_tp_op *op, td__tp_fused *f) {
+  const td__tp_desc *d = &op->d;
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0)
+    return td__error(TD_ERR_UNSUPPORTED, "fused: rank %d: no usable CUDA device; use the cpu backend", op->rank);
+  int64_t dev = -1;
+  const char *env = getenv("TD_CUDA_DEVICE");
+  if (env && *env)
+    TD_CHECK(td_config_int("TD_CUDA_DEVICE", &dev));
+  else
+    dev = td_world_local_rank(td_team_world(op->team)) % count;
+  if (dev < 0 || dev >= count)
+    return td__error(TD_ERR_INVALID_ARG, "fused: rank %d: TD_CUDA_DEVICE=%" PRId64 " but %d devices", op->rank, dev,
+                     count);
+  f->dev = (int)dev;
+  TD_CHECK(td__cu(cudaSetDevice(f->dev), "cudaSetDevice"));
+  int major = 0;
+  TD_CHECK(td__cu(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, f->dev), "cudaDeviceGetAttribute"));
+  if (major != 9)
+    return td__error(TD_ERR_UNSUPPORTED, "fused: rank %d: the Hopper GEMM needs compute capability 9.x; device %d "
+                     "is %d.x", op->rank, f->dev, major);
+  TD_CHECK(td__cu(cudaDeviceGetAttribute(&f->sms, cudaDevAttrMultiProcessorCount, f->dev), "cudaDeviceGetAttribute"));
+  int lo = 0, hi = 0;
+  TD_CHECK(td__cu(cudaDeviceGetStreamPriorityRange(&lo, &hi), "cudaDeviceGetStreamPriorityRange"));
+  TD_CHECK(td__cu(cudaStreamCreateWithPriority(&f->s, cudaStreamNonBlocking, lo), "cudaStreamCreateWithPriority"));
+  TD_CHECK(td__cu(cudaStreamCreateWithPriority(&f->ce, cudaStreamNonBlocking, hi), "cudaStreamCreateWithPriority"));
+  TD_CHECK(td__cu(cudaEventCreateWithFlags(&f->ce_done, cudaEventDisableTiming), "cudaEventCreate"));
+  const size_t m = (size_t)d->m;
+  if (d->kind == TD_TP_AG_GEMM) {
+    TD_CHECK(td__cu(cudaMalloc(&f->buf, m * (size_t)d->k * f->esz), "cudaMalloc (gather buffer)"));
+    if (f->row0[op->rank] > 0)
+      TD_CHECK(td__cu(cudaMalloc(&f->scratch, m * (size_t)f->nb * f->esz), "cudaMalloc (rotated C)"));
+    TD_CHECK(td__cu(cudaMalloc((void **)&f->sig, (size_t)f->nsig * 8), "cudaMalloc (signals)"));
+    TD_CHECK(td__cu(cudaMemsetAsync(f->sig, 0, (size_t)f->nsig * 8, f->s), "cudaMemsetAsync"));
+    TD_CHECK(td__cu(cudaMalloc((void **)&f->sink, 64), "cudaMalloc (sink)"));
+    TD_CHECK(td__cu(cudaHostAlloc((void **)&f->diag_h, 64, cudaHostAllocMapped), "cudaHostAlloc"));
+    memset(f->diag_h, 0, 64);
+    TD_CHECK(td__cu(cudaHostGetDevicePointer((void **)&f->diag_d, f->diag_h, 0), "cudaHostGetDevicePointer"));
+  } else {
+    TD_CHECK(td__cu(cudaMalloc(&f->buf, m * (size_t)d->n * f->esz), "cudaMalloc (partial)"));
+    if (d->kind == TD_TP_GEMM_AR && !f->one_shot)
+      TD_CHECK(td__cu(cudaMalloc(&f->red, m * (size_t)d->n * f->esz), "cudaMalloc (reduced rows)"));
+  }
+  TD_CHECK(td__cu(cudaMalloc((void **)&f->ctl, TD__CTL_WORDS * 8), "cudaMalloc (progress words)"));
+  TD_CHECK(td__cu(cudaMemsetAsync(f->ctl, 0, TD__CTL_WORDS * 8, f->s), "cudaMemsetAsync"));
+  return td__cu(cudaStreamSynchronize(f->s), "cudaStreamSynchronize");
+}
+
+td_status td__tp_fused_create(td_tp_op *op) {
+  const td__tp_desc *d = &op->d;
+  if (!td__tp_fused_linked())
+    return td__error(TD_ERR_UNSUPPORTED, "the fused variant needs the Hopper GEMM library: link tdist_gemm_cuda "
+                     "into the program (the tdist CLI does)");
+  pthread_once(&td__f_once, td__f_resolve);
+  if (!td__fw64 || !td__fwait64)
+    return td__error(TD_ERR_UNSUPPORTED, "fused: the CUDA driver lacks cuStreamWriteValue64/cuStreamWaitValue64");
+  td__tp_fused *f = calloc(1, sizeof *f);
+  if (!f)
+    return td__error(TD_ERR_NO_MEMORY, "fused: out of memory");
+  f->n = op->nranks, f->r = op->rank, f->esz = td_dtype_size(d->dtype);
+  f->timeout_ms = op->opts.timeout_ms ? op->opts.timeout_ms : td_world_timeout_ms(td_team_world(op->team));
+  f->one_shot = (size_t)d->m * (size_t)d->n * f->esz <= ((size_t)1 << 20);
+  /* Row split of M (td_chunk_range, as the operands). The signal granule is
+   * the gcd of every boundary, so each signal's rows come from one rank. */
+  int64_t g = d->m;
+  for (int p = 0; p < f->n; p++) {
+    size_t off, len;
+    td_chunk_range((size_t)d->m, f->n, p, &off, &len);
+    f->row0[p] = (int64_t)off, f->rows[p] = (int64_t)len;
+    g = td__gcd(g, (int64_t)off);
+  }
+  f->gs = g, f->nsig = d->m / g;
+  size_t off, len;
+  td_chunk_range((size_t)d->n, f->n, 0, &off, &len); /* part 0 is the widest */
+  f->nb = (int64_t)len;
+  td_status mine = td__f_alloc(op, f);
+  char msg[256] = "";
+  if (mine != TD_OK)
+    snprintf(msg, sizeof msg, "%s", td_last_error());
+  int64_t rec[TD__REC_N] = {mine, (int64_t)getpid(), f->dev, (int64_t)(uintptr_t)f->buf,
+                            (int64_t)(uintptr_t)f->red, (int64_t)(uintptr_t)f->sig, (int64_t)(uintptr_t)f->ctl};
+  int64_t all[TD__MAXR * TD__REC_N];
+  td_status st = td_all_gather(op->team, all, rec, TD__REC_N, TD_I64);
+  for (int p = 0; st == TD_OK && p < f->n; p++) {
+    const int64_t *q = all + p * TD__REC_N;
+    if (q[TD__REC_STATUS] != TD_OK)
+      st = p == f->r ? td__error(mine, "%s", msg)
+                     : td__error((td_status)q[TD__REC_STATUS], "fused: rank %d could not set up (see its error)", p);
+    else if (q[TD__REC_PID] != all[TD__REC_PID])
+      st = td__error(TD_ERR_UNSUPPORTED, "fused: ranks 0 and %d are different processes; the fused variant needs "
+                     "the ranks of one process (a local world)", p);
+    else if (q[TD__REC_DEV] != all[TD__REC_DEV])
+      st = td__error(TD_ERR_UNSUPPORTED, "fused: rank 0 uses GPU %d and rank %d GPU %d; the fused variant needs "
+                     "ranks sharing one GPU", (int)all[TD__REC_DEV], p, (int)q[TD__REC_DEV]);
+    else {
+      f->pbuf[p] = (void *)(uintptr_t)q[TD__REC_BUF];
+      f->pred[p] = (void *)(uintptr_t)q[TD__REC_RED];
+      f->psig[p] = (uint64_t *)(uintptr_t)q[TD__REC_SIG];
+      f->pctl[p] = (uint64_t *)(uintptr_t)q[TD__REC_CTL];
+    }
+  }
+  if (st != TD_OK) {
+    td__f_free(f);
+    return st;
+  }
+  op->fused = f;
+  op->compute_workers = f->sms, op->comm_workers = 0, op->chunks = 1;
+  return TD_OK;
+}
+
+/* Waits for the compute stream (which joined the copy-engine stream) under
+ * the deadline; a stream that never finishes marks the operator stuck. */
+static td_status td__f_finish(td_tp_op *op, td__tp_fused *f) {
+  struct timespec t0, now;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  for (;;) {
+    cudaError_t q = cudaStreamQuery(f->s);
+    if (q == cudaSuccess)
+      break;
+    if (q != cudaErrorNotReady)
+      return td__cu(q, "the call's GPU work");
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    double ms = (double)(now.tv_sec - t0.tv_sec) * 1e3 + (double)(now.tv_nsec - t0.tv_nsec) * 1e-6;
+    if (ms > f->timeout_ms) {
+      f->stuck = 1;
+      return td__error(TD_ERR_TIMEOUT, "fused: rank %d: call %" PRIu64 " did not finish within %d ms (a peer "
+                       "never made this call, or its GPU work failed)", op->rank, f->epoch, f->timeout_ms);
+    }
+    sched_yield();
+  }
+  if (f->diag_h && f->diag_h[TD_GEMM_DIAG_FLAG]) {
+    volatile uint64_t *dg = f->diag_h;
+    f->stuck = 1;
+    return td__error(TD_ERR_TIMEOUT, "fused: rank %d: a GEMM tile waited past %d ms on gather signal %" PRIu64
+                     " (rows from %" PRIu64 "): expected >= %" PRIu64 ", observed %" PRIu64, op->rank,
+                     f->timeout_ms, dg[TD_GEMM_DIAG_SIGNAL], dg[TD_GEMM_DIAG_ROW], dg[TD_GEMM_DIAG_EXPECTED],
+                     dg[TD_GEMM_DIAG_OBSERVED]);
+  }
+  return TD_OK;
+}
+
+/* Both streams wait until every rank finished call e-1. */
+static td_status td__f_gate(td__tp_fused *f, cudaStream_t s, uint64_t e) {
+  for (int p = 0; e > 1 && p < f->n; p++)
+    TD_CHECK(td__waitv(s, f->pctl[p] + TD__CTL_FIN, e - 1));
+  return TD_OK;
+}
+
+static td_status td__f_ag(td_tp_op *op, td__tp_fused *f, void *c, const void *a, const void *b, uint64_t e) {
+  const int64_t M = op->d.m, K = op->d.k, r = f->r;
+  const size_t row_bytes = (size_t)K * f->esz, crow = (size_t)f->nb * f->esz;
+  /* producer: the copy engine */
+  TD_CHECK(td__f_gate(f, f->ce, e));
+  for (int j = 0; j < f->n && f->rows[r] > 0; j++) {
+    int p = (int)((r - j + f->n) % f->n);
+    int64_t off = ((f->row0[r] - f->row0[p]) % M + M) % M; /* rotated row on p */
+    TD_CHECK(td__cu(cudaMemcpyAsync((char *)f->pbuf[p] + (size_t)off * row_bytes, a, (size_t)f->rows[r] * row_bytes,
+                                    cudaMemcpyDeviceToDevice, f->ce), "cudaMemcpyAsync (A rows to a peer)"));
+    for (int64_t s = off / f->gs; s < (off + f->rows[r]) / f->gs; s++)
+      TD_CHECK(td__setv(f->ce, f->psig[p] + s, e));
+  }
+  TD_CHECK(td__cu(cudaEventRecord(f->ce_done, f->ce), "cudaEventRecord"));
+  /* consumer: the hooked GEMM on the rotated gather buffer */
+  TD_CHECK(td__f_gate(f, f->s, e));
+  void *dst = f->row0[r] == 0 ? c : f->scratch;
+  TD_CHECK(td__cu(cudaMemsetAsync(dst, 0, (size_t)M * crow, f->s), "cudaMemsetAsync"));
+  td_gemm_hooks h;
+  memset(&h, 0, sizeof h);
+  h.wait_signals = (const td__gemm_u64 *)f->sig;
+  h.wait_rows = f->gs;
+  h.wait_value = e;
+  h.timeout_ns = (td__gemm_u64)f->timeout_ms * 1000000ull;
+  for (int i = 0; i < TD_GEMM_MAX_PEERS; i++)
+    h.raise_signals[i] = (td__gemm_u64 *)f->sink;
+  h.raise_rows = M;
+  h.raise_value = 1;
+  h.dst[0] = dst; /* PUSH to one "peer" holding all M rows, accumulated onto zeros */
+  h.rows_per_peer = M;
+  h.diag = (td__gemm_u64 *)f->diag_d;
+  /* the only compiled signal-waiting [K,N] kernel: 128x128, every hook */
+  td_gemm_config cfg = {TD_GEMM_SM90, 128, 128, 64, 6, 1, 8, 1};
+  td_gemm_problem pr = {(int)M, (int)f->nb, (int)K, TD_BF16, TD_GEMM_B_KN, f->buf, b, NULL, NULL};
+  td_status gst = td__gemm_cuda_run(&pr, &cfg, TD_GEMM_HOOK_ALL, &h, f->s);
+  if (gst == TD_OK && f->row0[r] > 0) { /* rotated rows [0, M-row0) are global rows [row0, M) */
+    size_t head = (size_t)(M - f->row0[r]) * crow;
+    TD_CHECK(td__cu(cudaMemcpyAsync((char *)c + (size_t)f->row0[r] * crow, f->scratch, head, cudaMemcpyDeviceToDevice,
+                                    f->s), "cudaMemcpyAsync (C rows)"));
+    TD_CHECK(td__cu(cudaMemcpyAsync(c, (char *)f->scratch + head, (size_t)f->row0[r] * crow,
+                                    cudaMemcpyDeviceToDevice, f->s), "cudaMemcpyAsync (C rows)"));
+  }
+  /* finish the call even when the launch failed, so the peers are not left waiting */
+  TD_CHECK(td__cu(cudaStreamWaitEvent(f->s, f->ce_done, 0), "cudaStreamWaitEvent"));
+  TD_CHECK(td__setv(f->s, f->ctl + TD__CTL_FIN, e));
+  td_status st = td__f_finish(op, f);
+  return gst != TD_OK ? gst : st;
+}
+
+static td_status td__f_rs_ar(td_tp_op *op, td__tp_fused *f, void *c, const void *a, const void *b, uint64_t e) {
+  const int64_t M = op->d.m, N = op->d.n, r = f->r;
+  const size_t crow = (size_t)N * f->esz;
+  const int bf16 = op->d.dtype == TD_BF16;
+  TD_CHECK(td__f_gate(f, f->s, e));
+  td_gemm_config cfg = bf16 ? (td_gemm_config){TD_GEMM_SM90, 128, 256, 64, 4, 1, 8, 1}
+                            : (td_gemm_config){TD_GEMM_SM90, 128, 128, 64, 6, 1, 8, 1};
+  td_gemm_problem pr = {(int)M, (int)N, (int)(op->d.k / f->n), op->d.dtype, TD_GEMM_B_KN, a, b, f->buf, NULL};
+  td_status gst = td__gemm_cuda_run(&pr, &cfg, 0, NULL, f->s);
+  TD_CHECK(td__setv(f->s, f->ctl + TD__CTL_GDONE, e));
+  for (int p = 0; p < f->n; p++)
+    TD_CHECK(td__waitv(f->s, f->pctl[p] + TD__CTL_GDONE, e));
+  const void *src[TD__MAXR];
+  int le = 0;
+  if (op->d.kind == TD_TP_GEMM_RS || !f->one_shot) {
+    for (int p = 0; p < f->n; p++)
+      src[p] = (const char *)f->pbuf[p] + (size_t)f->row0[r] * crow;
+    void *dst = op->d.kind == TD_TP_GEMM_RS ? c : (char *)f->red + (size_t)f->row0[r] * crow;
+    le = td__fused_reduce(dst, src, f->n, (long long)(f->rows[r] * N), bf16, f->sms, f->s);
+  } else { /* one-shot all-reduce: every rank sums every row */
+    for (int p = 0; p < f->n; p++)
+      src[p] = f->pbuf[p];
+    le = td__fused_reduce(c, src, f->n, (long long)(M * N), bf16, f->sms, f->s);
+  }
+  if (le != 0 && gst == TD_OK)
+    gst = td__cu((cudaError_t)le, "the reduction kernel's launch");
+  if (op->d.kind == TD_TP_GEMM_AR && !f->one_shot) { /* all-gather of the reduced rows */
+    TD_CHECK(td__setv(f->s, f->ctl + TD__CTL_RDONE, e));
+    for (int j = 0; j < f->n; j++) {
+      int p = (int)((r + j) % f->n);
+      TD_CHECK(td__waitv(f->s, f->pctl[p] + TD__CTL_RDONE, e));
+      if (f->rows[p] > 0)
+        TD_CHECK(td__cu(cudaMemcpyAsync((char *)c + (size_t)f->row0[p] * crow,
+                                        (const char *)f->pred[p] + (size_t)f->row0[p] * crow,
+                                        (size_t)f->rows[p] * crow, cudaMemcpyDeviceToDevice, f->s),
+                        "cudaMemcpyAsync (reduced rows)"));
+    }
+  }
+  TD_CHECK(td__setv(f->s, f->ctl + TD__CTL_FIN, e));
+  td_status st = td__f_finish(op, f);
+  return gst != TD_OK ? gst : st;
+}
+
+td_status td__tp_fused_run(td_tp_op *op, void *c, const void *a, const void *b) {
+  td__tp_fused *f = op->fused;
+  if (((uintptr_t)a | (uintptr_t)b | (uintptr_t)c) % 16 != 0)
+    return td__error(TD_ERR_INVALID_ARG, "%s (fused): rank %d: A %p, B %p and C %p must be 16-byte aligned (as "
+                     "cudaMalloc returns)", td_tp_kind_name(op->d.kind), op->rank, a, b, c);
+  TD_CHECK(td__cu(cudaSetDevice(f->dev), "cudaSetDevice"));
+  uint64_t e = ++f->epoch;
+  return op->d.kind == TD_TP_AG_GEMM ? td__f_ag(op, f, c, a, b, e) : td__f_rs_ar(op, f, c, a, b, e);
+}
+
+td_status td__tp_fused_destroy(td_tp_op *op) {
+  td__tp_fused *f = op->fused;
+  /* every rank's last call has finished (calls are blocking) once all are here */
+  int64_t mine = 0, all[TD__MAXR];
+  td_status st = td_all_gather(op->team, all, &mine, 1, TD_I64);
+  td__f_free(f);
+  op->fused = NULL;
+  return st;
+}
