@@ -140,6 +140,8 @@ int td__coll_is_symm(const td__coll *c, const void *p, size_t bytes) {
 static int td__coll_spin(const td__coll *c, const _Atomic uint64_t *w, uint64_t s);
 
 static td_status td__coll_publish_wait(td__coll *c, const td__coll_pub *pub) {
+  /* On a team broken by an earlier failure peers may still read our slots: fail before writing one. */
+  TD_CHECK(td__team_check_usable(c->team, "a collective step"));
   uint64_t s = c->seq + 1;
   td__coll_slot *slot = &((td__coll_ctl *)c->ctl_block)->slot[s & 1];
   if (pub) {

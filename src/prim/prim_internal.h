@@ -75,6 +75,13 @@ td_status td__wait_u64(td_team *team, const _Atomic uint64_t *addr, td_cmp cmp, 
 td_status td__symm_check_range(const td_world *w, const void *ptr, size_t bytes, const char *fn, const char *arg,
                                int *in_heap);
 
+/** TD_OK, or (at once) the error of a team that an earlier call found
+ * broken: a timeout, a peer failure or members making different calls. Then
+ * no collective call on the team can complete, and peers may still read what
+ * this rank published before: callers check before publishing anything.
+ * Message: `what`, and the first failure. TD_ERR_STATE or TD_ERR_PEER_FAILED. */
+td_status td__team_check_usable(td_team *team, const char *what);
+
 /** Rings team rank `team_pe`'s doorbell (after a release store it should
  * notice). Cheap when nobody sleeps. Ignores out-of-range ranks. */
 void td__wake(td_team *team, int team_pe);

@@ -85,6 +85,8 @@ td_status td__team_usable(td_team *t, const char *what) {
                    t->world->rank, what, t->size, t->broken_why);
 }
 
+td_status td__team_check_usable(td_team *team, const char *what) { return td__team_usable(team, what); }
+
 td_status td__team_break(td_team *t, td_status st) {
   if (t->broken == TD_OK && (st == TD_ERR_TIMEOUT || st == TD_ERR_PEER_FAILED || st == TD_ERR_MISMATCH)) {
     t->broken = st;

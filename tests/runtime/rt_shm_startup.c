@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0
  * Runtime test: start-up of an shm world without tdrun to clean up. A rank 0
- * killed after creating the job's shared memory: the joiner removes the
- * segment and says its creator died. A rank killed after attaching: the
+ * killed after creating the job's shared memory (or while creating it): the
+ * joiner removes the segment and says its creator died. A rank killed after attaching: the
  * others stop at once and remove the name. Start-up has its own deadline
  * (TD_ATTACH_TIMEOUT_MS), not TD_TIMEOUT_MS. A heap larger than /dev/shm's
  * free space is refused naming both numbers. A torchrun-style start without
@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 
 #include "runtime/rt_harness.h"
 #include "transport/transport.h"
@@ -41,7 +42,27 @@ static int shm_exists(const char *job) {
   return access(path, F_OK) == 0;
 }
 
-/* Forks a rank that runs td_world_init (then idles); waits until its segment exists. */
+/* Whether the job's segment exists and its creator has written its header. */
+static int shm_ready(const char *job) {
+  char name[96];
+  snprintf(name, sizeof name, "/tdist-%s", job);
+  int fd = shm_open(name, O_RDONLY, 0);
+  if (fd < 0)
+    return 0;
+  struct stat st;
+  int ready = 0;
+  if (fstat(fd, &st) == 0 && (size_t)st.st_size >= sizeof(td__region_header)) {
+    td__region_header *h = mmap(NULL, sizeof *h, PROT_READ, MAP_SHARED, fd, 0);
+    if (h != MAP_FAILED) {
+      ready = atomic_load(&h->magic) == TD__REGION_MAGIC;
+      munmap(h, sizeof *h);
+    }
+  }
+  close(fd);
+  return ready;
+}
+
+/* Forks a rank that runs td_world_init (then idles); waits until its segment is made. */
 static pid_t start_rank(int rank, int size, const char *job, int wait_for_segment) {
   pid_t pid = fork();
   if (pid == 0) {
@@ -51,7 +72,7 @@ static pid_t start_rank(int rank, int size, const char *job, int wait_for_segmen
     td_world_init(NULL, &w);
     _exit(0);
   }
-  for (int i = 0; wait_for_segment && i < 20000 && !shm_exists(job); i++)
+  for (int i = 0; wait_for_segment && i < 20000 && !shm_ready(job); i++)
     usleep(1000);
   return pid;
 }
@@ -76,6 +97,27 @@ static void test_dead_creator_removed(void **state) {
   char want[96];
   snprintf(want, sizeof want, "its creator (rank 0, pid %d) had died", (int)creator);
   if (!strstr(td_last_error(), want) || !strstr(td_last_error(), "removed it"))
+    fail_msg("message: %s", td_last_error());
+  assert_false(shm_exists(job));
+  clear_env(NULL);
+}
+
+static void test_half_made_segment_removed(void **state) {
+  (void)state;
+  /* A creator that died between creating the object and writing its header. */
+  char job[64], name[96];
+  snprintf(job, sizeof job, "rt-halfc-%ld", (long)getpid());
+  snprintf(name, sizeof name, "/tdist-%s", job);
+  int fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
+  assert_true(fd >= 0);
+  assert_int_equal(ftruncate(fd, 1 << 20), 0);
+  close(fd);
+  set_rank(1, 2, job);
+  setenv("TD_ATTACH_TIMEOUT_MS", "1500", 1); /* the joiner waits 1 s before calling it dead */
+  td_world *w = NULL;
+  td_status st = td_world_init(NULL, &w);
+  assert_int_equal(st, TD_ERR_TIMEOUT);
+  if (!strstr(td_last_error(), "that its creator never finished making") || !strstr(td_last_error(), "removed it"))
     fail_msg("message: %s", td_last_error());
   assert_false(shm_exists(job));
   clear_env(NULL);
@@ -176,6 +218,7 @@ int main(void) {
     return 0;
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup(test_dead_creator_removed, clear_env),
+      cmocka_unit_test_setup(test_half_made_segment_removed, clear_env),
       cmocka_unit_test_setup(test_rank_dies_after_attach, clear_env),
       cmocka_unit_test_setup(test_attach_deadline_separate, clear_env),
       cmocka_unit_test_setup(test_heap_larger_than_dev_shm, clear_env),

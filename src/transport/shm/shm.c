@@ -173,10 +173,19 @@ static td_status td__shm_create(const td__job *job, const char *name, int64_t de
 
 static td_status td__shm_join(const td__job *job, const char *name, int64_t deadline, td__region *out,
                               ino_t *ino) {
-  int32_t dead_creator = 0; /* pid of a dead creator whose leftover we removed */
+  int32_t dead_creator = 0; /* pid of a dead creator whose leftover we removed; -1: a half-made one */
+  ino_t pending = 0;        /* an object seen without its header yet, and since when */
+  int64_t pending_since = 0;
   for (;; td__shm_pause()) {
     if (td__shm_now_ms() > deadline) {
-      if (dead_creator)
+      if (dead_creator < 0)
+        return td__error(TD_ERR_TIMEOUT,
+                         "shm transport: rank %d found shared memory %s that its creator never finished making "
+                         "(it died while creating it); removed it and waited %d ms (TD_ATTACH_TIMEOUT_MS) for a "
+                         "new rank 0 in vain%s%s",
+                         job->rank, name, job->timeout_ms, job->job_id_hint ? "; " : "",
+                         job->job_id_hint ? job->job_id_hint : "");
+      if (dead_creator > 0)
         return td__error(TD_ERR_TIMEOUT,
                          "shm transport: rank %d found shared memory %s, but its creator (rank 0, pid %d) had "
                          "died before every rank attached; removed it and waited %d ms (TD_ATTACH_TIMEOUT_MS) "
@@ -209,6 +218,19 @@ static td_status td__shm_join(const td__job *job, const char *name, int64_t dead
        * nobody will ever remove it but us. */
       dead_creator = h->creator_pid;
       td__shm_unlink_if(name, st.st_ino);
+      munmap(base, map_bytes);
+      continue;
+    }
+    if (!ready && pending != st.st_ino) {
+      pending = st.st_ino;
+      pending_since = td__shm_now_ms();
+    } else if (!ready && td__shm_now_ms() - pending_since > 1000) {
+      /* A creator writes the header within microseconds of creating the
+       * object; one that has not after a second died doing it (rank 0
+       * replaces such an object the same way). */
+      dead_creator = -1;
+      td__shm_unlink_if(name, st.st_ino);
+      pending = 0;
       munmap(base, map_bytes);
       continue;
     }
