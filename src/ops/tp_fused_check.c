@@ -32,6 +32,7 @@ td_status td__tp_fused_destroy(td_tp_op *op) {
 }
 #endif
 
+#ifdef TD_HAVE_OPS_FUSED
 /* The widest part of `count` split over `nranks` (the buffers' row length). */
 static int64_t td__widest(int64_t count, int nranks) {
   size_t off, len, best = 0;
@@ -42,6 +43,7 @@ static int64_t td__widest(int64_t count, int nranks) {
   }
   return (int64_t)best;
 }
+#endif
 
 td_status td__tp_fused_check(const td__tp_desc *d, int nranks, const td_tp_opts *o) {
   const char *kn = td_tp_kind_name(d->kind);

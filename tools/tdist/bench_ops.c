@@ -220,6 +220,23 @@ static td_status bo_rank(td_world *w, int rank, void *arg) {
       double dt = bo_now() - t0;
       if (it >= o->warmup)
         bc->t[((size_t)s * (size_t)o->iters + (size_t)(it - o->warmup)) * (size_t)n + (size_t)rank] = dt;
+      if (s > 0 && bc->side[s].forced == TD_TP_FUSED) {
+        /* the fused side is new: when it fails on any rank it is dropped (all
+         * ranks agree) and the other sides go on */
+        int32_t bad = st != TD_OK, any = 0;
+        char fm[200] = "";
+        if (bad)
+          snprintf(fm, sizeof fm, "%s", td_last_error());
+        if (td_all_reduce(t, &any, &bad, 1, TD_I32, TD_MAX) == TD_OK && any) {
+          if (rank == 0) {
+            bc->side[s].ok = 0;
+            snprintf(bc->side[s].msg, sizeof bc->side[s].msg, "%s", bad ? fm : "failed on another rank");
+          }
+          td_tp_destroy(op[s]);
+          op[s] = NULL;
+          st = TD_OK;
+        }
+      }
       if (st != TD_OK && rank == 0)
         snprintf(bc->msg, sizeof bc->msg, "side %s: %s", bc->side[s].name, s == 0 ? msg : td_last_error());
     }
@@ -412,6 +429,7 @@ static int bo_main(td_tp_kind kind, int argc, char **argv) {
                : kind == TD_TP_GEMM_RS ? "sequential,sm"
                : kind == TD_TP_GEMM_AR ? "sequential,one_shot,two_shot"
                                        : "one_shot,two_shot";
+  int variants_set = 0;
   int dtype_set = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -452,6 +470,7 @@ static int bo_main(td_tp_kind kind, int argc, char **argv) {
       dtype_set = 1;
     } else if (!strcmp(a, "--variants")) {
       o.variants = v;
+      variants_set = 1;
     } else if (!strcmp(a, "--models")) {
       o.models = v;
     } else if (!strcmp(a, "--m")) {
@@ -473,6 +492,10 @@ static int bo_main(td_tp_kind kind, int argc, char **argv) {
   }
   if (!dtype_set && o.cuda)
     o.dt = TD_BF16;
+  if (!variants_set && o.cuda && kind != TD_TP_ALL_REDUCE) /* the fused cuda variant beside the others */
+    o.variants = kind == TD_TP_AG_GEMM   ? "sequential,sm,copy_engine,ring,fused"
+                 : kind == TD_TP_GEMM_RS ? "sequential,sm,fused"
+                                         : "sequential,one_shot,two_shot,fused";
   char vl[160];
   snprintf(vl, sizeof vl, "%s", o.variants);
   for (char *tok = strtok(vl, ","); tok; tok = strtok(NULL, ","))

@@ -65,7 +65,7 @@ enum { TD__CTL_FIN = 0, TD__CTL_GDONE = 1, TD__CTL_RDONE = 2, TD__CTL_WORDS = 8,
 enum { TD__REC_STATUS, TD__REC_PID, TD__REC_DEV, TD__REC_BUF, TD__REC_RED, TD__REC_SIG, TD__REC_CTL, TD__REC_N };
 
 typedef struct td__tp_fused {
-  int dev, n, r, sms, timeout_ms, one_shot, stuck;
+  int dev, n, r, sms, timeout_ms, one_shot;
   size_t esz;
   cudaStream_t s, ce;
   cudaEvent_t ce_done;
@@ -131,7 +131,7 @@ static int64_t td__gcd(int64_t a, int64_t b) {
 static void td__f_free(td__tp_fused *f) {
   if (!f)
     return;
-  if (!f->stuck) { /* cudaFree waits for the device: skipped when a stream never finished */
+  { /* a failed call poisoned the signals (td__f_poison), so cudaFree's device wait ends */
     cudaSetDevice(f->dev);
     cudaFree(f->buf), cudaFree(f->red), cudaFree(f->scratch), cudaFree(f->sig), cudaFree(f->ctl);
     cudaFree(f->sink), cudaFreeHost(f->diag_h);
@@ -256,8 +256,25 @@ td_status td__tp_fused_create(td_tp_op *op) {
   return TD_OK;
 }
 
+/* After a failed call: sets every rank's progress words and this rank's
+ * signals to a value no epoch reaches, so no stream stays blocked on a
+ * stream wait (cudaFree, which waits for the whole device, would hang on
+ * it) and waiting tiles end. Peers still in that call may then finish it on
+ * incomplete data: a failed call leaves C undefined on every rank, and the
+ * rank that failed reports it. */
+static void td__f_poison(td__tp_fused *f) {
+  uint64_t big[TD__CTL_WORDS];
+  for (int i = 0; i < TD__CTL_WORDS; i++)
+    big[i] = (uint64_t)1 << 62;
+  for (int p = 0; p < f->n; p++)
+    cudaMemcpy(f->pctl[p], big, sizeof big, cudaMemcpyHostToDevice);
+  for (int64_t i = 0; f->sig && i < f->nsig; i += TD__CTL_WORDS)
+    cudaMemcpy(f->sig + i, big, (size_t)(f->nsig - i < TD__CTL_WORDS ? f->nsig - i : TD__CTL_WORDS) * 8,
+               cudaMemcpyHostToDevice);
+}
+
 /* Waits for the compute stream (which joined the copy-engine stream) under
- * the deadline; a stream that never finishes marks the operator stuck. */
+ * the deadline; past it, or after a tile's wait timed out, poisons. */
 static td_status td__f_finish(td_tp_op *op, td__tp_fused *f) {
   struct timespec t0, now;
   clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -270,7 +287,7 @@ static td_status td__f_finish(td_tp_op *op, td__tp_fused *f) {
     clock_gettime(CLOCK_MONOTONIC, &now);
     double ms = (double)(now.tv_sec - t0.tv_sec) * 1e3 + (double)(now.tv_nsec - t0.tv_nsec) * 1e-6;
     if (ms > f->timeout_ms) {
-      f->stuck = 1;
+      td__f_poison(f);
       return td__error(TD_ERR_TIMEOUT, "fused: rank %d: call %" PRIu64 " did not finish within %d ms (a peer "
                        "never made this call, or its GPU work failed)", op->rank, f->epoch, f->timeout_ms);
     }
@@ -278,7 +295,7 @@ static td_status td__f_finish(td_tp_op *op, td__tp_fused *f) {
   }
   if (f->diag_h && f->diag_h[TD_GEMM_DIAG_FLAG]) {
     volatile uint64_t *dg = f->diag_h;
-    f->stuck = 1;
+    td__f_poison(f);
     return td__error(TD_ERR_TIMEOUT, "fused: rank %d: a GEMM tile waited past %d ms on gather signal %" PRIu64
                      " (rows from %" PRIu64 "): expected >= %" PRIu64 ", observed %" PRIu64, op->rank,
                      f->timeout_ms, dg[TD_GEMM_DIAG_SIGNAL], dg[TD_GEMM_DIAG_ROW], dg[TD_GEMM_DIAG_EXPECTED],
