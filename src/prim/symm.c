@@ -60,9 +60,9 @@ td_status td__symm_check_range(const td_world *w, const void *ptr, size_t bytes,
   int k = td__block_at(rc, off);
   if (k < 0)
     return td__error(TD_ERR_INVALID_ARG,
-                     "rank %d: %s: %s=%p (heap offset %" PRIu64 ", %zu bytes) is in the symmetric heap but not "
+                     "rank %d: %s: %s=%p (heap offset %" PRIu64 ", %zu byte%s) is in the symmetric heap but not "
                      "inside a live block (unallocated or freed); pass memory from td_symm_alloc",
-                     w->rank, fn, arg, ptr, off, bytes);
+                     w->rank, fn, arg, ptr, off, bytes, bytes == 1 ? "" : "s");
   const td__block *b = &rc->blocks[k];
   uint64_t span = b->bytes ? b->bytes : 1, left = b->offset + span - off;
   if (need > left)
