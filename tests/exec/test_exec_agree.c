@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -256,6 +257,57 @@ static void test_create_failures_reach_every_rank(void **state) {
   td_plan_destroy(c.plan);
 }
 
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__) /* their pthread_create wrappers abort */
+/* A worker thread that cannot start on rank 1 (a default stack far beyond
+ * the address space makes pthread_create fail; rank 0 has no tasks and so
+ * starts no threads): both ranks fail create, rank 1 with its own message,
+ * rank 0 naming rank 1, and no teardown message replaces it. */
+static pthread_barrier_t thr_bar;
+
+static td_status thread_rank(td_world *w, int rank, void *arg) {
+  agree_case *c = arg;
+  td_exec *ex = NULL;
+  pthread_attr_t old, huge;
+  if (rank == 1) {
+    pthread_getattr_default_np(&old);
+    pthread_attr_init(&huge);
+    pthread_attr_setstacksize(&huge, (size_t)1 << 46);
+    pthread_setattr_default_np(&huge);
+  }
+  pthread_barrier_wait(&thr_bar);
+  note(c, rank, td_exec_create(c->plan, td_world_team(w), NULL, &ex));
+  pthread_barrier_wait(&thr_bar);
+  if (rank == 1) {
+    pthread_setattr_default_np(&old);
+    pthread_attr_destroy(&old);
+    pthread_attr_destroy(&huge);
+  }
+  EX_CHECK(ex == NULL);
+  return TD_OK;
+}
+
+static void test_worker_start_failure(void **state) {
+  (void)state;
+  agree_case c = {NULL, NULL, "thread", NULL, {0}, {{0}}};
+  assert_int_equal(td_plan_create(NR, &c.plan), TD_OK);
+  int32_t x = ex_buffer(c.plan, "x", TD_BUF_SYMM, TD_F32, 1, 4);
+  (void)x;
+  td_task t = ex_task(TD_TASK_NOP, TD_WORKER_COMM, 0, "only on 1");
+  uint32_t idx;
+  assert_int_equal(td_plan_add_task(c.plan, 1, &t, NULL, 0, NULL, 0, NULL, 0, &idx), TD_OK);
+  assert_int_equal(td_plan_validate(c.plan), TD_OK);
+  pthread_barrier_init(&thr_bar, NULL, NR);
+  td_world_opts o = ex_world_opts(20000);
+  assert_int_equal(td_local_world_run(NR, &o, thread_rank, &c), TD_OK);
+  pthread_barrier_destroy(&thr_bar);
+  expect(&c, 1, TD_ERR_SYSTEM, "td_exec_create: rank 1: starting worker 0 of 1 failed");
+  expect(&c, 0, TD_ERR_PEER_FAILED, "rank 1 failed with TD_ERR_SYSTEM");
+  for (int r = 0; r < NR; r++)
+    assert_null(strstr(c.msg[r], "td_symm_free"));
+  td_plan_destroy(c.plan);
+}
+#endif
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_unbound_rank_fails_every_rank),
@@ -265,6 +317,9 @@ int main(void) {
       cmocka_unit_test(test_trace_write_errors_reach_every_rank),
       cmocka_unit_test(test_opts_timeout_governs_signal_waits),
       cmocka_unit_test(test_create_failures_reach_every_rank),
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+      cmocka_unit_test(test_worker_start_failure),
+#endif
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
