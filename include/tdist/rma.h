@@ -23,6 +23,16 @@
  * last observed. Waits spin briefly, then yield, then sleep on a futex, so
  * they progress when ranks outnumber cores.
  *
+ * Collective calls on a team (barriers, td_symm_alloc/free, splits, destroy,
+ * the collectives of coll.h) must be made by every member in the same order.
+ * Members that make different calls at the same point fail with
+ * TD_ERR_MISMATCH naming each member's call (a collective's first call on a
+ * team makes td_symm_alloc and td_team_sync itself, so it is named so). After
+ * a timeout, a peer failure or such a mismatch the team is broken: every later
+ * collective call on it fails at once with TD_ERR_STATE (TD_ERR_PEER_FAILED
+ * after a peer failure) naming the first failure; destroy the team, or
+ * finalize the world, which then does not wait for the others.
+ *
  * Thread-safety: the one-sided calls (put, get, signal op/fetch/wait, fence,
  * quiet) only read the team and world handles, so several threads of one rank
  * may call them at once (e.g. executor workers). Barriers, like every

@@ -98,7 +98,10 @@ td_status td_local_world_run(int nranks, const td_world_opts *opts, td_rank_fn f
  * rank's heap), then unmaps and frees. NULL is allowed. For a local world
  * rank, only detaches; memory goes with td_local_world_destroy. Returns the
  * barrier's status (TD_ERR_TIMEOUT, TD_ERR_PEER_FAILED: the rank is released
- * anyway), or TD_ERR_STATE when this local-world rank was already finalized. */
+ * anyway), or TD_ERR_STATE when this local-world rank was already finalized.
+ * When the world team is broken (an earlier call timed out, failed with a
+ * peer or mismatched: see rma.h), skips the barrier and returns at once
+ * TD_ERR_STATE / TD_ERR_PEER_FAILED naming that first failure. */
 td_status td_world_finalize(td_world *world);
 
 /** This rank's number in the world, and the number of ranks. */
