@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "exec/backend.h" /* the launch-limit case sets the epoch directly */
 #include "exec_harness.h"
 
 enum { NR = 2, W = 16 };
@@ -308,6 +309,35 @@ static void test_worker_start_failure(void **state) {
 }
 #endif
 
+/* A launch past the executor's limit (2^63 / the largest per-launch total of
+ * this rank's signals, at least TD_PLAN_LAUNCH_MAX; 2^63 here, where every
+ * total is 1) would let signal words pass 2^63: refused on every rank before
+ * any task runs (the epoch is set directly, as no test runs 2^40 launches). */
+static td_status limit_rank(td_world *w, int rank, void *arg) {
+  agree_case *c = arg;
+  td_exec *ex = NULL;
+  EX_OK(td_exec_create(c->plan, td_world_team(w), NULL, &ex));
+  float in[W] = {0}, out[W];
+  EX_OK(td_exec_bind(ex, 0, in));
+  EX_OK(td_exec_bind(ex, 2, out));
+  EX_OK(td_exec_run(ex));
+  EX_CHECK(ex->launch_max >= TD_PLAN_LAUNCH_MAX);
+  if (rank == 0)
+    ex->epoch = ex->launch_max;
+  note(c, rank, td_exec_run(ex));
+  return td_exec_destroy(ex);
+}
+
+static void test_launch_limit(void **state) {
+  (void)state;
+  agree_case c = {ring(1), NULL, "limit", NULL, {0}, {{0}}};
+  td_world_opts o = ex_world_opts(20000);
+  assert_int_equal(td_local_world_run(NR, &o, limit_rank, &c), TD_OK);
+  expect(&c, 0, TD_ERR_STATE, "launch 9223372036854775809 would exceed this executor's 9223372036854775808 launches");
+  expect(&c, 1, TD_ERR_PEER_FAILED, "rank 0 failed with TD_ERR_STATE");
+  td_plan_destroy(c.plan);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_unbound_rank_fails_every_rank),
@@ -317,6 +347,7 @@ int main(void) {
       cmocka_unit_test(test_trace_write_errors_reach_every_rank),
       cmocka_unit_test(test_opts_timeout_governs_signal_waits),
       cmocka_unit_test(test_create_failures_reach_every_rank),
+      cmocka_unit_test(test_launch_limit),
 #if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
       cmocka_unit_test(test_worker_start_failure),
 #endif
