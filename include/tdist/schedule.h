@@ -16,7 +16,7 @@
  * sig >= (e-1)*T + v; (sig, EQ, v) for sig == (e-1)*T + v.
  * Signal words are 64-bit and never wrap: td_plan_validate refuses a plan
  * whose T exceeds TD_SIGNAL_TOTAL_MAX (2^23) for any signal and rank, so
- * launches 1 .. TD_PLAN_LAUNCH_MAX (2^40) stay below 2^63; td_exec_run
+ * launches 1 .. TD_PLAN_LAUNCH_MAX (2^40) stay at or below 2^63; td_exec_run
  * refuses launch 2^40 + 1 with TD_ERR_STATE (create a new executor).
  *
  * Layout version TD_SCHEDULE_VERSION; the text dump starts with it and
