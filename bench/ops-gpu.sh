@@ -3,7 +3,8 @@
 # The tensor-parallel operators on the GPU machine (device tool): their GPU
 # test, then `tdist bench` of each operator against the sequential baseline.
 # Run ON THE GPU MACHINE from the repository root:
-#   . scripts/gpu-env.sh && bench/ops-gpu.sh [tests|bench|all] [quick|full]
+#   . scripts/gpu-env.sh && bench/ops-gpu.sh [tests|bench|all|fused] [quick|full]
+# (fused: only the fused cuda variant's GPU test and benches, src/ops/cuda/)
 # TD_OPS_BIN=folder with prebuilt `tdist` and `ops_gpu_test` (built on the dev
 # box with -DTD_WITH_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90a, Release) saves
 # the build; when they do not start there, the script builds them. A file
@@ -63,6 +64,29 @@ if [ "$WHAT" = bench ] || [ "$WHAT" = all ]; then
   run gemm_rs --ranks 8 --iters $ITERS --models llama3.1-8b,check --m 4096
   run gemm_ar --ranks 8 --iters $ITERS --models llama3.1-8b --m 1024
   run all_reduce --ranks 8 --iters $ITERS --sizes 8K,64K,1M,8M,64M
+fi
+if [ "$WHAT" = fused ]; then
+  # The fused cuda variant (src/ops/cuda/, TD_TP_FUSED) alone: its GPU test,
+  # then each operator with the fused side beside the baseline, auto and the
+  # best executor variant (8 ranks sharing the GPU, bf16).
+  echo "== ops_gpu_test (test_fused)"
+  TD_GPU_TEST_FILTER=test_fused timeout ${TEST_TIMEOUT:-200} "$TEST" >"$OUT/ops_gpu_test_fused.log" 2>&1
+  rc=$?; [ $rc = 0 ] || status=1
+  grep -E "^\[ *(OK|FAILED|PASSED) *\]|ERROR|rank .* off by" "$OUT/ops_gpu_test_fused.log" | head -20
+  echo "   rc=$rc ($(( $(date +%s) - t0 )) s)"
+  for spec in "ag_gemm --models llama3.1-8b,check --m 4096 --variants copy_engine,fused" \
+              "gemm_rs --models llama3.1-8b,check --m 4096 --variants fused" \
+              "gemm_ar --models llama3.1-8b --m 1024 --variants fused"; do
+    set -- $spec
+    name=$1; shift
+    echo "== tdist bench $name $*"
+    timeout ${BENCH_TIMEOUT:-120} "$TDIST" bench "$name" --backend cuda --ranks 8 --iters ${ITERS:-10} \
+      --json "$OUT/$name-fused.json" "$@" >/tmp/ops-bench.md 2>&1
+    rc=$?; [ $rc = 0 ] || status=1
+    cat /tmp/ops-bench.md >>"$OUT/bench-fused.md"
+    grep -E "^\|" /tmp/ops-bench.md | grep -v -- "---" | cut -c1-200
+    [ $rc = 0 ] || { echo "   rc=$rc"; tail -3 /tmp/ops-bench.md; }
+  done
 fi
 echo "== summary ($(( $(date +%s) - t0 )) s, $(git rev-parse --short HEAD 2>/dev/null)), status $status"
 exit $status

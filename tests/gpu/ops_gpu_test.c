@@ -5,12 +5,14 @@
  * reference (the harness of tests/ops, with device buffers); and the
  * correctness case of the benchmark, M = 4091 x ranks, N = 5120, K = 1024,
  * checked on a sample of rows; the fused variant (Hopper GEMM + copy
- * engine) on the shapes it takes. */
+ * engine) on the shapes it takes. TD_GPU_TEST_FILTER=<glob> runs a subset. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+
+#include <stdlib.h>
 
 #include <cuda_runtime_api.h>
 
@@ -143,5 +145,8 @@ int main(void) {
       cmocka_unit_test(test_correctness_case),
       cmocka_unit_test(test_fused),
   };
+  const char *filter = getenv("TD_GPU_TEST_FILTER"); /* e.g. test_fused */
+  if (filter && *filter)
+    cmocka_set_test_filter(filter);
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

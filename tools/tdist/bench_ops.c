@@ -414,7 +414,8 @@ static void bo_usage(FILE *f, const char *kind) {
           "         [--models all|check|NAME,...] [--m LIST] | [--shape MxNxK]   (GEMM operators)\n"
           "         [--sizes LIST]                                              (all_reduce)\n"
           "Sides: the sequential baseline, tdist auto, and each variant of --variants (default: every\n"
-          "variant of the operator). Models: llama3.1-8b, llama3.1-70b, llama3.1-405b, qwen2-72b,\n"
+          "variant but fused, which --variants ...,fused adds on cuda). Models: llama3.1-8b,\n"
+          "llama3.1-70b, llama3.1-405b, qwen2-72b,\n"
           "gpt3-175b (N, K global) with M from --m (default 1024,4096,8192), and 'check' (M = 4091 x\n"
           "ranks, N = 5120, K = 1024). all_reduce sizes default 8K,64K,512K,4M,64M.\n"
           "Ranks are threads of one process; on cuda they share the GPU: correctness and overhead,\n"
@@ -429,7 +430,6 @@ static int bo_main(td_tp_kind kind, int argc, char **argv) {
                : kind == TD_TP_GEMM_RS ? "sequential,sm"
                : kind == TD_TP_GEMM_AR ? "sequential,one_shot,two_shot"
                                        : "one_shot,two_shot";
-  int variants_set = 0;
   int dtype_set = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -470,7 +470,6 @@ static int bo_main(td_tp_kind kind, int argc, char **argv) {
       dtype_set = 1;
     } else if (!strcmp(a, "--variants")) {
       o.variants = v;
-      variants_set = 1;
     } else if (!strcmp(a, "--models")) {
       o.models = v;
     } else if (!strcmp(a, "--m")) {
@@ -492,10 +491,6 @@ static int bo_main(td_tp_kind kind, int argc, char **argv) {
   }
   if (!dtype_set && o.cuda)
     o.dt = TD_BF16;
-  if (!variants_set && o.cuda && kind != TD_TP_ALL_REDUCE) /* the fused cuda variant beside the others */
-    o.variants = kind == TD_TP_AG_GEMM   ? "sequential,sm,copy_engine,ring,fused"
-                 : kind == TD_TP_GEMM_RS ? "sequential,sm,fused"
-                                         : "sequential,one_shot,two_shot,fused";
   char vl[160];
   snprintf(vl, sizeof vl, "%s", o.variants);
   for (char *tok = strtok(vl, ","); tok; tok = strtok(NULL, ","))
