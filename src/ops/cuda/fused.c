@@ -62,10 +62,14 @@ int td__fused_reduce(void *dst, const void *const *src, int nsrc, long long elem
                      void *stream);
 
 enum { TD__CTL_FIN = 0, TD__CTL_GDONE = 1, TD__CTL_RDONE = 2, TD__CTL_WORDS = 8, TD__MAXR = 8 };
-enum { TD__REC_STATUS, TD__REC_PID, TD__REC_DEV, TD__REC_BUF, TD__REC_RED, TD__REC_SIG, TD__REC_CTL, TD__REC_N };
+enum { TD__REC_STATUS, TD__REC_PID, TD__REC_DEV, TD__REC_BUF, TD__REC_RED, TD__REC_SIG, TD__REC_CTL, TD__REC_SELF,
+       TD__REC_N };
 
-typedef struct td__tp_fused {
+typedef struct td__tp_fused td__tp_fused;
+struct td__tp_fused {
   int dev, n, r, sms, timeout_ms, one_shot;
+  int poisoned;   /* set (atomically) by a rank whose call failed: later results are void */
+  td__tp_fused *peer[8]; /* every rank's state (one process), to tell them of a failure */
   size_t esz;
   cudaStream_t s, ce;
   cudaEvent_t ce_done;
@@ -81,7 +85,7 @@ typedef struct td__tp_fused {
   int64_t row0[TD__MAXR], rows[TD__MAXR];
   int64_t gs, nsig, nb;
   uint64_t epoch;
-} td__tp_fused;
+};
 
 static PFN_cuStreamWriteValue64_v11070 td__fw64;
 static PFN_cuStreamWaitValue64_v11070 td__fwait64;
@@ -226,7 +230,8 @@ td_status td__tp_fused_create(td_tp_op *op) {
   if (mine != TD_OK)
     snprintf(msg, sizeof msg, "%s", td_last_error());
   int64_t rec[TD__REC_N] = {mine, (int64_t)getpid(), f->dev, (int64_t)(uintptr_t)f->buf,
-                            (int64_t)(uintptr_t)f->red, (int64_t)(uintptr_t)f->sig, (int64_t)(uintptr_t)f->ctl};
+                            (int64_t)(uintptr_t)f->red, (int64_t)(uintptr_t)f->sig, (int64_t)(uintptr_t)f->ctl,
+                            (int64_t)(uintptr_t)f};
   int64_t all[TD__MAXR * TD__REC_N];
   td_status st = td_all_gather(op->team, all, rec, TD__REC_N, TD_I64);
   for (int p = 0; st == TD_OK && p < f->n; p++) {
@@ -245,6 +250,7 @@ td_status td__tp_fused_create(td_tp_op *op) {
       f->pred[p] = (void *)(uintptr_t)q[TD__REC_RED];
       f->psig[p] = (uint64_t *)(uintptr_t)q[TD__REC_SIG];
       f->pctl[p] = (uint64_t *)(uintptr_t)q[TD__REC_CTL];
+      f->peer[p] = (td__tp_fused *)(uintptr_t)q[TD__REC_SELF];
     }
   }
   if (st != TD_OK) {
@@ -260,9 +266,11 @@ td_status td__tp_fused_create(td_tp_op *op) {
  * signals to a value no epoch reaches, so no stream stays blocked on a
  * stream wait (cudaFree, which waits for the whole device, would hang on
  * it) and waiting tiles end. Peers still in that call may then finish it on
- * incomplete data: a failed call leaves C undefined on every rank, and the
- * rank that failed reports it. */
+ * incomplete data, so every rank is also told on the host: its next call
+ * check answers TD_ERR_PEER_FAILED instead of a result. */
 static void td__f_poison(td__tp_fused *f) {
+  for (int p = 0; p < f->n; p++)
+    __atomic_store_n(&f->peer[p]->poisoned, 1, __ATOMIC_SEQ_CST);
   uint64_t big[TD__CTL_WORDS];
   for (int i = 0; i < TD__CTL_WORDS; i++)
     big[i] = (uint64_t)1 << 62;
@@ -301,6 +309,9 @@ static td_status td__f_finish(td_tp_op *op, td__tp_fused *f) {
                      f->timeout_ms, dg[TD_GEMM_DIAG_SIGNAL], dg[TD_GEMM_DIAG_ROW], dg[TD_GEMM_DIAG_EXPECTED],
                      dg[TD_GEMM_DIAG_OBSERVED]);
   }
+  if (__atomic_load_n(&f->poisoned, __ATOMIC_SEQ_CST))
+    return td__error(TD_ERR_PEER_FAILED, "fused: rank %d: a peer's call %" PRIu64 " or earlier failed (timeout); "
+                     "this call's result is void", op->rank, f->epoch);
   return TD_OK;
 }
 
@@ -408,6 +419,9 @@ td_status td__tp_fused_run(td_tp_op *op, void *c, const void *a, const void *b) 
   if (((uintptr_t)a | (uintptr_t)b | (uintptr_t)c) % 16 != 0)
     return td__error(TD_ERR_INVALID_ARG, "%s (fused): rank %d: A %p, B %p and C %p must be 16-byte aligned (as "
                      "cudaMalloc returns)", td_tp_kind_name(op->d.kind), op->rank, a, b, c);
+  if (__atomic_load_n(&f->poisoned, __ATOMIC_SEQ_CST))
+    return td__error(TD_ERR_PEER_FAILED, "fused: rank %d: a peer's earlier call failed (timeout); the operator "
+                     "can only be destroyed", op->rank);
   TD_CHECK(td__cu(cudaSetDevice(f->dev), "cudaSetDevice"));
   uint64_t e = ++f->epoch;
   return op->d.kind == TD_TP_AG_GEMM ? td__f_ag(op, f, c, a, b, e) : td__f_rs_ar(op, f, c, a, b, e);
