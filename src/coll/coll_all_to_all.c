@@ -42,7 +42,7 @@ td_status td_all_to_all(td_team *team, void *dst, const void *src, size_t count,
   if (st == TD_OK)
     st = td__coll_check_disjoint(name, dst, total, src, total);
   if (st != TD_OK)
-    return td__coll_bad_args(team, st);
+    return td__coll_bad_args(team, TD__COLL_ALL_TO_ALL, st);
 
   td__coll *c;
   TD_CHECK(td__coll_get(team, &c));
@@ -148,7 +148,7 @@ td_status td_all_to_allv(td_team *team, void *dst, const size_t *recv_counts,
   td_status st = td__a2av_check(team, name, n, recv_counts, recv_displs, dst, send_counts, send_displs,
                                 src, dtype, &sext, &rext);
   if (st != TD_OK)
-    return td__coll_bad_args(team, st);
+    return td__coll_bad_args(team, TD__COLL_ALL_TO_ALLV, st);
   td__coll *c;
   TD_CHECK(td__coll_get(team, &c));
   const size_t es = td_dtype_size(dtype);

@@ -190,7 +190,7 @@ static td_status td__coll_publish_wait(td__coll *c, const td__coll_pub *pub) {
       atomic_store_explicit(&me->may_sleep, 1, memory_order_seq_cst);
       atomic_thread_fence(memory_order_seq_cst);
     }
-    st = td__wait_u64(c->team, w, TD_CMP_GE, s, "a collective step of a peer", NULL);
+    st = td__wait_u64_call(c->team, w, TD_CMP_GE, s, "a collective step of a peer", NULL);
   }
   if (sleepy) /* stored only when set, so peers keep the line cached */
     atomic_store_explicit(&me->may_sleep, 0, memory_order_relaxed);
@@ -262,7 +262,16 @@ static void td__list_values(const td__coll *c, char *buf, size_t cap, int field)
   }
 }
 
+/* The runtime's call number of a collective kind (prim_internal.h): counted
+ * with the team's barriers and allocations, so a member in td_barrier_all
+ * while the others are in td_all_reduce is told, not left to time out. */
+static int td__coll_call_kind(td__coll_kind kind) {
+  return kind >= TD__COLL_ALL_GATHER && kind < TD__COLL_KIND_COUNT ? TD__CALL_ALL_GATHER + (kind - TD__COLL_ALL_GATHER)
+                                                                   : TD__CALL_ALL_GATHER;
+}
+
 td_status td__coll_begin(td__coll *c, const char *name, const td__coll_pub *pub, unsigned check) {
+  td__team_begin_call(c->team, td__coll_call_kind(pub->kind));
   td_status st = td__coll_publish_wait(c, pub);
   if (st != TD_OK) {
     td__error_prefix("%s: ", name);
@@ -306,11 +315,12 @@ td_status td__coll_begin(td__coll *c, const char *name, const td__coll_pub *pub,
   return TD_OK;
 }
 
-td_status td__coll_bad_args(td_team *team, td_status st) {
+td_status td__coll_bad_args(td_team *team, td__coll_kind kind, td_status st) {
   char saved[1024];
   snprintf(saved, sizeof saved, "%s", td_last_error());
   td__coll *c = NULL;
   if (team && td__coll_get(team, &c) == TD_OK) {
+    td__team_begin_call(team, td__coll_call_kind(kind));
     td__coll_pub pub = {.kind = TD__COLL_BAD_ARGS, .loc = TD__COLL_LOC_NONE};
     char verdict[TD__COLL_INLINE];
     size_t len = strnlen(saved, sizeof verdict - 1); /* peers quote it, cut to the slot's inline bytes */

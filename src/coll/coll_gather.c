@@ -64,7 +64,7 @@ td_status td_all_gather(td_team *team, void *dst, const void *src, size_t count,
   if (st == TD_OK && !in_place)
     st = td__coll_check_disjoint(name, dst, bytes * (size_t)n, src, bytes);
   if (st != TD_OK)
-    return td__coll_bad_args(team, st);
+    return td__coll_bad_args(team, TD__COLL_ALL_GATHER, st);
 
   td__coll *c;
   TD_CHECK(td__coll_get(team, &c));
@@ -141,7 +141,7 @@ td_status td_broadcast(td_team *team, void *dst, const void *src, size_t count, 
   if (st == TD_OK && r == root && dst != src)
     st = td__coll_check_disjoint(name, dst, bytes, src, bytes);
   if (st != TD_OK)
-    return td__coll_bad_args(team, st);
+    return td__coll_bad_args(team, TD__COLL_BROADCAST, st);
 
   td__coll *c;
   TD_CHECK(td__coll_get(team, &c));

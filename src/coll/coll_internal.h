@@ -147,9 +147,9 @@ enum { TD__CHECK_COUNT = 1, TD__CHECK_DTYPE = 2, TD__CHECK_OP = 4, TD__CHECK_ROO
 td_status td__coll_begin(td__coll *c, const char *name, const td__coll_pub *pub, unsigned check);
 
 /** A rank whose own argument checks failed still takes part in the first step
- * (so peers fail fast with TD_ERR_MISMATCH instead of timing out), then
- * returns `st` with its own message kept. */
-td_status td__coll_bad_args(td_team *team, td_status st);
+ * of its call `kind` (so peers fail fast with TD_ERR_MISMATCH instead of
+ * timing out), then returns `st` with its own message kept. */
+td_status td__coll_bad_args(td_team *team, td__coll_kind kind, td_status st);
 
 /** Peer p's slot for the current step. */
 static inline const td__coll_slot *td__coll_peer_slot(const td__coll *c, int p) {

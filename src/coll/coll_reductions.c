@@ -56,7 +56,7 @@ td_status td_reduce_scatter(td_team *team, void *dst, const void *src, size_t co
   if (st == TD_OK && !in_place)
     st = td__coll_check_disjoint(name, dst, len_r * es, src, bytes);
   if (st != TD_OK)
-    return td__coll_bad_args(team, st);
+    return td__coll_bad_args(team, TD__COLL_REDUCE_SCATTER, st);
 
   td__coll *c;
   TD_CHECK(td__coll_get(team, &c));
@@ -153,7 +153,7 @@ td_status td_all_reduce(td_team *team, void *dst, const void *src, size_t count,
   if (st == TD_OK && dst != src)
     st = td__coll_check_disjoint(name, dst, bytes, src, bytes);
   if (st != TD_OK)
-    return td__coll_bad_args(team, st);
+    return td__coll_bad_args(team, TD__COLL_ALL_REDUCE, st);
 
   td__coll *c;
   TD_CHECK(td__coll_get(team, &c));

@@ -75,6 +75,30 @@ td_status td__wait_u64(td_team *team, const _Atomic uint64_t *addr, td_cmp cmp, 
 td_status td__symm_check_range(const td_world *w, const void *ptr, size_t bytes, const char *fn, const char *arg,
                                int *in_heap);
 
+/** Call kinds of the collectives (src/coll), for td__team_begin_call. */
+enum {
+  TD__CALL_ALL_GATHER = 16,
+  TD__CALL_REDUCE_SCATTER,
+  TD__CALL_ALL_REDUCE,
+  TD__CALL_BROADCAST,
+  TD__CALL_ALL_TO_ALL,
+  TD__CALL_ALL_TO_ALLV,
+};
+
+/** Starts a collective call of an upper layer on the team (one of
+ * TD__CALL_*): it is numbered with the runtime's own team calls (barriers,
+ * td_symm_alloc/free, splits), so members at the same call number in
+ * different calls fail with TD_ERR_MISMATCH naming each member's call. Made
+ * by the thread that makes the rank's team calls; nothing happens on a
+ * broken team. */
+void td__team_begin_call(td_team *team, int kind);
+
+/** td__wait_u64 for the thread making the current team call: also fails with
+ * TD_ERR_MISMATCH (message names each member's call) as soon as a member is
+ * found in a different call with the same number (checked every 20 ms). */
+td_status td__wait_u64_call(td_team *team, const _Atomic uint64_t *addr, td_cmp cmp, uint64_t value,
+                            const char *what, uint64_t *observed);
+
 /** TD_OK, or (at once) the error of a team that an earlier call found
  * broken: a timeout, a peer failure or members making different calls. Then
  * no collective call on the team can complete, and peers may still read what

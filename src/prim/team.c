@@ -59,8 +59,14 @@ const char *td__op_name(uint64_t op) {
   static const char *const names[] = {"?", "td_symm_alloc", "td_symm_free", "td_team_split_strided",
                                       "td_team_split", "td_barrier_all", "td_team_sync", "td_team_barrier",
                                       "td_team_destroy"};
+  static const char *const coll[] = {"td_all_gather", "td_reduce_scatter", "td_all_reduce", "td_broadcast",
+                                     "td_all_to_all", "td_all_to_allv"};
+  if (op >= TD__CALL_ALL_GATHER && op < TD__CALL_ALL_GATHER + sizeof coll / sizeof coll[0])
+    return coll[op - TD__CALL_ALL_GATHER];
   return op < sizeof names / sizeof names[0] ? names[op] : "?";
 }
+
+void td__team_begin_call(td_team *team, int kind) { td__team_call(team, kind); }
 
 /* (team uid, call number, op) as published in td__rank_ctl.doing. */
 static uint64_t td__doing_word(uint64_t uid, uint64_t call, int op) {

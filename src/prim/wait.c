@@ -233,6 +233,31 @@ td_status td__wait_u64(td_team *team, const _Atomic uint64_t *addr, td_cmp cmp, 
   return TD_OK;
 }
 
+td_status td__wait_u64_call(td_team *team, const _Atomic uint64_t *addr, td_cmp cmp, uint64_t value,
+                            const char *what, uint64_t *observed) {
+  td_world *w = team->world;
+  if ((unsigned)cmp > TD_CMP_LE)
+    return td__wait_u64(team, addr, cmp, value, what, observed); /* its message */
+  TD_CHECK(td__team_usable(team, what));
+  uint64_t v = 0;
+  td_status st = td__team_wait(team, addr, cmp, value, td__deadline_ns(w), &v, what);
+  if (st == TD_ERR_MISMATCH)
+    return td__team_break(team, st);
+  if (st == TD_ERR_PEER_FAILED)
+    return td__team_break(team, td__peer_failed_error(w, what));
+  if (st == TD_ERR_TIMEOUT) {
+    char where[96];
+    td__describe_addr(w, addr, where, sizeof where);
+    return td__team_break(team, td__error(TD_ERR_TIMEOUT,
+                                          "rank %d: timed out after %d ms waiting for %s: signal %s, until value "
+                                          "%s %" PRIu64 "; last observed %" PRIu64,
+                                          w->rank, w->timeout_ms, what, where, td_cmp_name(cmp), value, v));
+  }
+  if (observed)
+    *observed = v;
+  return TD_OK;
+}
+
 void td__wake(td_team *team, int team_pe) {
   if (team_pe >= 0 && team_pe < team->size)
     td__wake_world_rank(team->world, team->members[team_pe]);

@@ -2,7 +2,8 @@
  * Runtime test: calls that cannot meet. Ranks making different collective
  * calls at the same point (a barrier against td_symm_alloc, or against a
  * collective's first call) fail with TD_ERR_MISMATCH naming what each rank
- * called, instead of waiting for their deadline. After a timeout, a peer
+ * called, instead of waiting for their deadline (collectives are numbered
+ * with the runtime's team calls). After a timeout, a peer
  * failure or such a mismatch the team is broken: every later call on it,
  * td_world_finalize included, fails at once with TD_ERR_STATE naming the
  * first failure (a full deadline would otherwise pass again). */
@@ -40,6 +41,23 @@ static td_status barrier_vs_collective_rank(td_world *w, int rank, void *arg) {
   HAS(rank == 1 ? "td_barrier_all: the ranks of the team" : "the ranks of the team of 3 made different");
   HAS("team rank 0 called td_symm_alloc, team rank 1 called td_barrier_all, team rank 2 called td_symm_alloc");
   HAS("a collective's first call on a team makes td_symm_alloc");
+  return TD_OK;
+}
+
+/* The tester's case: one rank in td_barrier_all, the others in td_all_reduce
+ * (not the first collective call, which allocates: see above). */
+static td_status barrier_vs_later_collective_rank(td_world *w, int rank, void *arg) {
+  (void)arg;
+  td_team *t = td_world_team(w);
+  float x = 1, y = 0;
+  RT_OK(td_all_reduce(t, &y, &x, 1, TD_F32, TD_SUM));
+  td_status st = rank == 0 ? td_barrier_all(w) : td_all_reduce(t, &y, &x, 1, TD_F32, TD_SUM);
+  RT_CHECK(st == TD_ERR_MISMATCH);
+  HAS("team rank 0 called td_barrier_all, team rank 1 called td_all_reduce");
+  if (rank != 0)
+    HAS("td_all_reduce: ");
+  RT_CHECK(td_all_reduce(t, &y, &x, 1, TD_F32, TD_SUM) == TD_ERR_STATE);
+  HAS("is broken since an earlier call on it failed");
   return TD_OK;
 }
 
@@ -81,6 +99,7 @@ static void run(int n, rt_fn fn) {
 
 static void test_barrier_vs_alloc(void **state) { run(2, barrier_vs_alloc_rank); }
 static void test_barrier_vs_collective(void **state) { run(3, barrier_vs_collective_rank); }
+static void test_barrier_vs_later_collective(void **state) { run(3, barrier_vs_later_collective_rank); }
 static void test_broken_after_collective_timeout(void **state) { run(2, timeout_rank); }
 static void test_broken_after_barrier_timeout(void **state) { run(2, barrier_timeout_rank); }
 
@@ -89,6 +108,7 @@ int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_barrier_vs_alloc),
       cmocka_unit_test(test_barrier_vs_collective),
+      cmocka_unit_test(test_barrier_vs_later_collective),
       cmocka_unit_test(test_broken_after_collective_timeout),
       cmocka_unit_test(test_broken_after_barrier_timeout),
   };
