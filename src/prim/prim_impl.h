@@ -66,7 +66,12 @@ struct td_team {
   uint64_t bar_epoch;
   uint64_t calls;    /* team calls of the primitives layer (barriers, alloc, free, split, destroy) */
   int call_kind;     /* TD__OP_* of the call in progress */
-  td_status broken;  /* TD_OK, or why the team is unusable: a timeout, peer failure or call mismatch */
+  /* TD_OK, or why the team is unusable (a timeout, peer failure or call
+   * mismatch). Atomic: executor workers waiting on the team read it while the
+   * rank's main thread may break the team; broken_why is written once, by the
+   * thread that wins `breaking`, before `broken` is stored (release). */
+  _Atomic int broken;
+  _Atomic int breaking;
   char broken_why[384];
   void *slots[TD__SLOT_COUNT];
   void (*dtors[TD__SLOT_COUNT])(void *);

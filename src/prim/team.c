@@ -74,7 +74,7 @@ static uint64_t td__doing_word(uint64_t uid, uint64_t call, int op) {
 }
 
 void td__team_call(td_team *t, int op) {
-  if (t->broken != TD_OK)
+  if (atomic_load_explicit(&t->broken, memory_order_relaxed) != TD_OK)
     return; /* the call fails at once; keep showing peers the call that broke the team */
   t->calls++;
   t->call_kind = op;
@@ -83,9 +83,10 @@ void td__team_call(td_team *t, int op) {
 }
 
 td_status td__team_usable(td_team *t, const char *what) {
-  if (t->broken == TD_OK)
+  int broken = atomic_load_explicit(&t->broken, memory_order_acquire);
+  if (broken == TD_OK)
     return TD_OK;
-  return td__error(t->broken == TD_ERR_PEER_FAILED ? TD_ERR_PEER_FAILED : TD_ERR_STATE,
+  return td__error(broken == TD_ERR_PEER_FAILED ? TD_ERR_PEER_FAILED : TD_ERR_STATE,
                    "rank %d: %s: the team of %d ranks is broken since an earlier call on it failed, so no "
                    "collective call on it can complete; destroy it (or finalize the world). That failure: %s",
                    t->world->rank, what, t->size, t->broken_why);
@@ -94,9 +95,11 @@ td_status td__team_usable(td_team *t, const char *what) {
 td_status td__team_check_usable(td_team *team, const char *what) { return td__team_usable(team, what); }
 
 td_status td__team_break(td_team *t, td_status st) {
-  if (t->broken == TD_OK && (st == TD_ERR_TIMEOUT || st == TD_ERR_PEER_FAILED || st == TD_ERR_MISMATCH)) {
-    t->broken = st;
+  int first = 0;
+  if ((st == TD_ERR_TIMEOUT || st == TD_ERR_PEER_FAILED || st == TD_ERR_MISMATCH) &&
+      atomic_compare_exchange_strong(&t->breaking, &first, 1)) {
     snprintf(t->broken_why, sizeof t->broken_why, "%s", td_last_error());
+    atomic_store_explicit(&t->broken, (int)st, memory_order_release);
   }
   return st;
 }

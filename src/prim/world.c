@@ -296,7 +296,7 @@ td_status td_world_finalize(td_world *world) {
   td__team_run_dtors(world->team);
   /* A broken world team cannot meet in a barrier: leave without waiting a
    * second deadline, and say why. */
-  td_status st = world->team->broken != TD_OK ? td__team_usable(world->team, "td_world_finalize")
+  td_status st = atomic_load(&world->team->broken) != TD_OK ? td__team_usable(world->team, "td_world_finalize")
                                               : td_barrier_all(world);
   /* From here no peer reads this rank's heap; its process may go without being taken for failed. */
   atomic_store_explicit(&world->ranks[world->rank].left, 1, memory_order_release);
