@@ -10,7 +10,11 @@
  *    in this rank's heap or in a peer's copy), with the same spin / yield /
  *    futex sleep, deadline and peer-failure behaviour as td_signal_wait_until;
  *  - ringing a rank's doorbell, so a waiter asleep in td__wait_u64 or
- *    td_signal_wait_until looks again at once after a plain store.
+ *    td_signal_wait_until looks again at once after a plain store;
+ *  - the symmetric-range check (a range starting in the heap must lie inside
+ *    one live block), shared by the one-sided calls and the collectives;
+ *  - numbering of team calls (td__team_begin_call) so members in different
+ *    calls fail with TD_ERR_MISMATCH, and the broken-team check.
  * td__team_world_rank, td__wait_u64 and td__wake are thread-safe: several
  * threads of one rank may wait on its doorbell at once (every wake wakes all
  * of them). Slots are not: one thread of the rank owns them. */
