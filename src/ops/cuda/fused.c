@@ -51,6 +51,7 @@
 #include "ops/ops_internal.h"
 #include "tdist/coll.h"
 #include "tdist/config.h"
+#include "tdist/rma.h"
 #include "tile/cuda/gemm.h"
 
 /* The GEMM library (tdist_gemm_cuda) links tdist, not the other way round:
@@ -325,6 +326,11 @@ static td_status td__f_gate(td__tp_fused *f, cudaStream_t s, uint64_t e) {
 static td_status td__f_ag(td_tp_op *op, td__tp_fused *f, void *c, const void *a, const void *b, uint64_t e) {
   const int64_t M = op->d.m, K = op->d.k, r = f->r;
   const size_t row_bytes = (size_t)K * f->esz, crow = (size_t)f->nb * f->esz;
+  /* Host barrier first: once a GEMM's tiles spin on their SMs, every rank is
+   * already issuing its copies, so spinning lasts a transfer, not however
+   * long a peer's host takes to come to the call (the deadline still bounds it). */
+  if (f->n > 1)
+    TD_CHECK(td_team_sync(op->team));
   /* producer: the copy engine */
   TD_CHECK(td__f_gate(f, f->ce, e));
   for (int j = 0; j < f->n && f->rows[r] > 0; j++) {
