@@ -26,8 +26,8 @@
  *           outputs up to 1 MiB) or each reduces its rows into a symmetric
  *           buffer and every rank copies all of them into C (RS + AG).
  * Every call starts with stream waits until every rank finished the previous
- * call, so no buffer is overwritten while a peer still reads it, and ends
- * with a host wait under the operator's deadline.
+ * call, so no buffer is overwritten while a peer still reads it (ag_gemm also
+ * with a host barrier), and ends with a host wait under the operator's deadline.
  *
  * Co-residency (ranks sharing a GPU): all ranks' persistent GEMM grids run at
  * once, and a tile waiting on a signal holds its SM. That cannot deadlock:
