@@ -1,0 +1,17 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+# Dev box: builds the GPU test binaries, tdist and tdrun (Release, sm_90a) and
+# copies them into .gpubin/ (git-ignored through .git/info/exclude) for
+# scripts/gpu-final.sh on the GPU machine.
+set -e
+cd "$(dirname "$0")/.."
+B=${TD_FINAL_BUILD:-build-final}
+grep -qx '/.gpubin/' .git/info/exclude 2>/dev/null || echo '/.gpubin/' >> .git/info/exclude
+T="tdist_cli tdrun dev_gpu_test dev_gpu_deadlock dev_nccl_test exec_random_test exec_copy_engine_test exec_deadline_test gemm_tile_test gemm_hooks_test ops_gpu_test"
+cmake -S . -B "$B" -DTD_WITH_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90a -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$B" -j "$(nproc)" --target $T
+rm -rf .gpubin && mkdir -p .gpubin
+cp "$B/bin/tdist" "$B/bin/tdrun" .gpubin/
+for t in $T; do [ -f "$B/tests/$t" ] && cp "$B/tests/$t" .gpubin/; done
+git rev-parse --short HEAD > .gpubin/REVISION
+du -sh .gpubin
