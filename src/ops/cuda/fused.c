@@ -1,41 +1,43 @@
 /* SPDX-License-Identifier: Apache-2.0
  * Operators layer, the fused cuda variant (TD_TP_FUSED) of ag_gemm, gemm_rs
  * and gemm_ar, in the manner of Triton-distributed: the Hopper GEMM of
- * src/tile/cuda (td__gemm_cuda_run, with its signal hooks) runs on the
- * compute stream with every SM, data moves on the copy engine, and ordering
- * between ranks is by 64-bit epoch signals (call e sets or awaits e; nothing
- * is ever reset). Ranks are threads of one process sharing one GPU, so the
+ * src/tile/cuda (td__gemm_cuda_run, plain: no hooks) runs on the compute
+ * stream, data moves with cudaMemcpyAsync on a second stream, and ordering
+ * between ranks is by CUDA events behind host barriers. Ranks are threads of one process sharing one GPU, so the
  * symmetric buffers are plain cudaMalloc memory whose addresses the ranks
  * swap with td_all_gather at creation.
  *
- *  ag_gemm  rank r copies its A rows into every rank's gather buffer (itself
- *           first, then r-1, r-2, ...) with cudaMemcpyAsync on a
- *           high-priority stream, each copy followed by cuStreamWriteValue64
- *           of e on the signals covering those rows. The gather buffer of
- *           rank p is rotated: row 0 is p's own first row, then p+1's rows...
- *           so the GEMM, walking tiles from row 0, starts on local rows and
- *           then takes peers in the order they arrive (Triton-distributed's
- *           swizzle); each tile waits (WAIT hook) only on the signals of its
- *           rows. The rotated result is written to C (rank 0, no rotation)
- *           or to a scratch buffer copied back as two row blocks.
+ *  ag_gemm  rank r puts its A rows into every peer's gather buffer (at their
+ *           global rows; r-1 first, then r-2, ...) with cudaMemcpyAsync on a
+ *           high-priority stream, recording an event after each put. After a
+ *           host barrier, rank p runs one plain GEMM per source rank's row
+ *           block straight into C: its own rows (from A) at once, then
+ *           p+1, p+2, ... each behind cudaStreamWaitEvent on that put.
  *  gemm_rs  every rank computes its full partial A_r * B_r into its own
- *           symmetric buffer, raises "gemm done", waits (stream-level) for
- *           every rank's, then reduces its rows of all partials (16-byte
- *           vectors, f32 sums in rank order) into C.
+ *           symmetric buffer and records "gemm done"; after a host barrier it
+ *           waits (stream waits on the peers' events) for every rank's, then
+ *           reduces its rows of all partials (16-byte vectors, f32 sums in
+ *           rank order) into C.
  *  gemm_ar  the same, then either every rank reduces all rows (one-shot, for
  *           outputs up to 1 MiB) or each reduces its rows into a symmetric
- *           buffer and every rank copies all of them into C (RS + AG).
- * Every call starts with stream waits until every rank finished the previous
- * call, so no buffer is overwritten while a peer still reads it (ag_gemm also
- * with a host barrier), and ends with a host wait under the operator's deadline.
+ *           buffer and every rank copies all of them into C (RS + AG), again
+ *           behind a host barrier and event waits.
+ * Every call starts with a host barrier (each rank's previous call ended with
+ * a host wait on its streams, so no buffer is overwritten while a peer still
+ * reads it) and ends with a host wait under the operator's deadline. The
+ * 64-bit progress words (cuStreamWriteValue64 of the epoch, never reset) are
+ * only written now, for diagnostics and poisoning; nothing waits on them.
  *
- * Co-residency (ranks sharing a GPU): all ranks' persistent GEMM grids run at
- * once, and a tile waiting on a signal holds its SM. That cannot deadlock:
- * the only device-side waits are in ag_gemm, and what they wait for comes
- * from copy-engine operations (memcpy + stream write), which need no SM;
- * those depend only on the previous call being finished everywhere, and no
- * GEMM of call e launches before that (it is queued behind the same stream
- * waits). Every other wait is a stream wait, which holds no SM either. */
+ * Deadlock freedom (ranks sharing a GPU; see docs/architecture.md "fused"):
+ * the first version waited in-kernel (GEMM tiles spinning on signals while
+ * their persistent grid held every SM) and with cuStreamWaitValue64 on words
+ * that peers wrote from work they had possibly not enqueued yet; CUDA sees
+ * neither dependency, streams share a few hardware queues, and it hung on the
+ * H200. Now every cross-rank dependency is a CUDA event recorded before a
+ * host barrier and waited for after it: each operation waits only on work
+ * enqueued before it, and no kernel waits for anything once running, so no
+ * cycle can form whatever the queue mapping, copy implementation or
+ * residency of the grids. */
 #include <cuda.h>
 #include <cudaTypedefs.h>
 #include <cuda_runtime.h>
@@ -74,6 +76,8 @@ struct td__tp_fused {
   size_t esz;
   cudaStream_t s, ce;
   cudaEvent_t ce_done;
+  cudaEvent_t ev_put[TD__MAXR]; /* ag: recorded on ce after this rank's rows reached rank p */
+  cudaEvent_t ev_gdone, ev_rdone; /* rs/ar: after the partial GEMM; after the reduction */
   void *buf;      /* ag: rotated gather buffer [M,K]; rs/ar: partial [M,N] */
   void *red;      /* ar two-shot: reduced rows [M,N] */
   void *scratch;  /* ag on ranks with row0 > 0: rotated C [M,nb] */
@@ -119,12 +123,6 @@ static td_status td__setv(cudaStream_t s, uint64_t *addr, uint64_t v) {
   return r == CUDA_SUCCESS ? TD_OK : td__error(TD_ERR_CUDA, "fused: cuStreamWriteValue64 failed (CUresult %d)", (int)r);
 }
 
-/* The stream waits (holding no SM) until *addr >= v. */
-static td_status td__waitv(cudaStream_t s, const uint64_t *addr, uint64_t v) {
-  CUresult r = td__fwait64((CUstream)s, (CUdeviceptr)(uintptr_t)addr, v, CU_STREAM_WAIT_VALUE_GEQ);
-  return r == CUDA_SUCCESS ? TD_OK : td__error(TD_ERR_CUDA, "fused: cuStreamWaitValue64 failed (CUresult %d)", (int)r);
-}
-
 static int64_t td__gcd(int64_t a, int64_t b) {
   while (b) {
     int64_t t = a % b;
@@ -142,6 +140,13 @@ static void td__f_free(td__tp_fused *f) {
     cudaFree(f->sink), cudaFreeHost(f->diag_h);
     if (f->ce_done)
       cudaEventDestroy(f->ce_done);
+    for (int p = 0; p < TD__MAXR; p++)
+      if (f->ev_put[p])
+        cudaEventDestroy(f->ev_put[p]);
+    if (f->ev_gdone)
+      cudaEventDestroy(f->ev_gdone);
+    if (f->ev_rdone)
+      cudaEventDestroy(f->ev_rdone);
     if (f->s)
       cudaStreamDestroy(f->s);
     if (f->ce)
@@ -178,17 +183,14 @@ static td_status td__f_alloc(td_tp_op *op, td__tp_fused *f) {
   TD_CHECK(td__cu(cudaStreamCreateWithPriority(&f->s, cudaStreamNonBlocking, lo), "cudaStreamCreateWithPriority"));
   TD_CHECK(td__cu(cudaStreamCreateWithPriority(&f->ce, cudaStreamNonBlocking, hi), "cudaStreamCreateWithPriority"));
   TD_CHECK(td__cu(cudaEventCreateWithFlags(&f->ce_done, cudaEventDisableTiming), "cudaEventCreate"));
+  for (int p = 0; p < f->n; p++)
+    TD_CHECK(td__cu(cudaEventCreateWithFlags(&f->ev_put[p], cudaEventDisableTiming), "cudaEventCreate"));
+  TD_CHECK(td__cu(cudaEventCreateWithFlags(&f->ev_gdone, cudaEventDisableTiming), "cudaEventCreate"));
+  TD_CHECK(td__cu(cudaEventCreateWithFlags(&f->ev_rdone, cudaEventDisableTiming), "cudaEventCreate"));
   const size_t m = (size_t)d->m;
   if (d->kind == TD_TP_AG_GEMM) {
+    /* the gather buffer in global row order; this rank's own rows stay in A */
     TD_CHECK(td__cu(cudaMalloc(&f->buf, m * (size_t)d->k * f->esz), "cudaMalloc (gather buffer)"));
-    if (f->row0[op->rank] > 0)
-      TD_CHECK(td__cu(cudaMalloc(&f->scratch, m * (size_t)f->nb * f->esz), "cudaMalloc (rotated C)"));
-    TD_CHECK(td__cu(cudaMalloc((void **)&f->sig, (size_t)f->nsig * 8), "cudaMalloc (signals)"));
-    TD_CHECK(td__cu(cudaMemsetAsync(f->sig, 0, (size_t)f->nsig * 8, f->s), "cudaMemsetAsync"));
-    TD_CHECK(td__cu(cudaMalloc((void **)&f->sink, 64), "cudaMalloc (sink)"));
-    TD_CHECK(td__cu(cudaHostAlloc((void **)&f->diag_h, 64, cudaHostAllocMapped), "cudaHostAlloc"));
-    memset(f->diag_h, 0, 64);
-    TD_CHECK(td__cu(cudaHostGetDevicePointer((void **)&f->diag_d, f->diag_h, 0), "cudaHostGetDevicePointer"));
   } else {
     TD_CHECK(td__cu(cudaMalloc(&f->buf, m * (size_t)d->n * f->esz), "cudaMalloc (partial)"));
     if (d->kind == TD_TP_GEMM_AR && !f->one_shot)
@@ -205,8 +207,8 @@ td_status td__tp_fused_create(td_tp_op *op) {
     return td__error(TD_ERR_UNSUPPORTED, "the fused variant needs the Hopper GEMM library: link tdist_gemm_cuda "
                      "into the program (the tdist CLI does)");
   pthread_once(&td__f_once, td__f_resolve);
-  if (!td__fw64 || !td__fwait64)
-    return td__error(TD_ERR_UNSUPPORTED, "fused: the CUDA driver lacks cuStreamWriteValue64/cuStreamWaitValue64");
+  if (!td__fw64)
+    return td__error(TD_ERR_UNSUPPORTED, "fused: the CUDA driver lacks cuStreamWriteValue64");
   td__tp_fused *f = calloc(1, sizeof *f);
   if (!f)
     return td__error(TD_ERR_NO_MEMORY, "fused: out of memory");
@@ -316,79 +318,91 @@ static td_status td__f_finish(td_tp_op *op, td__tp_fused *f) {
   return TD_OK;
 }
 
-/* Both streams wait until every rank finished call e-1. */
-static td_status td__f_gate(td__tp_fused *f, cudaStream_t s, uint64_t e) {
-  for (int p = 0; e > 1 && p < f->n; p++)
-    TD_CHECK(td__waitv(s, f->pctl[p] + TD__CTL_FIN, e - 1));
-  return TD_OK;
+/* Keeps the first failure of a call: the call goes on to its barriers even
+ * after one (a rank leaving early would leave its peers at a barrier until
+ * the deadline), and reports the first failure at the end. */
+static void td__keep(td_status *first, td_status st) {
+  if (*first == TD_OK && st != TD_OK)
+    *first = st;
+}
+
+/* Host barrier between the ranks' enqueues. Every cross-rank dependency of a
+ * call is an event recorded by a rank before this barrier and waited for
+ * (cudaStreamWaitEvent) by a peer after it: CUDA sees every dependency, and
+ * each waits only on work enqueued earlier, so no ordering of the hardware
+ * queues (streams share them) and no set of resident kernels can close a
+ * cycle. A failed barrier (deadline) poisons the operator. */
+static td_status td__f_sync(td_tp_op *op, td__tp_fused *f) {
+  if (f->n < 2)
+    return TD_OK;
+  td_status st = td_team_sync(op->team);
+  if (st != TD_OK)
+    td__f_poison(f);
+  return st;
 }
 
 static td_status td__f_ag(td_tp_op *op, td__tp_fused *f, void *c, const void *a, const void *b, uint64_t e) {
-  const int64_t M = op->d.m, K = op->d.k, r = f->r;
+  const int64_t K = op->d.k, r = f->r;
   const size_t row_bytes = (size_t)K * f->esz, crow = (size_t)f->nb * f->esz;
-  /* Host barrier first: once a GEMM's tiles spin on their SMs, every rank is
-   * already issuing its copies, so spinning lasts a transfer, not however
-   * long a peer's host takes to come to the call (the deadline still bounds it). */
-  if (f->n > 1)
-    TD_CHECK(td_team_sync(op->team));
-  /* producer: the copy engine */
-  TD_CHECK(td__f_gate(f, f->ce, e));
-  for (int j = 0; j < f->n && f->rows[r] > 0; j++) {
+  td_status st = TD_OK;
+  /* 1. every rank finished call e-1 (calls end with a host wait on both
+   * streams), so every gather buffer is free */
+  TD_CHECK(td__f_sync(op, f));
+  /* 2. producer: the copy engine puts this rank's A rows into every peer's
+   * gather buffer (at their global rows), r-1 first, then r-2, ..., each put
+   * followed by its event; the stream-ordered FIN word stays for diagnostics. */
+  for (int j = 1; j < f->n; j++) {
     int p = (int)((r - j + f->n) % f->n);
-    int64_t off = ((f->row0[r] - f->row0[p]) % M + M) % M; /* rotated row on p */
-    TD_CHECK(td__cu(cudaMemcpyAsync((char *)f->pbuf[p] + (size_t)off * row_bytes, a, (size_t)f->rows[r] * row_bytes,
-                                    cudaMemcpyDeviceToDevice, f->ce), "cudaMemcpyAsync (A rows to a peer)"));
-    for (int64_t s = off / f->gs; s < (off + f->rows[r]) / f->gs; s++)
-      TD_CHECK(td__setv(f->ce, f->psig[p] + s, e));
+    if (f->rows[r] > 0)
+      td__keep(&st, td__cu(cudaMemcpyAsync((char *)f->pbuf[p] + (size_t)f->row0[r] * row_bytes, a,
+                                           (size_t)f->rows[r] * row_bytes, cudaMemcpyDeviceToDevice, f->ce),
+                           "cudaMemcpyAsync (A rows to a peer)"));
+    td__keep(&st, td__cu(cudaEventRecord(f->ev_put[p], f->ce), "cudaEventRecord"));
   }
-  TD_CHECK(td__cu(cudaEventRecord(f->ce_done, f->ce), "cudaEventRecord"));
-  /* consumer: the hooked GEMM on the rotated gather buffer */
-  TD_CHECK(td__f_gate(f, f->s, e));
-  void *dst = f->row0[r] == 0 ? c : f->scratch;
-  TD_CHECK(td__cu(cudaMemsetAsync(dst, 0, (size_t)M * crow, f->s), "cudaMemsetAsync"));
-  td_gemm_hooks h;
-  memset(&h, 0, sizeof h);
-  h.wait_signals = (const td__gemm_u64 *)f->sig;
-  h.wait_rows = f->gs;
-  h.wait_value = e;
-  h.timeout_ns = (td__gemm_u64)f->timeout_ms * 1000000ull;
-  for (int i = 0; i < TD_GEMM_MAX_PEERS; i++)
-    h.raise_signals[i] = (td__gemm_u64 *)f->sink;
-  h.raise_rows = M;
-  h.raise_value = 1;
-  h.dst[0] = dst; /* PUSH to one "peer" holding all M rows, accumulated onto zeros */
-  h.rows_per_peer = M;
-  h.diag = (td__gemm_u64 *)f->diag_d;
-  /* the only compiled signal-waiting [K,N] kernel: 128x128, every hook */
+  td__keep(&st, td__cu(cudaEventRecord(f->ce_done, f->ce), "cudaEventRecord"));
+  /* 3. every put of call e is enqueued (and its event recorded) everywhere */
+  TD_CHECK(td__f_sync(op, f));
+  /* 4. consumer: one plain GEMM per source rank's row block, own rows (from A)
+   * first, then r+1, r+2, ... in the order their puts were issued; each block
+   * starts once its put's event completed, so the GEMM overlaps the later puts
+   * and no kernel ever waits on a signal while holding its SMs. */
   td_gemm_config cfg = {TD_GEMM_SM90, 128, 128, 64, 6, 1, 8, 1};
-  td_gemm_problem pr = {(int)M, (int)f->nb, (int)K, TD_BF16, TD_GEMM_B_KN, f->buf, b, NULL, NULL};
-  td_status gst = td__gemm_cuda_run(&pr, &cfg, TD_GEMM_HOOK_ALL, &h, f->s);
-  if (gst == TD_OK && f->row0[r] > 0) { /* rotated rows [0, M-row0) are global rows [row0, M) */
-    size_t head = (size_t)(M - f->row0[r]) * crow;
-    TD_CHECK(td__cu(cudaMemcpyAsync((char *)c + (size_t)f->row0[r] * crow, f->scratch, head, cudaMemcpyDeviceToDevice,
-                                    f->s), "cudaMemcpyAsync (C rows)"));
-    TD_CHECK(td__cu(cudaMemcpyAsync(c, (char *)f->scratch + head, (size_t)f->row0[r] * crow,
-                                    cudaMemcpyDeviceToDevice, f->s), "cudaMemcpyAsync (C rows)"));
+  td_status gst = TD_OK;
+  for (int j = 0; j < f->n; j++) {
+    int q = (int)((r + j) % f->n);
+    if (j > 0)
+      td__keep(&st, td__cu(cudaStreamWaitEvent(f->s, f->peer[q]->ev_put[r], 0), "cudaStreamWaitEvent"));
+    if (f->rows[q] == 0 || gst != TD_OK)
+      continue;
+    const void *src = j == 0 ? a : (const char *)f->buf + (size_t)f->row0[q] * row_bytes;
+    td_gemm_problem pr = {(int)f->rows[q], (int)f->nb, (int)K, TD_BF16, TD_GEMM_B_KN, src, b,
+                          (char *)c + (size_t)f->row0[q] * crow, NULL};
+    gst = td__gemm_cuda_run(&pr, &cfg, 0, NULL, f->s);
   }
-  /* finish the call even when the launch failed, so the peers are not left waiting */
-  TD_CHECK(td__cu(cudaStreamWaitEvent(f->s, f->ce_done, 0), "cudaStreamWaitEvent"));
-  TD_CHECK(td__setv(f->s, f->ctl + TD__CTL_FIN, e));
-  td_status st = td__f_finish(op, f);
-  return gst != TD_OK ? gst : st;
+  /* finish the call even when a launch failed, so the peers are not left waiting */
+  td__keep(&st, td__cu(cudaStreamWaitEvent(f->s, f->ce_done, 0), "cudaStreamWaitEvent"));
+  td__keep(&st, td__setv(f->s, f->ctl + TD__CTL_FIN, e));
+  td_status fin = td__f_finish(op, f);
+  return gst != TD_OK ? gst : st != TD_OK ? st : fin;
 }
 
 static td_status td__f_rs_ar(td_tp_op *op, td__tp_fused *f, void *c, const void *a, const void *b, uint64_t e) {
   const int64_t M = op->d.m, N = op->d.n, r = f->r;
   const size_t crow = (size_t)N * f->esz;
   const int bf16 = op->d.dtype == TD_BF16;
-  TD_CHECK(td__f_gate(f, f->s, e));
+  td_status st = TD_OK;
+  /* every rank finished call e-1, so no peer still reads this rank's partial */
+  TD_CHECK(td__f_sync(op, f));
   td_gemm_config cfg = bf16 ? (td_gemm_config){TD_GEMM_SM90, 128, 256, 64, 4, 1, 8, 1}
                             : (td_gemm_config){TD_GEMM_SM90, 128, 128, 64, 6, 1, 8, 1};
   td_gemm_problem pr = {(int)M, (int)N, (int)(op->d.k / f->n), op->d.dtype, TD_GEMM_B_KN, a, b, f->buf, NULL};
   td_status gst = td__gemm_cuda_run(&pr, &cfg, 0, NULL, f->s);
-  TD_CHECK(td__setv(f->s, f->ctl + TD__CTL_GDONE, e));
+  td__keep(&st, td__setv(f->s, f->ctl + TD__CTL_GDONE, e));
+  td__keep(&st, td__cu(cudaEventRecord(f->ev_gdone, f->s), "cudaEventRecord"));
+  TD_CHECK(td__f_sync(op, f)); /* every partial GEMM of call e is enqueued */
   for (int p = 0; p < f->n; p++)
-    TD_CHECK(td__waitv(f->s, f->pctl[p] + TD__CTL_GDONE, e));
+    if (p != r)
+      td__keep(&st, td__cu(cudaStreamWaitEvent(f->s, f->peer[p]->ev_gdone, 0), "cudaStreamWaitEvent"));
   const void *src[TD__MAXR];
   int le = 0;
   if (op->d.kind == TD_TP_GEMM_RS || !f->one_shot) {
@@ -404,20 +418,23 @@ static td_status td__f_rs_ar(td_tp_op *op, td__tp_fused *f, void *c, const void 
   if (le != 0 && gst == TD_OK)
     gst = td__cu((cudaError_t)le, "the reduction kernel's launch");
   if (op->d.kind == TD_TP_GEMM_AR && !f->one_shot) { /* all-gather of the reduced rows */
-    TD_CHECK(td__setv(f->s, f->ctl + TD__CTL_RDONE, e));
+    td__keep(&st, td__setv(f->s, f->ctl + TD__CTL_RDONE, e));
+    td__keep(&st, td__cu(cudaEventRecord(f->ev_rdone, f->s), "cudaEventRecord"));
+    TD_CHECK(td__f_sync(op, f)); /* every reduction of call e is enqueued */
     for (int j = 0; j < f->n; j++) {
       int p = (int)((r + j) % f->n);
-      TD_CHECK(td__waitv(f->s, f->pctl[p] + TD__CTL_RDONE, e));
+      if (p != r)
+        td__keep(&st, td__cu(cudaStreamWaitEvent(f->s, f->peer[p]->ev_rdone, 0), "cudaStreamWaitEvent"));
       if (f->rows[p] > 0)
-        TD_CHECK(td__cu(cudaMemcpyAsync((char *)c + (size_t)f->row0[p] * crow,
-                                        (const char *)f->pred[p] + (size_t)f->row0[p] * crow,
-                                        (size_t)f->rows[p] * crow, cudaMemcpyDeviceToDevice, f->s),
-                        "cudaMemcpyAsync (reduced rows)"));
+        td__keep(&st, td__cu(cudaMemcpyAsync((char *)c + (size_t)f->row0[p] * crow,
+                                             (const char *)f->pred[p] + (size_t)f->row0[p] * crow,
+                                             (size_t)f->rows[p] * crow, cudaMemcpyDeviceToDevice, f->s),
+                             "cudaMemcpyAsync (reduced rows)"));
     }
   }
-  TD_CHECK(td__setv(f->s, f->ctl + TD__CTL_FIN, e));
-  td_status st = td__f_finish(op, f);
-  return gst != TD_OK ? gst : st;
+  td__keep(&st, td__setv(f->s, f->ctl + TD__CTL_FIN, e));
+  td_status fin = td__f_finish(op, f);
+  return gst != TD_OK ? gst : st != TD_OK ? st : fin;
 }
 
 td_status td__tp_fused_run(td_tp_op *op, void *c, const void *a, const void *b) {
