@@ -12,11 +12,18 @@
  * acts as a barrier.
  *
  * Layout: a symmetric block of 2 x n slots of 256 bytes; round k uses row
- * k % 2. A rank posts round k into row k % 2 of every peer only after it has
- * read all of round k - 1, so no peer can be two rounds ahead and overwrite a
- * slot still being read. A slot's payload is put first and its round word
- * set last (release), so whoever sees the round sees the payload. */
+ * k % 2. Round k overwrites what round k - 2 left in that row, which its
+ * owner p may still be reading (a round that failed, e.g. by a timeout,
+ * lets this rank go on without having seen p's round k - 1). So this rank
+ * puts round k into p's row only after it has seen p's post of round k - 1
+ * (acquire): p posts k - 1 only after it finished reading round k - 2, so the
+ * overwrite is ordered after p's reads. Peers that are ready get the post at
+ * once; a late peer is waited for within the round's deadline (it could not
+ * complete round k without posting k - 1 first anyway). A slot's payload is
+ * put first and its round word set last (release), so whoever sees the
+ * round sees the payload. */
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +47,7 @@ struct td__agree {
   int rank, n;
   td__agree_slot *slots; /* symmetric: [2][n] */
   uint64_t round;
+  unsigned char *posted; /* [n]: this round's post already put to rank p */
 };
 
 static const char *td__agree_op_name(int op) {
@@ -52,12 +60,16 @@ static const char *td__agree_op_name(int op) {
 td_status td__agree_create(td_team *team, td__agree **out) {
   td__agree *a = calloc(1, sizeof *a);
   int n = td_team_size(team);
+  if (a && !(a->posted = calloc((size_t)n, 1))) {
+    free(a);
+    a = NULL;
+  }
   td_status st = a ? TD_OK : td__error(TD_ERR_NO_MEMORY, "td_exec_create: out of memory");
   /* Joined even without memory for `a`, so that peers do not wait for us. */
   void *blk = NULL;
   td_status as = td_symm_alloc(team, 2 * (size_t)n * sizeof(td__agree_slot), 64, &blk);
   if (as != TD_OK) {
-    free(a);
+    td__agree_abandon(a);
     td__error_prefix("td_exec_create: rank %d: the executor's control block (%zu bytes): ", td_team_rank(team),
                      2 * (size_t)n * sizeof(td__agree_slot));
     return as;
@@ -75,7 +87,7 @@ td_status td__agree_create(td_team *team, td__agree **out) {
     st = bs;
   if (st != TD_OK) {
     td_symm_free(team, blk);
-    free(a);
+    td__agree_abandon(a);
     return st;
   }
   *out = a;
@@ -86,28 +98,50 @@ td_status td__agree_destroy(td__agree *a) {
   if (!a)
     return TD_OK;
   td_status st = td_symm_free(a->team, a->slots);
-  free(a);
+  td__agree_abandon(a);
   return st;
 }
 
-void td__agree_abandon(td__agree *a) { free(a); }
+void td__agree_abandon(td__agree *a) {
+  if (a)
+    free(a->posted);
+  free(a);
+}
 
-/* Waits for peer p's post of `round`, until deadline_ns. */
-static td_status td__agree_wait(td__agree *a, const td__agree_slot *s, int p, int op, int64_t deadline_ns,
-                                int64_t timeout_ms) {
+/* Whether peer p's post of `round` (or a later one) is in slot s (acquire). */
+static int td__agree_seen(const td__agree_slot *s, uint64_t round) {
+  return atomic_load_explicit((const _Atomic uint64_t *)&s->round, memory_order_acquire) >= round;
+}
+
+/* Waits for peer p's post of `round` in slot s, until deadline_ns; `round`
+ * is this call's (a->round) or, before overwriting p's row, the one before. */
+static td_status td__agree_wait(td__agree *a, const td__agree_slot *s, int p, int op, uint64_t round,
+                                int64_t deadline_ns, int64_t timeout_ms) {
   td_world *w = td_team_world(a->team);
   uint64_t v = 0;
-  td_status st = td__wait_raw(w, (const _Atomic uint64_t *)&s->round, TD_CMP_GE, a->round, deadline_ns, &v);
+  td_status st = td__wait_raw(w, (const _Atomic uint64_t *)&s->round, TD_CMP_GE, round, deadline_ns, &v);
   if (st == TD_ERR_PEER_FAILED) {
     char what[96];
     snprintf(what, sizeof what, "%s (waiting for rank %d to join)", td__agree_op_name(op), p);
     return td__peer_failed_error(w, what);
   }
+  if (st == TD_ERR_TIMEOUT && round < a->round)
+    return td__error(TD_ERR_TIMEOUT, "%s: rank %d: rank %d did not finish the previous collective call of this "
+                     "executor (call %" PRIu64 ") within %lld ms, so it cannot join this one (call %" PRIu64
+                     "); every rank must make the same executor calls in the same order",
+                     td__agree_op_name(op), a->rank, p, round, (long long)timeout_ms, a->round);
   if (st == TD_ERR_TIMEOUT)
     return td__error(TD_ERR_TIMEOUT, "%s: rank %d: rank %d did not join this collective call within %lld ms "
                      "(call %" PRIu64 " of this executor); every rank must make the same executor calls in "
                      "the same order", td__agree_op_name(op), a->rank, p, (long long)timeout_ms, a->round);
   return TD_OK;
+}
+
+/* Puts this rank's post into slot `my` of peer p: payload, then the round word (release). */
+static td_status td__agree_put(td__agree *a, td__agree_slot *my, const td__agree_slot *post, int p) {
+  TD_CHECK(td_putmem(a->team, (char *)my + sizeof post->round, (const char *)post + sizeof post->round,
+                     sizeof *post - sizeof post->round, p));
+  return td_signal_op(a->team, &my->round, a->round, TD_SIGNAL_SET, p);
 }
 
 td_status td__agree_round(td__agree *a, int op, td_status mine, const char *msg, uint64_t fingerprint,
@@ -126,19 +160,25 @@ td_status td__agree_round(td__agree *a, int op, td_status mine, const char *msg,
   post.fingerprint = fingerprint;
   snprintf(post.msg, sizeof post.msg, "%.231s", own);
   td__agree_slot *my = &a->slots[(size_t)row * (size_t)a->n + (size_t)a->rank];
-  td_status st = TD_OK;
-  for (int p = 0; st == TD_OK && p < a->n; p++) {
-    st = td_putmem(a->team, (char *)my + sizeof post.round, (char *)&post + sizeof post.round,
-                   sizeof post - sizeof post.round, p);
-    if (st == TD_OK)
-      st = td_signal_op(a->team, &my->round, a->round, TD_SIGNAL_SET, p);
-  }
-  if (st != TD_OK)
-    return st;
+  /* Peer p's post of the previous round sits in our other row, at p. */
+  const td__agree_slot *prev = &a->slots[(size_t)(row ^ 1) * (size_t)a->n];
   int64_t deadline = td__now_ns() + timeout_ms * 1000000;
+  /* First to every peer already done with the previous round, then to the
+   * late ones as they get there (see the file comment). */
+  for (int p = 0; p < a->n; p++) {
+    a->posted[p] = (unsigned char)td__agree_seen(&prev[p], a->round - 1);
+    if (a->posted[p])
+      TD_CHECK(td__agree_put(a, my, &post, p));
+  }
+  for (int p = 0; p < a->n; p++) {
+    if (a->posted[p])
+      continue;
+    TD_CHECK(td__agree_wait(a, &prev[p], p, op, a->round - 1, deadline, timeout_ms));
+    TD_CHECK(td__agree_put(a, my, &post, p));
+  }
   for (int p = 0; p < a->n; p++) {
     const td__agree_slot *s = &a->slots[(size_t)row * (size_t)a->n + (size_t)p];
-    TD_CHECK(td__agree_wait(a, s, p, op, deadline, timeout_ms));
+    TD_CHECK(td__agree_wait(a, s, p, op, a->round, deadline, timeout_ms));
   }
   /* Everyone posted: the first rank in another call, else the first rank
    * that failed, else the first fingerprint that differs from rank 0's. */

@@ -168,7 +168,10 @@ static void test_trace_write_errors_reach_every_rank(void **state) {
 
 /* opts.timeout_ms (300 ms) governs the run's signal waits even with a world
  * deadline of 20 s, and the stuck signal wait is reported, not the local
- * dependency blocked behind it. */
+ * dependency blocked behind it. Nothing here rests on timing: rank 0 makes
+ * both raises before rank 1 starts its run (no launch barrier; a team
+ * barrier, under the world's deadline, orders them), so rank 1's EQ wait
+ * can only ever see 2. */
 typedef struct to_case {
   td_plan *plan;
   td_status st;
@@ -180,11 +183,15 @@ static td_status to_rank(td_world *w, int rank, void *arg) {
   td_exec_opts o;
   td_exec_opts_init(&o);
   o.timeout_ms = 300;
+  o.skip_launch_barrier = 1; /* the team barriers below order the launches */
   td_exec *ex = NULL;
   EX_OK(td_exec_create(c->plan, td_world_team(w), &o, &ex));
-  td_status st = td_exec_run(ex);
-  if (rank == 1) {
-    c->st = st;
+  if (rank == 0) {
+    EX_OK(td_exec_run(ex)); /* both raises land before rank 1 runs */
+    EX_OK(td_team_barrier(td_world_team(w)));
+  } else {
+    EX_OK(td_team_barrier(td_world_team(w)));
+    c->st = td_exec_run(ex);
     snprintf(c->msg, sizeof c->msg, "%s", td_last_error());
   }
   return td_exec_destroy(ex);
