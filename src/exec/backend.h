@@ -94,7 +94,9 @@ void td__agree_abandon(td__agree *a);
  * Otherwise: this rank's own status and message when it failed; for a
  * failed peer TD_ERR_PEER_FAILED naming it and its message; TD_ERR_STATE
  * for a peer in another call; TD_ERR_MISMATCH for different fingerprints;
- * TD_ERR_TIMEOUT / TD_ERR_PEER_FAILED from the wait. *res says who. */
+ * TD_ERR_TIMEOUT / TD_ERR_PEER_FAILED from the wait (also from waiting, in
+ * the same deadline, for a peer's post of the previous round, which must be
+ * seen before this round overwrites its slot in that peer). *res says who. */
 td_status td__agree_round(td__agree *a, int op, td_status mine, const char *msg, uint64_t fingerprint,
                     int64_t timeout_ms, td__agree_result *res);
 
