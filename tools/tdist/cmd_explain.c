@@ -4,11 +4,11 @@
  * waits, raises) with the perf model's predicted timeline and the predicted
  * share of communication hidden under compute. --sequential shows the
  * baseline plan instead; --dump writes the plan's text form. */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_common.h"
 #include "commands.h"
 #include "tdist/tdist.h"
 
@@ -22,19 +22,6 @@ static void td__explain_usage(FILE *out) {
           "  --chunks C         sub-chunks per rank part (default: perf model)\n"
           "  --tile-rows T      tile rows (default: perf model)\n"
           "  --dump FILE        also write the plan's text form (td_plan_dump)\n");
-}
-
-static int td__explain_int(const char *opt, const char *text, long long lo, long long hi, long long *out) {
-  char *end;
-  errno = 0;
-  long long v = text ? strtoll(text, &end, 10) : 0;
-  if (!text || !*text || *end || errno || v < lo || v > hi) {
-    fprintf(stderr, "tdist explain: %s expects an integer in %lld..%lld, got '%s'\n", opt, lo, hi,
-            text ? text : "(nothing)");
-    return 0;
-  }
-  *out = v;
-  return 1;
 }
 
 int td_cmd_explain(int argc, char **argv) {
@@ -55,11 +42,11 @@ int td_cmd_explain(int argc, char **argv) {
       }
       int ok = 1;
       if (!strcmp(a, "--ranks"))
-        ok = td__explain_int(a, val, 1, 64, &ranks);
+        ok = td_cli_int("tdist explain", a, val, 1, 64, &ranks);
       else if (!strcmp(a, "--chunks"))
-        ok = td__explain_int(a, val, 1, 64, &chunks);
+        ok = td_cli_int("tdist explain", a, val, 1, 64, &chunks);
       else if (!strcmp(a, "--tile-rows"))
-        ok = td__explain_int(a, val, 1, 1 << 20, &tile_rows);
+        ok = td_cli_int("tdist explain", a, val, 1, 1 << 20, &tile_rows);
       else if (!strcmp(a, "--backend"))
         backend = val;
       else if (!strcmp(a, "--dims"))
@@ -80,19 +67,8 @@ int td_cmd_explain(int argc, char **argv) {
       return 2;
     }
   }
-  if (!path) {
-    fprintf(stderr, "tdist explain: no PROGRAM given\n");
-    td__explain_usage(stderr);
+  if (td_cli_check_program_args("tdist explain", path, ranks, backend, td__explain_usage))
     return 2;
-  }
-  if (!ranks) {
-    fprintf(stderr, "tdist explain: --ranks N is required\n");
-    return 2;
-  }
-  if (strcmp(backend, "cpu") && strcmp(backend, "cuda")) {
-    fprintf(stderr, "tdist explain: unknown backend '%s' (cpu or cuda)\n", backend);
-    return 2;
-  }
   td_program *prog = NULL;
   if (td_program_load(path, &prog) != TD_OK) {
     fprintf(stderr, "tdist explain: %s\n", td_last_error());

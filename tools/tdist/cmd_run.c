@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_common.h"
 #include "out_check.h"
 #include "commands.h"
 #include "tdist/tdist.h"
@@ -33,20 +34,6 @@ static void td__run_usage(FILE *out) {
           "  --compute-workers W  compute workers per rank (default: perf model)\n"
           "  --comm-workers W     comm workers per rank (default: perf model)\n"
           "  --no-baseline        skip the sequential baseline\n");
-}
-
-/* Parses a decimal integer in [lo, hi]; prints the error and returns 0 on failure. */
-static int td__int_arg(const char *opt, const char *text, long long lo, long long hi, long long *out) {
-  char *end;
-  errno = 0;
-  long long v = text ? strtoll(text, &end, 10) : 0;
-  if (!text || !*text || *end || errno || v < lo || v > hi) {
-    fprintf(stderr, "tdist run: %s expects an integer in %lld..%lld, got '%s'\n", opt, lo, hi,
-            text ? text : "(nothing)");
-    return 0;
-  }
-  *out = v;
-  return 1;
 }
 
 static cJSON *td__result_json(const td_program_run_result *r, int check) {
@@ -112,21 +99,21 @@ int td_cmd_run(int argc, char **argv) {
       }
       int ok = 1;
       if (!strcmp(a, "--ranks"))
-        ok = td__int_arg(a, val, 1, 64, &ranks);
+        ok = td_cli_int("tdist run", a, val, 1, 64, &ranks);
       else if (!strcmp(a, "--iters"))
-        ok = td__int_arg(a, val, 1, 100000, &iters);
+        ok = td_cli_int("tdist run", a, val, 1, 100000, &iters);
       else if (!strcmp(a, "--rounds"))
-        ok = td__int_arg(a, val, 1, 15, &rounds);
+        ok = td_cli_int("tdist run", a, val, 1, 15, &rounds);
       else if (!strcmp(a, "--seed"))
-        ok = td__int_arg(a, val, 0, (long long)1 << 62, &seed);
+        ok = td_cli_int("tdist run", a, val, 0, (long long)1 << 62, &seed);
       else if (!strcmp(a, "--chunks"))
-        ok = td__int_arg(a, val, 1, 64, &chunks);
+        ok = td_cli_int("tdist run", a, val, 1, 64, &chunks);
       else if (!strcmp(a, "--tile-rows"))
-        ok = td__int_arg(a, val, 1, 1 << 20, &tile_rows);
+        ok = td_cli_int("tdist run", a, val, 1, 1 << 20, &tile_rows);
       else if (!strcmp(a, "--compute-workers"))
-        ok = td__int_arg(a, val, 1, 1024, &cw);
+        ok = td_cli_int("tdist run", a, val, 1, 1024, &cw);
       else if (!strcmp(a, "--comm-workers"))
-        ok = td__int_arg(a, val, 1, 1024, &mw);
+        ok = td_cli_int("tdist run", a, val, 1, 1024, &mw);
       else if (!strcmp(a, "--backend"))
         backend = val;
       else if (!strcmp(a, "--dims"))
@@ -165,19 +152,8 @@ int td_cmd_run(int argc, char **argv) {
       return 2;
     }
   }
-  if (!path) {
-    fprintf(stderr, "tdist run: no PROGRAM given\n");
-    td__run_usage(stderr);
+  if (td_cli_check_program_args("tdist run", path, ranks, backend, td__run_usage))
     return 2;
-  }
-  if (!ranks) {
-    fprintf(stderr, "tdist run: --ranks N is required\n");
-    return 2;
-  }
-  if (strcmp(backend, "cpu") && strcmp(backend, "cuda")) {
-    fprintf(stderr, "tdist run: unknown backend '%s' (cpu or cuda)\n", backend);
-    return 2;
-  }
   if (td_cli_check_output("tdist run", "--json", json) || td_cli_check_output("tdist run", "--trace", trace))
     return 2;
   td_program *prog = NULL;
