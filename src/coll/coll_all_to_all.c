@@ -26,19 +26,12 @@ td_status td_all_to_all(td_team *team, void *dst, const void *src, size_t count,
   const int n = td_team_size(team), r = td_team_rank(team);
   td_status st = td__coll_check_dtype(name, dtype);
   size_t es = td_dtype_size(dtype), b = count * es, total = b * (size_t)n;
-  if (st == TD_OK && es && count > SIZE_MAX / es / (size_t)n)
-    st = td__error(TD_ERR_INVALID_ARG,
-                   "%s: count %zu of %s (%zu bytes each) times %d ranks overflows the address space; at most "
-                   "%zu elements per rank",
-                   name, count, td_dtype_name(dtype), es, n, SIZE_MAX / es / (size_t)n);
   if (st == TD_OK)
-    st = td__coll_check_buf(name, "src", src, total);
+    st = td__coll_check_count(name, count, dtype, n);
   if (st == TD_OK)
-    st = td__coll_check_symm(team, name, "src", src, total);
+    st = td__coll_check_buf_symm(team, name, "src", src, total);
   if (st == TD_OK)
-    st = td__coll_check_buf(name, "dst", dst, total);
-  if (st == TD_OK)
-    st = td__coll_check_symm(team, name, "dst", dst, total);
+    st = td__coll_check_buf_symm(team, name, "dst", dst, total);
   if (st == TD_OK)
     st = td__coll_check_disjoint(name, dst, total, src, total);
   if (st != TD_OK)
@@ -127,10 +120,8 @@ static td_status td__a2av_check(td_team *team, const char *name, int n, const si
     if (rc[p] && (rd[p] + rc[p]) * es > rmax)
       rmax = (rd[p] + rc[p]) * es;
   }
-  TD_CHECK(td__coll_check_buf(name, "src", src, smax));
-  TD_CHECK(td__coll_check_symm(team, name, "src", src, smax));
-  TD_CHECK(td__coll_check_buf(name, "dst", dst, rmax));
-  TD_CHECK(td__coll_check_symm(team, name, "dst", dst, rmax));
+  TD_CHECK(td__coll_check_buf_symm(team, name, "src", src, smax));
+  TD_CHECK(td__coll_check_buf_symm(team, name, "dst", dst, rmax));
   TD_CHECK(td__coll_check_disjoint(name, dst, rmax, src, smax));
   *sext = smax;
   *rext = rmax;

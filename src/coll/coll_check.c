@@ -58,3 +58,25 @@ td_status td__coll_check_symm(td_team *team, const char *name, const char *what,
     return TD_OK;
   return td__symm_check_range(td_team_world(team), p, bytes, name, what, NULL);
 }
+
+td_status td__coll_check_count(const char *name, size_t count, td_dtype dtype, int ranks) {
+  const size_t es = td_dtype_size(dtype);
+  if (!es)
+    return TD_OK;
+  if (!ranks && count > SIZE_MAX / es)
+    return td__error(TD_ERR_INVALID_ARG,
+                     "%s: count %zu of %s (%zu bytes each) overflows the address space; at most %zu elements",
+                     name, count, td_dtype_name(dtype), es, SIZE_MAX / es);
+  if (ranks && count > SIZE_MAX / es / (size_t)ranks)
+    return td__error(TD_ERR_INVALID_ARG,
+                     "%s: count %zu of %s (%zu bytes each) times %d ranks overflows the address space; at most "
+                     "%zu elements per rank",
+                     name, count, td_dtype_name(dtype), es, ranks, SIZE_MAX / es / (size_t)ranks);
+  return TD_OK;
+}
+
+td_status td__coll_check_buf_symm(td_team *team, const char *name, const char *what, const void *p,
+                                  size_t bytes) {
+  TD_CHECK(td__coll_check_buf(name, what, p, bytes));
+  return td__coll_check_symm(team, name, what, p, bytes);
+}

@@ -46,19 +46,12 @@ td_status td_all_gather(td_team *team, void *dst, const void *src, size_t count,
   const int n = td_team_size(team), r = td_team_rank(team);
   td_status st = td__coll_check_dtype(name, dtype);
   size_t es = td_dtype_size(dtype), bytes = count * es;
-  if (st == TD_OK && es && count > SIZE_MAX / es / (size_t)n)
-    st = td__error(TD_ERR_INVALID_ARG,
-                   "%s: count %zu of %s (%zu bytes each) times %d ranks overflows the address space; at most "
-                   "%zu elements per rank",
-                   name, count, td_dtype_name(dtype), es, n, SIZE_MAX / es / (size_t)n);
   if (st == TD_OK)
-    st = td__coll_check_buf(name, "src", src, bytes);
+    st = td__coll_check_count(name, count, dtype, n);
   if (st == TD_OK)
-    st = td__coll_check_symm(team, name, "src", src, bytes);
+    st = td__coll_check_buf_symm(team, name, "src", src, bytes);
   if (st == TD_OK)
-    st = td__coll_check_buf(name, "dst", dst, bytes * (size_t)n);
-  if (st == TD_OK)
-    st = td__coll_check_symm(team, name, "dst", dst, bytes * (size_t)n);
+    st = td__coll_check_buf_symm(team, name, "dst", dst, bytes * (size_t)n);
   char *out = dst, *mine = out + (size_t)r * bytes;
   const int in_place = src == mine;
   if (st == TD_OK && !in_place)
@@ -123,21 +116,15 @@ td_status td_broadcast(td_team *team, void *dst, const void *src, size_t count, 
   const int n = td_team_size(team), r = td_team_rank(team);
   td_status st = td__coll_check_dtype(name, dtype);
   size_t es = td_dtype_size(dtype), bytes = count * es;
-  if (st == TD_OK && es && count > SIZE_MAX / es)
-    st = td__error(TD_ERR_INVALID_ARG,
-                   "%s: count %zu of %s (%zu bytes each) overflows the address space; at most %zu elements",
-                   name, count, td_dtype_name(dtype), es, SIZE_MAX / es);
+  if (st == TD_OK)
+    st = td__coll_check_count(name, count, dtype, 0);
   if (st == TD_OK && (root < 0 || root >= n))
     st = td__error(TD_ERR_INVALID_ARG, "%s: root %d is not a rank of the team (0..%d)", name, root,
                    n - 1);
   if (st == TD_OK && r == root)
-    st = td__coll_check_buf(name, "src (root)", src, bytes);
-  if (st == TD_OK && r == root)
-    st = td__coll_check_symm(team, name, "src (root)", src, bytes);
+    st = td__coll_check_buf_symm(team, name, "src (root)", src, bytes);
   if (st == TD_OK)
-    st = td__coll_check_buf(name, "dst", dst, bytes);
-  if (st == TD_OK)
-    st = td__coll_check_symm(team, name, "dst", dst, bytes);
+    st = td__coll_check_buf_symm(team, name, "dst", dst, bytes);
   if (st == TD_OK && r == root && dst != src)
     st = td__coll_check_disjoint(name, dst, bytes, src, bytes);
   if (st != TD_OK)

@@ -196,6 +196,13 @@ const char *td__coll_chunk_src(const td__coll *c, int p, int chunk, size_t count
 td_status td__coll_check_dtype(const char *name, td_dtype dtype);
 td_status td__coll_check_op(const char *name, td_dtype dtype, td_red_op op);
 td_status td__coll_check_buf(const char *name, const char *what, const void *p, size_t bytes);
+/** Refuses count elements of dtype overflowing size_t: with ranks 0, count
+ * is the whole buffer; with ranks > 0 the buffer holds count * ranks
+ * elements (the message then says "times RANKS ranks" and "per rank"). */
+td_status td__coll_check_count(const char *name, size_t count, td_dtype dtype, int ranks);
+/** td__coll_check_buf, then td__coll_check_symm (coll_symm_check.h) on the same range. */
+td_status td__coll_check_buf_symm(td_team *team, const char *name, const char *what, const void *p,
+                                  size_t bytes);
 /** Refuses [a, a+an) and [b, b+bn) overlapping. */
 td_status td__coll_check_disjoint(const char *name, const void *a, size_t an, const void *b,
                                   size_t bn);

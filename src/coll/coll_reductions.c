@@ -39,19 +39,13 @@ td_status td_reduce_scatter(td_team *team, void *dst, const void *src, size_t co
   const int n = td_team_size(team), r = td_team_rank(team);
   td_status st = td__coll_check_op(name, dtype, op);
   size_t es = td_dtype_size(dtype), bytes = count * es, off_r = 0, len_r = 0;
-  if (st == TD_OK && es && count > SIZE_MAX / es)
-    st = td__error(TD_ERR_INVALID_ARG,
-                   "%s: count %zu of %s (%zu bytes each) overflows the address space; at most %zu elements",
-                   name, count, td_dtype_name(dtype), es, SIZE_MAX / es);
+  if (st == TD_OK)
+    st = td__coll_check_count(name, count, dtype, 0);
   td_chunk_range(count, n, r, &off_r, &len_r);
   if (st == TD_OK)
-    st = td__coll_check_buf(name, "src", src, bytes);
+    st = td__coll_check_buf_symm(team, name, "src", src, bytes);
   if (st == TD_OK)
-    st = td__coll_check_symm(team, name, "src", src, bytes);
-  if (st == TD_OK)
-    st = td__coll_check_buf(name, "dst", dst, len_r * es);
-  if (st == TD_OK)
-    st = td__coll_check_symm(team, name, "dst", dst, len_r * es);
+    st = td__coll_check_buf_symm(team, name, "dst", dst, len_r * es);
   const int in_place = dst == (const char *)src + off_r * es;
   if (st == TD_OK && !in_place)
     st = td__coll_check_disjoint(name, dst, len_r * es, src, bytes);
@@ -138,18 +132,12 @@ td_status td_all_reduce(td_team *team, void *dst, const void *src, size_t count,
   const int n = td_team_size(team), r = td_team_rank(team);
   td_status st = td__coll_check_op(name, dtype, op);
   size_t es = td_dtype_size(dtype), bytes = count * es;
-  if (st == TD_OK && es && count > SIZE_MAX / es)
-    st = td__error(TD_ERR_INVALID_ARG,
-                   "%s: count %zu of %s (%zu bytes each) overflows the address space; at most %zu elements",
-                   name, count, td_dtype_name(dtype), es, SIZE_MAX / es);
   if (st == TD_OK)
-    st = td__coll_check_buf(name, "src", src, bytes);
+    st = td__coll_check_count(name, count, dtype, 0);
   if (st == TD_OK)
-    st = td__coll_check_symm(team, name, "src", src, bytes);
+    st = td__coll_check_buf_symm(team, name, "src", src, bytes);
   if (st == TD_OK)
-    st = td__coll_check_buf(name, "dst", dst, bytes);
-  if (st == TD_OK)
-    st = td__coll_check_symm(team, name, "dst", dst, bytes);
+    st = td__coll_check_buf_symm(team, name, "dst", dst, bytes);
   if (st == TD_OK && dst != src)
     st = td__coll_check_disjoint(name, dst, bytes, src, bytes);
   if (st != TD_OK)
