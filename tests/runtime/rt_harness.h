@@ -136,8 +136,10 @@ static inline td_status rt_fork_ex(int n, int world_size, const char *job, const
     }
   }
   close(fds[1]);
+  int wstatus[64];
   for (int r = 0; r < n; r++)
-    waitpid(pids[r], NULL, 0);
+    if (waitpid(pids[r], &wstatus[r], 0) != pids[r])
+      wstatus[r] = 0;
   char all[16384];
   size_t len = 0;
   ssize_t got;
@@ -146,6 +148,16 @@ static inline td_status rt_fork_ex(int n, int world_size, const char *job, const
   all[len] = '\0';
   close(fds[0]);
   memcpy(rt_fork_log, all, len + 1);
+  /* A rank that died by a signal or exited non-zero without a message is the
+   * root cause the others' PEER_FAILED messages point at: report it first. */
+  for (int r = 0; r < n; r++) {
+    if (WIFSIGNALED(wstatus[r]))
+      return td__error(TD_ERR_PEER_FAILED, "rank %d (pid %d) was killed by signal %d (%s); messages of the others: %s",
+                       r, (int)pids[r], WTERMSIG(wstatus[r]), strsignal(WTERMSIG(wstatus[r])), len ? all : "none");
+    if (WIFEXITED(wstatus[r]) && WEXITSTATUS(wstatus[r]) != 0 && WEXITSTATUS(wstatus[r]) != 1)
+      return td__error(TD_ERR_PEER_FAILED, "rank %d (pid %d) exited with status %d; messages of the others: %s", r,
+                       (int)pids[r], WEXITSTATUS(wstatus[r]), len ? all : "none");
+  }
   if (!len)
     return TD_OK;
   int best = 1 << 30, best_st = 0;
