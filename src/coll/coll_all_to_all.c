@@ -69,11 +69,7 @@ td_status td_all_to_all(td_team *team, void *dst, const void *src, size_t count,
     }
     if (k == 0) {
       TD_CHECK(td__coll_begin(c, name, &pub, check));
-      for (int p = 0; p < n; p++) {
-        int sy = (td__coll_peer_slot(c, p)->mode & TD__COLL_SRC_SYMM) != 0;
-        all_symm &= sy;
-        any_symm |= sy;
-      }
+      td__coll_peers_src_symm(c, n, &all_symm, &any_symm);
       if (all_symm)
         q = b;
       pieces = (b + q - 1) / q;

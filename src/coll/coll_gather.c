@@ -78,12 +78,8 @@ td_status td_all_gather(td_team *team, void *dst, const void *src, size_t count,
   const int src_symm = td__coll_read_direct(c, src, bytes);
   td__stage_piece(c, &pub, src, bytes, 0, src_symm);
   TD_CHECK(td__coll_begin(c, name, &pub, check));
-  int all_symm = 1, any_symm = 0;
-  for (int p = 0; p < n; p++) {
-    int sy = (td__coll_peer_slot(c, p)->mode & TD__COLL_SRC_SYMM) != 0;
-    all_symm &= sy;
-    any_symm |= sy;
-  }
+  int all_symm, any_symm;
+  td__coll_peers_src_symm(c, n, &all_symm, &any_symm);
   if (!in_place)
     memcpy(mine, src, bytes);
   size_t piece = all_symm ? bytes : c->piece;

@@ -155,6 +155,19 @@ td_status td__coll_bad_args(td_team *team, td__coll_kind kind, td_status st);
 static inline const td__coll_slot *td__coll_peer_slot(const td__coll *c, int p) {
   return &((const td__coll_ctl *)c->peer_block[p])->slot[c->seq & 1];
 }
+/** After the first step: whether all n peers (*all) and whether any (*any)
+ * published their src as symmetric (TD__COLL_SRC_SYMM), i.e. can be read in
+ * place for the whole call rather than piece by piece from scratch. */
+static inline void td__coll_peers_src_symm(const td__coll *c, int n, int *all, int *any) {
+  int a = 1, o = 0;
+  for (int p = 0; p < n; p++) {
+    int sy = (td__coll_peer_slot(c, p)->mode & TD__COLL_SRC_SYMM) != 0;
+    a &= sy;
+    o |= sy;
+  }
+  *all = a;
+  *any = o;
+}
 /** This rank's scratch region for step s (parity). */
 static inline char *td__coll_region(const td__coll *c, uint64_t s) {
   return c->ctl_block + c->scratch_off + (s & 1) * c->piece;

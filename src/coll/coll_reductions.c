@@ -72,12 +72,8 @@ td_status td_reduce_scatter(td_team *team, void *dst, const void *src, size_t co
   size_t q = c->piece / (size_t)n / es;
   td__coll_stage_chunks(c, &pub, src, count, es, 0, q, src_symm);
   TD_CHECK(td__coll_begin(c, name, &pub, check));
-  int all_symm = 1, any_symm = 0;
-  for (int p = 0; p < n; p++) {
-    int sy = (td__coll_peer_slot(c, p)->mode & TD__COLL_SRC_SYMM) != 0;
-    all_symm &= sy;
-    any_symm |= sy;
-  }
+  int all_symm, any_symm;
+  td__coll_peers_src_symm(c, n, &all_symm, &any_symm);
   if (all_symm)
     q = len0;
   size_t pieces = (len0 + q - 1) / q;
