@@ -13,12 +13,8 @@
 #include "core/error.h"
 
 static td_status td__gemm_ar_build(const td__tp_desc *d, td_program *p, td_value vals[3]) {
-  char m[24], n[24], k[24];
-  td__tp_dim(m, sizeof m, d->m), td__tp_dim(n, sizeof n, d->n), td__tp_dim(k, sizeof k, d->k);
   td_value a, b, prod, c;
-  TD_CHECK(td_program_input(p, "a", 0, d->dtype, m, k, (td_layout){TD_LAYOUT_SHARD, 1}, &a));
-  TD_CHECK(td_program_input(p, "b", 0, d->dtype, k, n, (td_layout){TD_LAYOUT_SHARD, 0}, &b));
-  TD_CHECK(td_program_matmul(p, a, b, 0, &prod));
+  TD_CHECK(td__tp_row_parallel_matmul(d, p, &a, &b, &prod));
   TD_CHECK(td_program_all_reduce(p, prod, &c));
   TD_CHECK(td_program_set_name(p, c, "c"));
   TD_CHECK(td_program_output(p, c));

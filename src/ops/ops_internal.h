@@ -84,4 +84,11 @@ td_status td__tp_auto_variant(const td__tp_desc *d, int nranks, const td_tp_opts
 /** Text "[rows, cols]" for the program builder's dims. */
 void td__tp_dim(char *buf, size_t size, int64_t v);
 
+/** The row-parallel GEMM both GEMM+RS and GEMM+AR start from: inputs
+ * a : [M, K] shard(1) and b : [K, N] shard(0) of d->dtype, and their local
+ * partial product prod = matmul(a, b) : [M, N], which the caller then reduces
+ * (all_reduce or reduce_scatter). Returns the program builder's status. */
+td_status td__tp_row_parallel_matmul(const td__tp_desc *d, td_program *p, td_value *a, td_value *b,
+                                     td_value *prod);
+
 #endif

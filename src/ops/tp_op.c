@@ -27,6 +27,15 @@ void td_tp_opts_init(td_tp_opts *opts) {
 
 void td__tp_dim(char *buf, size_t size, int64_t v) { snprintf(buf, size, "%" PRId64, v); }
 
+td_status td__tp_row_parallel_matmul(const td__tp_desc *d, td_program *p, td_value *a, td_value *b,
+                                     td_value *prod) {
+  char m[24], n[24], k[24];
+  td__tp_dim(m, sizeof m, d->m), td__tp_dim(n, sizeof n, d->n), td__tp_dim(k, sizeof k, d->k);
+  TD_CHECK(td_program_input(p, "a", 0, d->dtype, m, k, (td_layout){TD_LAYOUT_SHARD, 1}, a));
+  TD_CHECK(td_program_input(p, "b", 0, d->dtype, k, n, (td_layout){TD_LAYOUT_SHARD, 0}, b));
+  return td_program_matmul(p, *a, *b, 0, prod);
+}
+
 static const char *const td__kind_names[TD_TP_KIND_COUNT] = {"ag_gemm", "gemm_rs", "gemm_ar", "all_reduce"};
 static const char *const td__variant_names[TD_TP_VARIANT_COUNT] = {"auto", "sequential", "sm", "copy_engine",
                                                                    "ring", "one_shot", "two_shot", "fused"};
