@@ -220,6 +220,27 @@ static td_status td__split_post(td_team *parent, uint64_t words[TD__POST_WORDS],
                          deadline, what);
 }
 
+/* Ends a split: the closing barrier every member takes (even one that failed,
+ * so none waits for it), then this rank's own result. `result`'s message is
+ * saved first because the barrier may set another. On failure t is freed. */
+static td_status td__split_finish(td_team *parent, int64_t deadline, const char *what, td_status result,
+                                  td_team *t, td_team **out) {
+  char msg[512] = "";
+  if (result != TD_OK)
+    snprintf(msg, sizeof msg, "%s", td_last_error());
+  td_status st = td__team_gather_end(parent, deadline, what);
+  if (st != TD_OK) {
+    td__team_free(t);
+    return st;
+  }
+  if (result != TD_OK) {
+    td__team_free(t);
+    return td__error(result, "%s", msg);
+  }
+  *out = t;
+  return TD_OK;
+}
+
 /* Makes this rank's team out of parent ranks `prank[0..n)` (this rank is prank[me]). */
 static td_status td__split_make(td_team *parent, const int *prank, int n, int me, const char *what, td_team **out) {
   td_world *w = parent->world;
@@ -261,7 +282,6 @@ td_status td_team_split_strided(td_team *parent, int start, int stride, int size
   if (!parent || !out)
     return td__error(TD_ERR_INVALID_ARG, "%s: %s is NULL", what, parent ? "out" : "parent");
   td_world *w = parent->world;
-  char msg[512] = "";
   td_status local = TD_OK;
   if (start < 0 || stride < 1 || size < 1 || start >= parent->size ||
       (int64_t)start + (int64_t)(size - 1) * stride >= parent->size) {
@@ -269,7 +289,6 @@ td_status td_team_split_strided(td_team *parent, int start, int stride, int size
                       "rank %d: %s(start=%d, stride=%d, size=%d): needs start >= 0, stride >= 1, size >= 1 and "
                       "start + (size-1)*stride below the parent team size %d",
                       w->rank, what, start, stride, size, parent->size);
-    snprintf(msg, sizeof msg, "%s", td_last_error());
   }
   int64_t deadline = td__deadline_ns(w);
   uint64_t words[TD__POST_WORDS] = {0};
@@ -306,19 +325,7 @@ td_status td_team_split_strided(td_team *parent, int start, int stride, int size
       result = td__split_make(parent, prank, size, me, what, &t);
     free(prank);
   }
-  if (result != TD_OK)
-    snprintf(msg, sizeof msg, "%s", td_last_error());
-  td_status st = td__team_gather_end(parent, deadline, what);
-  if (st != TD_OK) {
-    td__team_free(t);
-    return st;
-  }
-  if (result != TD_OK) {
-    td__team_free(t);
-    return td__error(result, "%s", msg);
-  }
-  *out = t;
-  return TD_OK;
+  return td__split_finish(parent, deadline, what, result, t, out);
 }
 
 typedef struct {
@@ -338,12 +345,10 @@ td_status td_team_split(td_team *parent, int color, int key, td_team **out) {
   if (!parent || !out)
     return td__error(TD_ERR_INVALID_ARG, "%s: %s is NULL", what, parent ? "out" : "parent");
   td_world *w = parent->world;
-  char msg[512] = "";
   td_status local = TD_OK;
   if (color < TD_COLOR_UNDEFINED) {
     local = td__error(TD_ERR_INVALID_ARG, "rank %d: %s: color=%d; allowed: >= 0, or TD_COLOR_UNDEFINED (-1)",
                       w->rank, what, color);
-    snprintf(msg, sizeof msg, "%s", td_last_error());
   }
   int64_t deadline = td__deadline_ns(w);
   uint64_t words[TD__POST_WORDS] = {0};
@@ -379,19 +384,7 @@ td_status td_team_split(td_team *parent, int color, int key, td_team **out) {
     free(e);
     free(prank);
   }
-  if (result != TD_OK)
-    snprintf(msg, sizeof msg, "%s", td_last_error());
-  td_status st = td__team_gather_end(parent, deadline, what);
-  if (st != TD_OK) {
-    td__team_free(t);
-    return st;
-  }
-  if (result != TD_OK) {
-    td__team_free(t);
-    return td__error(result, "%s", msg);
-  }
-  *out = t;
-  return TD_OK;
+  return td__split_finish(parent, deadline, what, result, t, out);
 }
 
 td_status td_team_destroy(td_team *team) {
