@@ -17,44 +17,89 @@
 
 enum { TD__RED_BLOCK = 1024 };
 
-/* One combine loop per dtype, all with the same shape: ADD and MUL give the
- * sum and product of two elements (integers go through their unsigned type so
- * they wrap); max and min compare directly. A macro rather than four copies,
- * so each instance keeps its concrete restrict-qualified types and the
- * compiler still vectorises the plain loops. */
-#define TD__RED_FN(NAME, T, ADD, MUL)                                                              \
-  static void NAME(T *restrict acc, const T *restrict x, size_t n, td_red_op op) {                 \
-    switch (op) {                                                                                  \
-    case TD_SUM:                                                                                   \
-      for (size_t i = 0; i < n; i++)                                                               \
-        acc[i] = ADD(acc[i], x[i]);                                                                \
-      break;                                                                                       \
-    case TD_PROD:                                                                                  \
-      for (size_t i = 0; i < n; i++)                                                               \
-        acc[i] = MUL(acc[i], x[i]);                                                                \
-      break;                                                                                       \
-    case TD_MAX:                                                                                   \
-      for (size_t i = 0; i < n; i++)                                                               \
-        acc[i] = x[i] > acc[i] ? x[i] : acc[i];                                                    \
-      break;                                                                                       \
-    default:                                                                                       \
-      for (size_t i = 0; i < n; i++)                                                               \
-        acc[i] = x[i] < acc[i] ? x[i] : acc[i];                                                    \
-      break;                                                                                       \
-    }                                                                                              \
+static void td__red_f32(float *restrict acc, const float *restrict x, size_t n, td_red_op op) {
+  switch (op) {
+  case TD_SUM:
+    for (size_t i = 0; i < n; i++)
+      acc[i] += x[i];
+    break;
+  case TD_PROD:
+    for (size_t i = 0; i < n; i++)
+      acc[i] *= x[i];
+    break;
+  case TD_MAX:
+    for (size_t i = 0; i < n; i++)
+      acc[i] = x[i] > acc[i] ? x[i] : acc[i];
+    break;
+  default:
+    for (size_t i = 0; i < n; i++)
+      acc[i] = x[i] < acc[i] ? x[i] : acc[i];
+    break;
   }
+}
 
-#define TD__RED_ADD(a, b) ((a) + (b))
-#define TD__RED_MUL(a, b) ((a) * (b))
-#define TD__RED_ADD_U32(a, b) ((int32_t)((uint32_t)(a) + (uint32_t)(b)))
-#define TD__RED_MUL_U32(a, b) ((int32_t)((uint32_t)(a) * (uint32_t)(b)))
-#define TD__RED_ADD_U64(a, b) ((int64_t)((uint64_t)(a) + (uint64_t)(b)))
-#define TD__RED_MUL_U64(a, b) ((int64_t)((uint64_t)(a) * (uint64_t)(b)))
+static void td__red_f64(double *restrict acc, const double *restrict x, size_t n, td_red_op op) {
+  switch (op) {
+  case TD_SUM:
+    for (size_t i = 0; i < n; i++)
+      acc[i] += x[i];
+    break;
+  case TD_PROD:
+    for (size_t i = 0; i < n; i++)
+      acc[i] *= x[i];
+    break;
+  case TD_MAX:
+    for (size_t i = 0; i < n; i++)
+      acc[i] = x[i] > acc[i] ? x[i] : acc[i];
+    break;
+  default:
+    for (size_t i = 0; i < n; i++)
+      acc[i] = x[i] < acc[i] ? x[i] : acc[i];
+    break;
+  }
+}
 
-TD__RED_FN(td__red_f32, float, TD__RED_ADD, TD__RED_MUL)
-TD__RED_FN(td__red_f64, double, TD__RED_ADD, TD__RED_MUL)
-TD__RED_FN(td__red_i32, int32_t, TD__RED_ADD_U32, TD__RED_MUL_U32)
-TD__RED_FN(td__red_i64, int64_t, TD__RED_ADD_U64, TD__RED_MUL_U64)
+static void td__red_i32(int32_t *restrict acc, const int32_t *restrict x, size_t n, td_red_op op) {
+  switch (op) {
+  case TD_SUM:
+    for (size_t i = 0; i < n; i++)
+      acc[i] = (int32_t)((uint32_t)acc[i] + (uint32_t)x[i]);
+    break;
+  case TD_PROD:
+    for (size_t i = 0; i < n; i++)
+      acc[i] = (int32_t)((uint32_t)acc[i] * (uint32_t)x[i]);
+    break;
+  case TD_MAX:
+    for (size_t i = 0; i < n; i++)
+      acc[i] = x[i] > acc[i] ? x[i] : acc[i];
+    break;
+  default:
+    for (size_t i = 0; i < n; i++)
+      acc[i] = x[i] < acc[i] ? x[i] : acc[i];
+    break;
+  }
+}
+
+static void td__red_i64(int64_t *restrict acc, const int64_t *restrict x, size_t n, td_red_op op) {
+  switch (op) {
+  case TD_SUM:
+    for (size_t i = 0; i < n; i++)
+      acc[i] = (int64_t)((uint64_t)acc[i] + (uint64_t)x[i]);
+    break;
+  case TD_PROD:
+    for (size_t i = 0; i < n; i++)
+      acc[i] = (int64_t)((uint64_t)acc[i] * (uint64_t)x[i]);
+    break;
+  case TD_MAX:
+    for (size_t i = 0; i < n; i++)
+      acc[i] = x[i] > acc[i] ? x[i] : acc[i];
+    break;
+  default:
+    for (size_t i = 0; i < n; i++)
+      acc[i] = x[i] < acc[i] ? x[i] : acc[i];
+    break;
+  }
+}
 
 /* 16-bit floats: widen each source block to f32, combine in f32, round once. */
 static void td__reduce_half(uint16_t *dst, const void *const *srcs, int n, size_t count,
