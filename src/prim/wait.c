@@ -118,7 +118,10 @@ static void td__check_peer_pids(td_world *w) {
     if (r == w->rank || atomic_load_explicit(&w->ranks[r].left, memory_order_acquire))
       continue;
     int32_t pid = atomic_load_explicit(&pids[r], memory_order_relaxed);
-    if (pid > 0 && td__pid_gone(pid)) {
+    /* `left` is read again once the process is gone: a rank that finalized
+     * between the first read and its exit is done, not failed. Its store to
+     * `left` precedes its exit, which precedes our seeing it gone. */
+    if (pid > 0 && td__pid_gone(pid) && !atomic_load_explicit(&w->ranks[r].left, memory_order_seq_cst)) {
       td__set_failed(w, r, TD_ERR_PEER_FAILED);
       return;
     }
