@@ -138,6 +138,8 @@ static void test_fused(void **state) {
   }
   oh_case c = g_case(TD_TP_GEMM_RS, TD_TP_FUSED, TD_F16, 129, 64, 128, 0, 2);
   OH_EXPECT_OK(4, &c);
+  c = g_case(TD_TP_AG_GEMM, TD_TP_FUSED, TD_F16, 131, 64, 128, 0, 2); /* the gather GEMM in the operand dtype */
+  OH_EXPECT_OK(4, &c);
   fused_case(TD_TP_AG_GEMM, 259, 128, 64, 100, 0, 4);
   fused_case(TD_TP_GEMM_RS, 259, 128, 64, 100, 0, 8);
   fused_case(TD_TP_GEMM_AR, 1031, 520, 256, 100, 8, 8);

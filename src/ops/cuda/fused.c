@@ -375,7 +375,7 @@ static td_status td__f_ag(td_tp_op *op, td__tp_fused *f, void *c, const void *a,
     if (f->rows[q] == 0 || gst != TD_OK)
       continue;
     const void *src = j == 0 ? a : (const char *)f->buf + (size_t)f->row0[q] * row_bytes;
-    td_gemm_problem pr = {(int)f->rows[q], (int)f->nb, (int)K, TD_BF16, TD_GEMM_B_KN, src, b,
+    td_gemm_problem pr = {(int)f->rows[q], (int)f->nb, (int)K, op->d.dtype, TD_GEMM_B_KN, src, b,
                           (char *)c + (size_t)f->row0[q] * crow, NULL};
     gst = td__gemm_cuda_run(&pr, &cfg, 0, NULL, f->s);
   }
