@@ -243,7 +243,10 @@ __device__ __forceinline__ void td__gemm_raise_rows(const td_gemm_hooks &h, long
     }
     long long s0 = local / h.raise_rows, s1 = (local + (span_end - r) - 1) / h.raise_rows;
     for (long long s = s0; s <= s1; s++)
-      asm volatile("red.release.sys.global.add.u64 [%0], %1;" ::"l"(h.raise_signals[peer] + s),
+      /* relaxed: the fence.acq_rel.sys above already orders the tile's
+       * stores before every add (fence + relaxed = release), so a tile that
+       * covers several signals pays for one system fence, not one each */
+      asm volatile("red.relaxed.sys.global.add.u64 [%0], %1;" ::"l"(h.raise_signals[peer] + s),
                    "l"(h.raise_value)
                    : "memory");
     r = span_end;
