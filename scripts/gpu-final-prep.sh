@@ -7,11 +7,11 @@ set -e
 cd "$(dirname "$0")/.."
 B=${TD_FINAL_BUILD:-build-final}
 grep -qx '/.gpubin/' .git/info/exclude 2>/dev/null || echo '/.gpubin/' >> .git/info/exclude
-T="tdist_cli tdrun dev_gpu_test dev_gpu_deadlock dev_nccl_test exec_random_test exec_copy_engine_test exec_deadline_test gemm_tile_test gemm_hooks_test ops_gpu_test"
+T="tdist_cli tdrun dev_gpu_test dev_gpu_deadlock dev_nccl_test exec_random_test exec_copy_engine_test exec_deadline_test gemm_tile_test gemm_hooks_test ops_gpu_test gemm_bench"
 cmake -S . -B "$B" -DTD_WITH_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90a -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$B" -j "$(nproc)" --target $T
 rm -rf .gpubin && mkdir -p .gpubin
-cp "$B/bin/tdist" "$B/bin/tdrun" .gpubin/
+cp "$B/bin/tdist" "$B/bin/tdrun" "$B/bin/gemm_bench" .gpubin/
 for t in $T; do [ -f "$B/tests/$t" ] && cp "$B/tests/$t" .gpubin/; done
 git rev-parse --short HEAD > .gpubin/REVISION
 du -sh .gpubin

@@ -45,5 +45,12 @@ if [ -z "${TD_SKIP_BENCH:-}" ]; then
     --sizes 8K,64K,1M,8M,64M --json "$OUT/bench_all_reduce.json"
   grep -E "^\|" "$OUT/bench_all_reduce.log" | grep -v -- "---" | cut -c1-160
 fi
+# GEMM tile vs cuBLAS and the hooks' overhead (satisfied waits + raises), on the issue's shapes
+if [ -z "${TD_SKIP_GEMM:-}" ]; then
+  runt gemm_hooks 150 "$BIN/gemm_bench" --hooks --iters 100 \
+    --shapes ${TD_GEMM_SHAPES:-8192x3584x8192,8192x1280x8192,1024x3584x8192,128x3584x8192} \
+    --configs ${TD_GEMM_CONFIGS:-128x256x4,128x160x6,128x224x5,64x64x8} --json "$OUT/gemm_hooks.json"
+  grep -E "^\||hooks, " "$OUT/gemm_hooks.log" | cut -c1-170
+fi
 echo "== summary ($(( $(date +%s) - t0 )) s, rev $TD_GIT_REV)"
 printf '%s\n' "${summary[@]}"
