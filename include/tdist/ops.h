@@ -79,16 +79,21 @@ typedef enum td_tp_variant {
   TD_TP_ONE_SHOT = 5,    /* gemm_ar, ll_all_reduce: every rank pushes to every peer and
                             reduces all contributions itself */
   TD_TP_TWO_SHOT = 6,    /* gemm_ar, ll_all_reduce: ReduceScatter, then AllGather */
-  TD_TP_FUSED = 7,       /* ag_gemm, gemm_rs, gemm_ar on cuda only: the Hopper GEMM
-                            (src/tile/cuda) with signal hooks plus copy-engine puts,
-                            outside the executor (src/ops/cuda/, docs/architecture.md).
-                            Needs bf16 (ag_gemm) or bf16/f16, up to 8 ranks of one
-                            process on one GPU, the GEMM library linked in, and
-                            shapes its kernels take (K % 8 == 0, N % 8 == 0 per
-                            rank, gemm_rs/gemm_ar: K % (8 * ranks) == 0); otherwise
-                            creation fails with TD_ERR_UNSUPPORTED naming the rule.
-                            AUTO picks it on cuda only with TD_OPS_FUSED=1 and
-                            when every rule holds. */
+  TD_TP_FUSED = 7,       /* cuda only, ranks that are threads of one process sharing
+                            one GPU: ag_gemm, gemm_rs, gemm_ar run the Hopper GEMM
+                            (src/tile/cuda) with copy-engine puts and reduction
+                            kernels, ll_all_reduce one-shot/two-shot reduction
+                            kernels reading the peers' buffers, all outside the
+                            executor (src/ops/cuda/, docs/architecture.md).
+                            The GEMM operators need bf16 or f16, the GEMM library
+                            linked in, a compute capability 9.x GPU and shapes
+                            its kernels take (K % 8 == 0, N / ranks % 8 == 0;
+                            gemm_rs/gemm_ar: K % (8 * ranks) == 0, N % 8 == 0);
+                            up to 8 ranks. Forced where a rule fails, creation
+                            fails with TD_ERR_UNSUPPORTED naming the rule. AUTO
+                            picks it on cuda wherever every rule holds on every
+                            rank (unless TD_OPS_FUSED=0); otherwise it keeps the
+                            executor variants. */
   TD_TP_VARIANT_COUNT
 } td_tp_variant;
 

@@ -43,6 +43,12 @@ static const td__cfg_var td__vars[] = {
     {"TD_CUDA_DEVICE", TD__CFG_INT, NULL, 0, 1024, NULL, "CUDA device of this rank (default: local rank modulo device count)"},
     {"TD_CUDA_NO_COPY_ENGINE", TD__CFG_INT, "0", 0, 1, NULL,
      "1: the CUDA executor copies copy-engine tasks on SMs instead of its copy-engine stream"},
+    {"TD_OPS_FUSED", TD__CFG_INT, "1", 0, 1, NULL,
+     "0: AUTO never picks the fused cuda variant of the operators (ops.h); 1: it does where it applies"},
+    {"TD_OPS_FUSED_TILE", TD__CFG_STR, NULL, 0, 0, NULL,
+     "fused operators: GEMM tile BMxBN or BMxBNcC (a compiled one; default: tuning cache, then by shape)"},
+    {"TD_OPS_FUSED_AG_GEMMS", TD__CFG_INT, "0", 0, 8, NULL,
+     "fused ag_gemm: GEMMs per call, 1 (all rows), 3 (own, after, before) or 8 (one per rank); 0 = by shape"},
 };
 enum { TD__NVARS = sizeof td__vars / sizeof td__vars[0] };
 

@@ -7,7 +7,10 @@
  * lowered one-shot (every rank pushes its addend to every peer's slot and
  * reduces all n in rank order: one step, n-1 puts) or two-shot (ReduceScatter
  * then AllGather: 2(n-1) steps of 1/n of the data). The perf model picks the
- * faster unless a variant is forced. Named td_ll_all_reduce because
+ * faster unless a variant is forced. On cuda, when the ranks are threads of
+ * one process sharing one GPU, AUTO runs the fused variant instead (reduction
+ * kernels reading the peers' buffers directly, src/ops/cuda/fused_ar.c).
+ * Named td_ll_all_reduce because
  * td_all_reduce is the host collective of coll.h. */
 #include "ops/ops_internal.h"
 
@@ -35,7 +38,7 @@ void td__all_reduce_desc(size_t count, td_dtype dtype, td__tp_desc *out) {
   td__tp_desc d = {
       .kind = TD_TP_ALL_REDUCE, .m = count ? (int64_t)(count / (size_t)w) : 0, .n = w, .k = 0,
       .count = count, .dtype = dtype,
-      .variants = 1u << TD_TP_ONE_SHOT | 1u << TD_TP_TWO_SHOT,
+      .variants = 1u << TD_TP_ONE_SHOT | 1u << TD_TP_TWO_SHOT | 1u << TD_TP_FUSED,
       .auto_candidates = {TD_TP_ONE_SHOT, TD_TP_TWO_SHOT, TD_TP_AUTO},
       .build = td__ar_build,
   };

@@ -54,6 +54,27 @@ td_status td__tp_fused_check(const td__tp_desc *d, int nranks, const td_tp_opts 
 /** 1 when this build has the fused code and the process links the GEMM
  * library (tdist_gemm_cuda), else 0. */
 int td__tp_fused_linked(void);
+
+/** What one rank knows of its ability to run TD_TP_FUSED, exchanged when
+ * AUTO decides (td__tp_fused_auto). */
+typedef struct td__tp_fused_probe {
+  int64_t ok;  /* 1: the GEMM library is linked (GEMM operators), a device is usable and,
+                  for the GEMM operators, it is compute capability 9.x */
+  int64_t pid; /* this process */
+  int64_t dev; /* the CUDA device this rank would use; -1 if none */
+} td__tp_fused_probe;
+/** Fills *out for this rank (cuda builds ask the driver; others say not ok). */
+void td__tp_fused_probe_rank(const td__tp_desc *d, td_team *team, td__tp_fused_probe *out);
+/** AUTO's rule from every rank's probe: 1 when every rank is ok, all are
+ * threads of one process and all use the same GPU; else 0 with the first
+ * reason in why (may be NULL). Pure: the same probes give the same answer on
+ * every rank. */
+int td__tp_fused_agree(const td__tp_fused_probe *all, int nranks, char *why, size_t why_size);
+/** Collective: whether AUTO runs TD_TP_FUSED for this operator: its static
+ * rules (td__tp_fused_check), TD_OPS_FUSED (0 turns AUTO's choice off), then
+ * every rank's probe exchanged and td__tp_fused_agree. Every rank gets the
+ * same *out; TD_OK unless the exchange or TD_OPS_FUSED's parsing failed. */
+td_status td__tp_fused_auto(td_team *team, const td__tp_desc *d, const td_tp_opts *o, int *out);
 /** Collective: allocates the symmetric buffers and streams, exchanges device
  * pointers; every rank fails alike. */
 td_status td__tp_fused_create(td_tp_op *op);

@@ -1,23 +1,37 @@
 /* SPDX-License-Identifier: Apache-2.0
  * Operators layer: the rules of the fused cuda variant (TD_TP_FUSED) that
  * need no GPU, so every build (and CI without a GPU) checks them the same
- * way. The fused variant runs the Hopper GEMM kernels of src/tile/cuda
- * directly, and those take only some shapes: 16-byte rows (K % 8 == 0, and
- * N % 8 == 0 for B stored [K,N]), bf16 for the hooked (signal-waiting)
- * kernel, bf16 or f16 for the plain one; the GEMM runs on each rank's whole
- * buffer, so a split dimension must give every rank the same width (the
- * buffer's padding would otherwise enter the sum). The answer depends only on
- * the arguments, which the collective check already made equal on every
- * rank, so all ranks accept or refuse together. */
+ * way, and AUTO's decision to run it. The fused variant runs the Hopper GEMM
+ * kernels of src/tile/cuda directly, and those take only some shapes:
+ * 16-byte rows (K % 8 == 0, and N % 8 == 0 for B stored [K,N]), bf16 or f16;
+ * the GEMM runs on each rank's whole buffer, so a split dimension must give
+ * every rank the same width (the buffer's padding would otherwise enter the
+ * sum). The all-reduce takes every dtype and count. The answer depends only
+ * on the arguments, which the collective check already made equal on every
+ * rank, so all ranks accept or refuse together.
+ *
+ * AUTO (td__tp_fused_auto) runs the fused variant on cuda wherever it
+ * applies: the rules above hold, TD_OPS_FUSED is not 0, and every rank's
+ * probe (GEMM library linked, a Hopper GPU for the GEMM operators) says yes
+ * with all ranks in one process on one GPU. The probes are exchanged, so
+ * every rank decides from the same data; otherwise AUTO keeps the executor
+ * variants the perf model compares. */
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
 #include "ops/ops_internal.h"
+#include "tdist/coll.h"
+#include "tdist/config.h"
 
 #ifndef TD_HAVE_OPS_FUSED
 int td__tp_fused_linked(void) { return 0; }
+void td__tp_fused_probe_rank(const td__tp_desc *d, td_team *team, td__tp_fused_probe *out) {
+  (void)d, (void)team;
+  out->ok = 0, out->pid = 0, out->dev = -1;
+}
 td_status td__tp_fused_create(td_tp_op *op) {
   (void)op;
   return td__error(TD_ERR_UNSUPPORTED, "fused variant: this build has no CUDA (configure with -DTD_WITH_CUDA=ON)");
@@ -32,23 +46,11 @@ td_status td__tp_fused_destroy(td_tp_op *op) {
 }
 #endif
 
-#ifdef TD_HAVE_OPS_FUSED
-/* The widest part of `count` split over `nranks` (the buffers' row length). */
-static int64_t td__widest(int64_t count, int nranks) {
-  size_t off, len, best = 0;
-  for (int r = 0; r < nranks; r++) {
-    td_chunk_range((size_t)count, nranks, r, &off, &len);
-    if (len > best)
-      best = len;
-  }
-  return (int64_t)best;
-}
-#endif
-
 td_status td__tp_fused_check(const td__tp_desc *d, int nranks, const td_tp_opts *o) {
   const char *kn = td_tp_kind_name(d->kind);
-  if (d->kind != TD_TP_AG_GEMM && d->kind != TD_TP_GEMM_RS && d->kind != TD_TP_GEMM_AR)
-    return td__error(TD_ERR_UNSUPPORTED, "%s: the fused variant exists for ag_gemm, gemm_rs and gemm_ar only", kn);
+  if ((int)d->kind < 0 || d->kind >= TD_TP_KIND_COUNT)
+    return td__error(TD_ERR_UNSUPPORTED, "%s: the fused variant exists for ag_gemm, gemm_rs, gemm_ar and "
+                     "all_reduce only", kn);
   if (o->backend != TD_EXEC_CUDA)
     return td__error(TD_ERR_UNSUPPORTED, "%s: the fused variant runs on the cuda backend only; use backend "
                      "TD_EXEC_CUDA or another variant", kn);
@@ -58,24 +60,70 @@ td_status td__tp_fused_check(const td__tp_desc *d, int nranks, const td_tp_opts 
   if (nranks > 8)
     return td__error(TD_ERR_UNSUPPORTED, "%s: the fused variant runs on up to 8 ranks (one node); got %d", kn,
                      nranks);
+  if (d->kind == TD_TP_ALL_REDUCE)
+    return TD_OK; /* a reduction kernel for every dtype, any count and alignment */
+  if (d->dtype != TD_BF16 && d->dtype != TD_F16)
+    return td__error(TD_ERR_UNSUPPORTED, "%s: the fused variant needs bf16 or f16 (its Hopper GEMM kernels); "
+                     "got %s", kn, td_dtype_name(d->dtype));
   if (d->kind == TD_TP_AG_GEMM) {
-    if (d->dtype != TD_BF16)
-      return td__error(TD_ERR_UNSUPPORTED, "%s: the fused variant needs bf16 (its signal-waiting GEMM kernel is "
-                       "compiled for bf16 only); got %s", kn, td_dtype_name(d->dtype));
-    int64_t nb = td__widest(d->n, nranks);
+    size_t off, nb;
+    td_chunk_range((size_t)d->n, nranks, 0, &off, &nb); /* part 0 is the widest: the buffers' row length */
     if (d->k % 8 != 0 || nb % 8 != 0)
       return td__error(TD_ERR_UNSUPPORTED, "%s: the fused variant needs K %% 8 == 0 and N / ranks (rounded up) "
-                       "%% 8 == 0 (16-byte rows); got K=%" PRId64 ", N=%" PRId64 " on %d ranks (%" PRId64 ")",
+                       "%% 8 == 0 (16-byte rows); got K=%" PRId64 ", N=%" PRId64 " on %d ranks (%zu)",
                        kn, d->k, d->n, nranks, nb);
     return TD_OK;
   }
-  if (d->dtype != TD_BF16 && d->dtype != TD_F16)
-    return td__error(TD_ERR_UNSUPPORTED, "%s: the fused variant needs bf16 or f16; got %s", kn,
-                     td_dtype_name(d->dtype));
   if (d->k % nranks != 0 || (d->k / nranks) % 8 != 0 || d->n % 8 != 0)
     return td__error(TD_ERR_UNSUPPORTED, "%s: the fused variant needs K %% (8 x ranks) == 0 and N %% 8 == 0 "
                      "(equal 16-byte K parts); got K=%" PRId64 ", N=%" PRId64 " on %d ranks", kn, d->k, d->n,
                      nranks);
   return TD_OK;
 #endif
+}
+
+int td__tp_fused_agree(const td__tp_fused_probe *all, int nranks, char *why, size_t why_size) {
+  char buf[160] = "";
+  int ok = 1;
+  for (int r = 0; r < nranks && ok; r++) {
+    if (!all[r].ok)
+      snprintf(buf, sizeof buf, "rank %d cannot run it (no GEMM library, no usable GPU, or not a Hopper GPU)", r),
+          ok = 0;
+    else if (all[r].pid != all[0].pid)
+      snprintf(buf, sizeof buf, "ranks 0 and %d are different processes", r), ok = 0;
+    else if (all[r].dev != all[0].dev)
+      snprintf(buf, sizeof buf, "rank 0 uses GPU %" PRId64 " and rank %d GPU %" PRId64, all[0].dev, r, all[r].dev),
+          ok = 0;
+  }
+  if (why && why_size)
+    snprintf(why, why_size, "%s", buf);
+  return ok;
+}
+
+td_status td__tp_fused_auto(td_team *team, const td__tp_desc *d, const td_tp_opts *o, int *out) {
+  *out = 0;
+  /* equal arguments on every rank, so every rank skips the exchange together */
+  if (!(d->variants & (1u << TD_TP_FUSED)) || o->backend != TD_EXEC_CUDA)
+    return TD_OK;
+  if (td__tp_fused_check(d, td_team_size(team), o) != TD_OK)
+    return TD_OK;
+  int64_t on = 1;
+  td__tp_fused_probe mine = {0, 0, -1};
+  if (td_config_int("TD_OPS_FUSED", &on) != TD_OK)
+    mine.ok = -1; /* every rank fails alike below, rather than this one alone */
+  else if (on)
+    td__tp_fused_probe_rank(d, team, &mine);
+  int n = td_team_size(team);
+  td__tp_fused_probe *all = calloc((size_t)n, sizeof *all);
+  if (!all) /* rare; peers then meet the exchange's deadline */
+    return td__error(TD_ERR_NO_MEMORY, "%s: out of memory", td_tp_kind_name(d->kind));
+  td_status st = td_all_gather(team, all, &mine, 3, TD_I64);
+  for (int r = 0; st == TD_OK && r < n; r++)
+    if (all[r].ok < 0)
+      st = td__error(TD_ERR_INVALID_ARG, "%s: rank %d: TD_OPS_FUSED is malformed; use 0 (AUTO never picks the "
+                     "fused variant) or 1", td_tp_kind_name(d->kind), r);
+  if (st == TD_OK)
+    *out = td__tp_fused_agree(all, n, NULL, 0);
+  free(all);
+  return st;
 }

@@ -140,19 +140,21 @@ td_status td__tp_auto_variant(const td__tp_desc *d, int nranks, const td_tp_opts
   return TD_OK;
 }
 
-/* Picks the variant for TD_TP_AUTO: the candidate with the smallest predicted
- * makespan (ties go to the earlier, preferred one). Rank 0 decides and
- * broadcasts, so every rank runs the same plan. */
+/* Picks the variant for TD_TP_AUTO. On cuda the fused variant wins wherever
+ * it applies (td__tp_fused_auto: every rank decides from the same exchanged
+ * probes); otherwise the candidate with the smallest predicted makespan
+ * (ties go to the earlier, preferred one), decided by rank 0 and broadcast,
+ * so every rank runs the same plan. */
 static td_status td__choose(td_tp_op *op, const td_program *p, td_tp_variant *chosen) {
+  int fused = 0;
+  TD_CHECK(td__tp_fused_auto(op->team, &op->d, &op->opts, &fused));
+  if (fused) {
+    *chosen = TD_TP_FUSED;
+    return TD_OK;
+  }
   td_tp_variant v = op->d.auto_candidates[0];
   if (op->rank == 0)
     td__tp_auto_variant(&op->d, op->nranks, &op->opts, p, &v, NULL);
-  /* The fused cuda variant is opt-in for AUTO (TD_OPS_FUSED=1) until its
-   * GPU measurements are in docs/perf.md; only where its rules hold. */
-  const char *fe = getenv("TD_OPS_FUSED");
-  if (op->rank == 0 && fe && !strcmp(fe, "1") && (op->d.variants & (1u << TD_TP_FUSED)) &&
-      td__tp_fused_linked() && td__tp_fused_check(&op->d, op->nranks, &op->opts) == TD_OK)
-    v = TD_TP_FUSED;
   int32_t pick = (int32_t)v;
   TD_CHECK(td_broadcast(op->team, &pick, &pick, 1, TD_I32, 0));
   *chosen = (td_tp_variant)pick;

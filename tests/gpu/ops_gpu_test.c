@@ -4,15 +4,16 @@
  * and f32, several calls in a row without reset, checked against the f64
  * reference (the harness of tests/ops, with device buffers); and the
  * correctness case of the benchmark, M = 4091 x ranks, N = 5120, K = 1024,
- * checked on a sample of rows; the fused variant (Hopper GEMM + copy
- * engine) on the shapes it takes, only with TD_GPU_TEST_FUSED=1 (it hung on
- * the H200). TD_GPU_TEST_FILTER=<glob> runs a subset. */
+ * checked on a sample of rows; the fused variant (Hopper GEMM + copy engine,
+ * reduction kernels) on the shapes it takes, as AUTO's choice and forced,
+ * with its refusals on every rank. TD_GPU_TEST_FILTER=<glob> runs a subset. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -107,11 +108,13 @@ static void test_correctness_case(void **state) {
   }
 }
 
-/* The fused variant (src/ops/cuda/): Hopper GEMM + copy engine, on shapes
- * its kernels take (bf16; N / ranks and K / ranks multiples of 8), odd M,
- * 1-8 ranks, 100 calls without reset, and the benchmark's correctness case. */
-static void fused_case(td_tp_kind kind, int64_t m, int64_t n, int64_t k, int calls, int sample, int ranks) {
-  oh_case c = g_case(kind, TD_TP_FUSED, TD_BF16, m, n, k, 0, calls);
+/* The fused variant (src/ops/cuda/): Hopper GEMM + copy engine and the
+ * reduction kernels, on shapes its kernels take (bf16 and f16; N / ranks and
+ * K / ranks multiples of 8), M not divisible by the ranks, 1-8 ranks, 100
+ * calls without reset, and the benchmark's correctness case. */
+static void fused_case(td_tp_kind kind, td_tp_variant v, td_dtype dt, int64_t m, int64_t n, int64_t k,
+                       size_t count, int calls, int sample, int ranks) {
+  oh_case c = g_case(kind, v, dt, m, n, k, count, calls);
   c.sample_rows = sample;
   OH_EXPECT_OK(ranks, &c);
   assert_int_equal(c.chosen, TD_TP_FUSED);
@@ -119,35 +122,172 @@ static void fused_case(td_tp_kind kind, int64_t m, int64_t n, int64_t k, int cal
 
 static void test_fused(void **state) {
   (void)state;
-  /* Opt-in: the fused variant hung on the H200 (8 ranks on one GPU, call 6
-   * of the bench; this test timed out), see docs/architecture.md "fused".
-   * Until a GPU run shows it finishing, the default suite must not hang. */
-  const char *on = getenv("TD_GPU_TEST_FUSED");
-  if (!on || strcmp(on, "1") != 0) {
-    print_message("test_fused skipped: fused variant is experimental, known to hang on the H200 "
-                  "at call 6 (2026-11-29); set TD_GPU_TEST_FUSED=1\n");
-    skip();
-    return;
-  }
   const int ranks[] = {1, 2, 4, 8};
   for (int r = 0; r < 4; r++) {
-    fused_case(TD_TP_AG_GEMM, 333, 512, 136, 3, 0, ranks[r]);
-    fused_case(TD_TP_GEMM_RS, 301, 264, 512, 3, 0, ranks[r]);
-    fused_case(TD_TP_GEMM_AR, 77, 136, 512, 3, 0, ranks[r]);   /* one-shot (<= 1 MiB) */
-    fused_case(TD_TP_GEMM_AR, 1031, 520, 256, 2, 0, ranks[r]); /* RS + AG */
+    fused_case(TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 333, 512, 136, 0, 3, 0, ranks[r]);
+    fused_case(TD_TP_GEMM_RS, TD_TP_FUSED, TD_BF16, 301, 264, 512, 0, 3, 0, ranks[r]);
+    fused_case(TD_TP_GEMM_AR, TD_TP_FUSED, TD_BF16, 77, 136, 512, 0, 3, 0, ranks[r]);   /* one-shot (<= 1 MiB) */
+    fused_case(TD_TP_GEMM_AR, TD_TP_FUSED, TD_BF16, 1031, 520, 256, 0, 2, 0, ranks[r]); /* RS + AG */
   }
-  oh_case c = g_case(TD_TP_GEMM_RS, TD_TP_FUSED, TD_F16, 129, 64, 128, 0, 2);
-  OH_EXPECT_OK(4, &c);
-  c = g_case(TD_TP_AG_GEMM, TD_TP_FUSED, TD_F16, 131, 64, 128, 0, 2); /* the gather GEMM in the operand dtype */
-  OH_EXPECT_OK(4, &c);
-  fused_case(TD_TP_AG_GEMM, 259, 128, 64, 100, 0, 4);
-  fused_case(TD_TP_GEMM_RS, 259, 128, 64, 100, 0, 8);
-  fused_case(TD_TP_GEMM_AR, 1031, 520, 256, 100, 8, 8);
+  fused_case(TD_TP_GEMM_RS, TD_TP_FUSED, TD_F16, 129, 64, 128, 0, 2, 0, 4);
+  fused_case(TD_TP_AG_GEMM, TD_TP_FUSED, TD_F16, 131, 64, 128, 0, 2, 0, 4); /* the gather GEMM in f16 */
+  fused_case(TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 5, 128, 64, 0, 2, 0, 8);  /* M < ranks: empty parts */
+  fused_case(TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 259, 128, 64, 0, 100, 0, 4);
+  fused_case(TD_TP_GEMM_RS, TD_TP_FUSED, TD_BF16, 259, 128, 64, 0, 100, 0, 8);
+  fused_case(TD_TP_GEMM_AR, TD_TP_FUSED, TD_BF16, 1031, 520, 256, 0, 100, 8, 8);
+  /* every GEMM split of ag_gemm and a forced tile (benchmark knobs of the config table) */
+  const char *splits[] = {"1", "3", "8"};
+  for (int i = 0; i < 3; i++) {
+    setenv("TD_OPS_FUSED_AG_GEMMS", splits[i], 1);
+    fused_case(TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 333, 512, 136, 0, 3, 0, 4);
+    fused_case(TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 1001, 1024, 64, 0, 3, 0, 8);
+  }
+  unsetenv("TD_OPS_FUSED_AG_GEMMS");
+  setenv("TD_OPS_FUSED_TILE", "128x256c2", 1);
+  fused_case(TD_TP_GEMM_RS, TD_TP_FUSED, TD_BF16, 301, 264, 512, 0, 2, 0, 2);
+  unsetenv("TD_OPS_FUSED_TILE");
   for (int i = 0; i < 2; i++) {
     int n = i ? 8 : 2;
-    fused_case(TD_TP_AG_GEMM, 4091 * n, 5120, 1024, 2, 16, n);
-    fused_case(TD_TP_GEMM_RS, 4091 * n, 5120, 1024, 2, 16, n);
+    fused_case(TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 4091 * n, 5120, 1024, 0, 2, 16, n);
+    fused_case(TD_TP_GEMM_RS, TD_TP_FUSED, TD_BF16, 4091 * n, 5120, 1024, 0, 2, 16, n);
   }
+}
+
+/* The fused all-reduce: one-shot (<= 1 MiB) and two-shot, every dtype,
+ * counts that split unevenly and leave a tail past the last 16-byte vector,
+ * 1-8 ranks, 100 calls. */
+static void test_fused_all_reduce(void **state) {
+  (void)state;
+  const int ranks[] = {1, 2, 3, 8};
+  const size_t counts[] = {4096, 1009, (1u << 20) + 3, 8};
+  const td_dtype dts[] = {TD_BF16, TD_F16, TD_F32};
+  for (int r = 0; r < 4; r++)
+    for (int k = 0; k < 4; k++)
+      for (int d = 0; d < 3; d++)
+        fused_case(TD_TP_ALL_REDUCE, TD_TP_FUSED, dts[d], 0, 0, 0, counts[k], 2, 0, ranks[r]);
+  fused_case(TD_TP_ALL_REDUCE, TD_TP_FUSED, TD_BF16, 0, 0, 0, 8192, 100, 0, 8);
+  fused_case(TD_TP_ALL_REDUCE, TD_TP_FUSED, TD_BF16, 0, 0, 0, 3u << 20, 100, 0, 8);
+}
+
+/* AUTO runs fused on cuda wherever it applies (ranks of this process share
+ * the GPU) and keeps the executor variants elsewhere. */
+static void test_fused_auto(void **state) {
+  (void)state;
+  fused_case(TD_TP_AG_GEMM, TD_TP_AUTO, TD_BF16, 333, 512, 136, 0, 3, 0, 4);
+  fused_case(TD_TP_GEMM_RS, TD_TP_AUTO, TD_F16, 301, 264, 512, 0, 3, 0, 4);
+  fused_case(TD_TP_GEMM_AR, TD_TP_AUTO, TD_BF16, 77, 136, 512, 0, 3, 0, 8);
+  fused_case(TD_TP_ALL_REDUCE, TD_TP_AUTO, TD_F32, 0, 0, 0, 1009, 3, 0, 8);
+  /* f32 GEMM, and N / ranks not a multiple of 8: the executor's variants */
+  oh_case c = g_case(TD_TP_AG_GEMM, TD_TP_AUTO, TD_F32, 67, 48, 24, 0, 2);
+  OH_EXPECT_OK(3, &c);
+  assert_true(c.chosen != TD_TP_FUSED && c.chosen != TD_TP_AUTO);
+  c = g_case(TD_TP_AG_GEMM, TD_TP_AUTO, TD_BF16, 333, 264, 136, 0, 2);
+  OH_EXPECT_OK(8, &c);
+  assert_true(c.chosen != TD_TP_FUSED && c.chosen != TD_TP_AUTO);
+  /* TD_OPS_FUSED=0 turns AUTO's choice off */
+  setenv("TD_OPS_FUSED", "0", 1);
+  c = g_case(TD_TP_GEMM_RS, TD_TP_AUTO, TD_BF16, 301, 264, 512, 0, 2);
+  OH_EXPECT_OK(2, &c);
+  unsetenv("TD_OPS_FUSED");
+  assert_true(c.chosen != TD_TP_FUSED && c.chosen != TD_TP_AUTO);
+}
+
+/* A forced fused variant the shape or dtype does not fit: every rank refuses
+ * with the same message naming the rule (no hang, nothing allocated). */
+typedef struct fr_case {
+  td_tp_kind kind;
+  td_dtype dt;
+  int64_t m, n, k;
+  td_status got[8];
+  char msg[8][512];
+} fr_case;
+
+static td_status fr_rank(td_world *w, int rank, void *arg) {
+  fr_case *c = arg;
+  td_tp_opts o;
+  td_tp_opts_init(&o);
+  o.backend = TD_EXEC_CUDA;
+  o.variant = TD_TP_FUSED;
+  td_tp_op *op = NULL;
+  td_team *t = td_world_team(w);
+  c->got[rank] = c->kind == TD_TP_AG_GEMM ? td_ag_gemm_create(t, c->m, c->n, c->k, c->dt, &o, &op)
+                                          : td_gemm_rs_create(t, c->m, c->n, c->k, c->dt, &o, &op);
+  snprintf(c->msg[rank], sizeof c->msg[rank], "%s", td_last_error());
+  td_tp_destroy(op);
+  return TD_OK;
+}
+
+static void expect_refused(td_tp_kind kind, td_dtype dt, int64_t m, int64_t n, int64_t k, int ranks,
+                           const char *text) {
+  fr_case c = {.kind = kind, .dt = dt, .m = m, .n = n, .k = k};
+  td_world_opts wo;
+  td_world_opts_init(&wo);
+  wo.timeout_ms = 20000;
+  assert_int_equal(td_local_world_run(ranks, &wo, fr_rank, &c), TD_OK);
+  for (int r = 0; r < ranks; r++) {
+    assert_int_equal(c.got[r], TD_ERR_UNSUPPORTED);
+    if (!strstr(c.msg[r], text))
+      fail_msg("rank %d: message '%s' lacks '%s'", r, c.msg[r], text);
+  }
+}
+
+static void test_fused_refused(void **state) {
+  (void)state;
+  expect_refused(TD_TP_AG_GEMM, TD_BF16, 333, 264, 136, 8, "N=264 on 8 ranks (33)");
+  expect_refused(TD_TP_AG_GEMM, TD_F32, 333, 512, 136, 4, "needs bf16 or f16");
+  expect_refused(TD_TP_AG_GEMM, TD_BF16, 333, 512, 100, 2, "K % 8 == 0");
+  expect_refused(TD_TP_GEMM_RS, TD_BF16, 301, 264, 100, 4, "K=100, N=264 on 4 ranks");
+  expect_refused(TD_TP_GEMM_RS, TD_F32, 301, 264, 512, 4, "got f32");
+  setenv("TD_OPS_FUSED_TILE", "96x8", 1);
+  expect_refused(TD_TP_GEMM_RS, TD_BF16, 301, 264, 512, 2, "TD_OPS_FUSED_TILE=96x8: no such bf16 kernel");
+  unsetenv("TD_OPS_FUSED_TILE");
+}
+
+/* The fused all-reduce on buffers that are not 16-byte aligned (element by
+ * element, still exact): src and dst start one element into their allocations. */
+enum { MIS_COUNT = 100003 };
+static td_status mis_rank(td_world *w, int rank, void *arg) {
+  int *bad = arg;
+  td_tp_opts o;
+  td_tp_opts_init(&o);
+  o.backend = TD_EXEC_CUDA;
+  o.variant = TD_TP_FUSED;
+  td_tp_op *op = NULL;
+  int n = td_world_size(w);
+  td_status st = td_ll_all_reduce_create(td_world_team(w), MIS_COUNT, TD_F32, &o, &op);
+  if (st != TD_OK)
+    return st;
+  float *h = malloc(sizeof(float) * (MIS_COUNT + 1));
+  float *src = g_alloc(sizeof(float) * (MIS_COUNT + 1)), *dst = g_alloc(sizeof(float) * (MIS_COUNT + 1));
+  for (int i = 0; i < MIS_COUNT; i++)
+    h[i] = (float)((rank + 1) * (i % 7));
+  if (!h || !src || !dst || g_up(src + 1, h, sizeof(float) * MIS_COUNT))
+    st = TD_ERR_CUDA;
+  for (int call = 0; call < 3 && st == TD_OK; call++)
+    st = td_ll_all_reduce(op, dst + 1, src + 1);
+  if (st == TD_OK && g_down(h, dst + 1, sizeof(float) * MIS_COUNT))
+    st = TD_ERR_CUDA;
+  for (int i = 0; st == TD_OK && i < MIS_COUNT; i++)
+    if (h[i] != (float)(n * (n + 1) / 2 * (i % 7)))
+      bad[rank] = 1;
+  free(h);
+  g_free(src);
+  g_free(dst);
+  td_status st2 = td_tp_destroy(op);
+  return st != TD_OK ? st : st2;
+}
+
+static void test_fused_all_reduce_unaligned(void **state) {
+  (void)state;
+  int bad[8] = {0};
+  td_world_opts wo;
+  td_world_opts_init(&wo);
+  wo.timeout_ms = 20000;
+  td_status st = td_local_world_run(4, &wo, mis_rank, bad);
+  if (st != TD_OK)
+    fail_msg("%s: %s", td_status_name(st), td_last_error());
+  for (int r = 0; r < 4; r++)
+    assert_int_equal(bad[r], 0);
 }
 
 int main(void) {
@@ -158,6 +298,10 @@ int main(void) {
       cmocka_unit_test(test_many_calls),
       cmocka_unit_test(test_correctness_case),
       cmocka_unit_test(test_fused),
+      cmocka_unit_test(test_fused_all_reduce),
+      cmocka_unit_test(test_fused_auto),
+      cmocka_unit_test(test_fused_refused),
+      cmocka_unit_test(test_fused_all_reduce_unaligned),
   };
   const char *filter = getenv("TD_GPU_TEST_FILTER"); /* e.g. test_fused */
   if (filter && *filter)

@@ -414,7 +414,8 @@ static void bo_usage(FILE *f, const char *kind) {
           "         [--models all|check|NAME,...] [--m LIST] | [--shape MxNxK]   (GEMM operators)\n"
           "         [--sizes LIST]                                              (all_reduce)\n"
           "Sides: the sequential baseline, tdist auto, and each variant of --variants (default: every\n"
-          "variant but fused, which --variants ...,fused adds on cuda). Models: llama3.1-8b,\n"
+          "variant but fused, which --variants ...,fused adds on cuda; 'none': baseline and auto only;\n"
+          "on cuda auto is fused wherever it applies). Models: llama3.1-8b,\n"
           "llama3.1-70b, llama3.1-405b, qwen2-72b,\n"
           "gpt3-175b (N, K global) with M from --m (default 1024,4096,8192), and 'check' (M = 4091 x\n"
           "ranks, N = 5120, K = 1024). all_reduce sizes default 8K,64K,512K,4M,64M.\n"
@@ -494,7 +495,7 @@ static int bo_main(td_tp_kind kind, int argc, char **argv) {
   char vl[160];
   snprintf(vl, sizeof vl, "%s", o.variants);
   for (char *tok = strtok(vl, ","); tok; tok = strtok(NULL, ","))
-    if (td_tp_variant_parse(tok, NULL) != TD_OK) {
+    if (strcmp(tok, "none") && td_tp_variant_parse(tok, NULL) != TD_OK) {
       fprintf(stderr, "tdist bench %s: --variants: %s\n", argv[0], td_last_error());
       return 2;
     }

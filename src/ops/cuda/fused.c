@@ -1,18 +1,23 @@
 /* SPDX-License-Identifier: Apache-2.0
  * Operators layer, the fused cuda variant (TD_TP_FUSED) of ag_gemm, gemm_rs
- * and gemm_ar, in the manner of Triton-distributed: the Hopper GEMM of
- * src/tile/cuda (td__gemm_cuda_run, plain: no hooks) runs on the compute
- * stream, data moves with cudaMemcpyAsync on a second stream, and ordering
- * between ranks is by CUDA events behind host barriers. Ranks are threads of one process sharing one GPU, so the
- * symmetric buffers are plain cudaMalloc memory whose addresses the ranks
- * swap with td_all_gather at creation.
+ * and gemm_ar (the all-reduce is in fused_ar.c), in the manner of
+ * Triton-distributed: the Hopper GEMM of src/tile/cuda (td__gemm_cuda_run,
+ * plain: no hooks) runs on the compute stream, data moves with
+ * cudaMemcpyAsync on a second stream, and ordering between ranks is by CUDA
+ * events behind host barriers. Ranks are threads of one process sharing one
+ * GPU, so the symmetric buffers are plain cudaMalloc memory whose addresses
+ * the ranks swap with td_all_gather at creation.
  *
  *  ag_gemm  rank r puts its A rows into every peer's gather buffer (at their
  *           global rows; r-1 first, then r-2, ...) with cudaMemcpyAsync on a
  *           high-priority stream, recording an event after each put. After a
- *           host barrier, rank p runs one plain GEMM per source rank's row
- *           block straight into C: its own rows (from A) at once, then
- *           p+1, p+2, ... each behind cudaStreamWaitEvent on that put.
+ *           host barrier, rank p runs the GEMM straight into C in a few
+ *           launches (f->ag_blocks): 3 by default -- its own rows from A at
+ *           once, then the contiguous rows of ranks p+1..n-1 once their puts'
+ *           events completed, then those of ranks 0..p-1 -- so the first GEMM
+ *           overlaps the puts while each launch stays large enough to fill
+ *           the GPU; 1 (every row, after every put) or n (one per source rank)
+ *           on request (TD_OPS_FUSED_AG_GEMMS).
  *  gemm_rs  every rank computes its full partial A_r * B_r into its own
  *           symmetric buffer and records "gemm done"; after a host barrier it
  *           waits (stream waits on the peers' events) for every rank's, then
@@ -22,11 +27,15 @@
  *           outputs up to 1 MiB) or each reduces its rows into a symmetric
  *           buffer and every rank copies all of them into C (RS + AG), again
  *           behind a host barrier and event waits.
+ * The GEMM's tile configuration is chosen once per operator
+ * (td__f_pick_config): TD_OPS_FUSED_TILE, else the tuning cache's entry for
+ * this GPU and shape, else the compiled configuration that the shape's tile
+ * count and the tiles' measured efficiency favour.
  * Every call starts with a host barrier (each rank's previous call ended with
  * a host wait on its streams, so no buffer is overwritten while a peer still
  * reads it) and ends with a host wait under the operator's deadline. The
  * 64-bit progress words (cuStreamWriteValue64 of the epoch, never reset) are
- * only written now, for diagnostics and poisoning; nothing waits on them.
+ * only written, for diagnostics and poisoning; nothing waits on them.
  *
  * Deadlock freedom (ranks sharing a GPU; see docs/architecture.md "fused"):
  * the first version waited in-kernel (GEMM tiles spinning on signals while
@@ -44,56 +53,30 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "core/error.h"
-#include "ops/ops_internal.h"
+#include "ops/cuda/fused.h"
 #include "tdist/coll.h"
 #include "tdist/config.h"
 #include "tdist/rma.h"
-#include "tile/cuda/gemm.h"
 
 /* The GEMM library (tdist_gemm_cuda) links tdist, not the other way round:
- * programs that link it (the tdist CLI, the GPU tests) bind this reference;
- * elsewhere it stays NULL and the fused variant says so. */
+ * programs that link it (the tdist CLI, the GPU tests) bind these references;
+ * elsewhere they stay NULL and the fused GEMM operators say so. The tuning
+ * cache's reader lives in another object of that library, which a program
+ * may leave out: it is optional. */
 #pragma weak td__gemm_cuda_run
+#pragma weak td__gemm_cuda_configs
+#pragma weak td__gemm_tune_lookup
 
-int td__fused_reduce(void *dst, const void *const *src, int nsrc, long long elems, int bf16, int sms,
-                     void *stream);
-
-enum { TD__CTL_FIN = 0, TD__CTL_GDONE = 1, TD__CTL_RDONE = 2, TD__CTL_WORDS = 8, TD__MAXR = 8 };
-enum { TD__REC_STATUS, TD__REC_PID, TD__REC_DEV, TD__REC_BUF, TD__REC_RED, TD__REC_SIG, TD__REC_CTL, TD__REC_SELF,
-       TD__REC_N };
-
-typedef struct td__tp_fused td__tp_fused;
-struct td__tp_fused {
-  int dev, n, r, sms, timeout_ms, one_shot;
-  int poisoned;   /* set (atomically) by a rank whose call failed: later results are void */
-  td__tp_fused *peer[8]; /* every rank's state (one process), to tell them of a failure */
-  size_t esz;
-  cudaStream_t s, ce;
-  cudaEvent_t ce_done;
-  cudaEvent_t ev_put[TD__MAXR]; /* ag: recorded on ce after this rank's rows reached rank p */
-  cudaEvent_t ev_gdone, ev_rdone; /* rs/ar: after the partial GEMM; after the reduction */
-  void *buf;      /* ag: rotated gather buffer [M,K]; rs/ar: partial [M,N] */
-  void *red;      /* ar two-shot: reduced rows [M,N] */
-  void *scratch;  /* ag on ranks with row0 > 0: rotated C [M,nb] */
-  uint64_t *sig;  /* ag: nsig wait signals */
-  uint64_t *ctl;  /* TD__CTL_WORDS progress words (fin, gemm done, reduce done) */
-  uint64_t *sink; /* ag: the RAISE hook's target, read by nobody */
-  uint64_t *diag_h, *diag_d; /* the GEMM's wait diagnostic: pinned, mapped */
-  void *pbuf[TD__MAXR], *pred[TD__MAXR];
-  uint64_t *psig[TD__MAXR], *pctl[TD__MAXR];
-  int64_t row0[TD__MAXR], rows[TD__MAXR];
-  int64_t gs, nsig, nb;
-  uint64_t epoch;
-};
+enum { TD__REC_STATUS, TD__REC_PID, TD__REC_DEV, TD__REC_BUF, TD__REC_RED, TD__REC_CTL, TD__REC_SELF, TD__REC_N };
 
 static PFN_cuStreamWriteValue64_v11070 td__fw64;
-static PFN_cuStreamWaitValue64_v11070 td__fwait64;
 static pthread_once_t td__f_once = PTHREAD_ONCE_INIT;
 
 static void td__f_resolve(void) {
@@ -102,108 +85,214 @@ static void td__f_resolve(void) {
   if (cudaGetDriverEntryPointByVersion("cuStreamWriteValue64", &p, 12000, cudaEnableDefault, &q) == cudaSuccess &&
       q == cudaDriverEntryPointSuccess)
     td__fw64 = (PFN_cuStreamWriteValue64_v11070)p;
-  p = NULL;
-  if (cudaGetDriverEntryPointByVersion("cuStreamWaitValue64", &p, 12000, cudaEnableDefault, &q) == cudaSuccess &&
-      q == cudaDriverEntryPointSuccess)
-    td__fwait64 = (PFN_cuStreamWaitValue64_v11070)p;
 }
 
-int td__tp_fused_linked(void) { return td__gemm_cuda_run != NULL; }
+int td__tp_fused_linked(void) { return td__gemm_cuda_run != NULL && td__gemm_cuda_configs != NULL; }
 
-static td_status td__cu(cudaError_t e, const char *what) {
+td_status td__f_cu(cudaError_t e, const char *what) {
   return e == cudaSuccess ? TD_OK
                           : td__error(TD_ERR_CUDA, "fused: %s failed: %s (%s)", what, cudaGetErrorString(e),
                                       cudaGetErrorName(e));
 }
 
-/* Stream-ordered signal write (default flags: a memory barrier first, so a
- * reader of the value sees what the stream wrote before). */
-static td_status td__setv(cudaStream_t s, uint64_t *addr, uint64_t v) {
+int td__f_dt(td_dtype dt) { return dt == TD_BF16 ? TD__FR_BF16 : dt == TD_F16 ? TD__FR_F16 : TD__FR_F32; }
+
+/* Stream-ordered progress word (default flags: a memory barrier first). */
+td_status td__f_setv(cudaStream_t s, uint64_t *addr, uint64_t v) {
   CUresult r = td__fw64((CUstream)s, (CUdeviceptr)(uintptr_t)addr, v, CU_STREAM_WRITE_VALUE_DEFAULT);
   return r == CUDA_SUCCESS ? TD_OK : td__error(TD_ERR_CUDA, "fused: cuStreamWriteValue64 failed (CUresult %d)", (int)r);
 }
 
-static int64_t td__gcd(int64_t a, int64_t b) {
-  while (b) {
-    int64_t t = a % b;
-    a = b, b = t;
-  }
-  return a;
-}
-
-static void td__f_free(td__tp_fused *f) {
-  if (!f)
-    return;
-  { /* a failed call poisoned the signals (td__f_poison), so cudaFree's device wait ends */
-    cudaSetDevice(f->dev);
-    cudaFree(f->buf), cudaFree(f->red), cudaFree(f->scratch), cudaFree(f->sig), cudaFree(f->ctl);
-    cudaFree(f->sink), cudaFreeHost(f->diag_h);
-    if (f->ce_done)
-      cudaEventDestroy(f->ce_done);
-    for (int p = 0; p < TD__MAXR; p++)
-      if (f->ev_put[p])
-        cudaEventDestroy(f->ev_put[p]);
-    if (f->ev_gdone)
-      cudaEventDestroy(f->ev_gdone);
-    if (f->ev_rdone)
-      cudaEventDestroy(f->ev_rdone);
-    if (f->s)
-      cudaStreamDestroy(f->s);
-    if (f->ce)
-      cudaStreamDestroy(f->ce);
-  }
-  free(f);
-}
-
-/* This rank's allocations (before the exchange). */
-static td_status td__f_alloc(td_tp_op *op, td__tp_fused *f) {
-  const td__tp_desc *d = &op->d;
+/* The device a rank uses: TD_CUDA_DEVICE, else its local rank modulo the
+ * device count (as the executor). */
+static td_status td__f_device(td_team *team, int rank, int *out) {
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0)
-    return td__error(TD_ERR_UNSUPPORTED, "fused: rank %d: no usable CUDA device; use the cpu backend", op->rank);
+    return td__error(TD_ERR_UNSUPPORTED, "fused: rank %d: no usable CUDA device; use the cpu backend", rank);
   int64_t dev = -1;
   const char *env = getenv("TD_CUDA_DEVICE");
   if (env && *env)
     TD_CHECK(td_config_int("TD_CUDA_DEVICE", &dev));
   else
-    dev = td_world_local_rank(td_team_world(op->team)) % count;
+    dev = td_world_local_rank(td_team_world(team)) % count;
   if (dev < 0 || dev >= count)
-    return td__error(TD_ERR_INVALID_ARG, "fused: rank %d: TD_CUDA_DEVICE=%" PRId64 " but %d devices", op->rank, dev,
+    return td__error(TD_ERR_INVALID_ARG, "fused: rank %d: TD_CUDA_DEVICE=%" PRId64 " but %d devices", rank, dev,
                      count);
-  f->dev = (int)dev;
-  TD_CHECK(td__cu(cudaSetDevice(f->dev), "cudaSetDevice"));
+  *out = (int)dev;
+  return TD_OK;
+}
+
+void td__tp_fused_probe_rank(const td__tp_desc *d, td_team *team, td__tp_fused_probe *out) {
+  td__tp_fused_probe pr = {0, (int64_t)getpid(), -1};
+  int dev = -1, major = 0;
+  if ((d->kind == TD_TP_ALL_REDUCE || td__tp_fused_linked()) &&
+      td__f_device(team, td_team_rank(team), &dev) == TD_OK) {
+    pr.dev = dev;
+    pr.ok = d->kind == TD_TP_ALL_REDUCE ||
+            (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess && major == 9);
+  }
+  *out = pr;
+}
+
+static void td__f_free(td__tp_fused *f) {
+  if (!f)
+    return;
+  cudaSetDevice(f->dev);
+  cudaFree(f->buf), cudaFree(f->red), cudaFree(f->ctl);
+  if (f->ce_done)
+    cudaEventDestroy(f->ce_done);
+  for (int p = 0; p < TD__MAXR; p++)
+    if (f->ev_put[p])
+      cudaEventDestroy(f->ev_put[p]);
+  if (f->ev_gdone)
+    cudaEventDestroy(f->ev_gdone);
+  if (f->ev_rdone)
+    cudaEventDestroy(f->ev_rdone);
+  if (f->s)
+    cudaStreamDestroy(f->s);
+  if (f->ce)
+    cudaStreamDestroy(f->ce);
+  free(f);
+}
+
+/* Relative throughput of one tile shape on the H200 (docs/perf.md, "GEMM
+ * tiles"): wider tiles reuse A more; clusters of 2 share B by multicast. */
+static double td__f_tile_eff(const td_gemm_config *c) {
+  double e = c->bn >= 256 ? 1.0 : c->bn >= 192 ? 0.96 : c->bn >= 128 ? 0.90 : 0.75;
+  return c->cluster == 2 ? e * 1.02 : e;
+}
+
+/* The GEMM configuration of an M x N x K problem that `ranks` ranks run at
+ * once on this GPU: TD_OPS_FUSED_TILE (BMxBN or BMxBNcC, a compiled one),
+ * else the tuning cache's entry, else the compiled configuration with the
+ * least work per SM: the waves of every rank's tiles together (ranks share
+ * the GPU), each weighted by its tile's size over its efficiency. */
+static td_status td__f_pick_config(td_tp_op *op, td__tp_fused *f, int m, int n, int k, td_gemm_config *out) {
+  td_gemm_config all[64];
+  int cnt = td__gemm_cuda_configs(TD_GEMM_SM90, op->d.dtype, TD_GEMM_B_KN, all, 64);
+  if (cnt > 64)
+    cnt = 64;
+  if (cnt < 1)
+    return td__error(TD_ERR_UNSUPPORTED, "fused: no Hopper GEMM kernel compiled for %s with B as [K,N]",
+                     td_dtype_name(op->d.dtype));
+  const char *want = NULL;
+  TD_CHECK(td_config_str("TD_OPS_FUSED_TILE", &want));
+  if (want && *want) {
+    int bm = 0, bn = 0, cl = 1;
+    char extra = 0;
+    int got = sscanf(want, "%dx%dc%d%c", &bm, &bn, &cl, &extra);
+    if (got != 2 && got != 3)
+      return td__error(TD_ERR_INVALID_ARG, "fused: TD_OPS_FUSED_TILE=%s: use BMxBN or BMxBNcC, e.g. 128x256c2", want);
+    for (int i = 0; i < cnt; i++)
+      if (all[i].bm == bm && all[i].bn == bn && all[i].cluster == cl) {
+        *out = all[i];
+        return TD_OK;
+      }
+    return td__error(TD_ERR_UNSUPPORTED, "fused: TD_OPS_FUSED_TILE=%s: no such %s kernel for B [K,N] is compiled "
+                     "(tdist tune gemm lists them)", want, td_dtype_name(op->d.dtype));
+  }
+  struct cudaDeviceProp prop;
+  td_gemm_config tuned;
+  if (td__gemm_tune_lookup && cudaGetDeviceProperties(&prop, f->dev) == cudaSuccess &&
+      td__gemm_tune_lookup(prop.name, op->d.dtype, TD_GEMM_B_KN, m, n, k, &tuned) == TD_OK)
+    for (int i = 0; i < cnt; i++)
+      if (!memcmp(&all[i], &tuned, sizeof tuned)) {
+        *out = tuned;
+        return TD_OK;
+      }
+  int best = 0;
+  double best_cost = -1;
+  for (int i = 0; i < cnt; i++) {
+    if (all[i].split_k != 1)
+      continue;
+    double tiles = (double)((m + all[i].bm - 1) / all[i].bm) * (double)((n + all[i].bn - 1) / all[i].bn);
+    double waves = (double)(int64_t)((tiles * f->n + f->sms - 1) / f->sms);
+    double cost = waves * all[i].bm * all[i].bn / td__f_tile_eff(&all[i]);
+    if (best_cost < 0 || cost < best_cost)
+      best_cost = cost, best = i;
+  }
+  *out = all[best];
+  return TD_OK;
+}
+
+/* GEMM launches per ag_gemm call: TD_OPS_FUSED_AG_GEMMS, else 3 (own rows,
+ * then the two contiguous blocks of peers' rows). */
+static td_status td__f_ag_blocks(td__tp_fused *f, int *out) {
+  int64_t v = 0;
+  TD_CHECK(td_config_int("TD_OPS_FUSED_AG_GEMMS", &v));
+  if (v != 0 && v != 1 && v != 3 && v != 8)
+    return td__error(TD_ERR_INVALID_ARG, "fused: TD_OPS_FUSED_AG_GEMMS=%" PRId64 ": use 0 (by shape), 1, 3 or 8",
+                     v);
+  *out = v == 0 ? 3 : v == 8 ? f->n : (int)v;
+  if (*out > f->n)
+    *out = f->n;
+  return TD_OK;
+}
+
+/* This rank's allocations (before the exchange). */
+static td_status td__f_alloc(td_tp_op *op, td__tp_fused *f) {
+  const td__tp_desc *d = &op->d;
+  TD_CHECK(td__f_device(op->team, op->rank, &f->dev));
+  TD_CHECK(td__f_cu(cudaSetDevice(f->dev), "cudaSetDevice"));
   int major = 0;
-  TD_CHECK(td__cu(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, f->dev), "cudaDeviceGetAttribute"));
-  if (major != 9)
+  TD_CHECK(td__f_cu(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, f->dev),
+                    "cudaDeviceGetAttribute"));
+  if (major != 9 && d->kind != TD_TP_ALL_REDUCE)
     return td__error(TD_ERR_UNSUPPORTED, "fused: rank %d: the Hopper GEMM needs compute capability 9.x; device %d "
                      "is %d.x", op->rank, f->dev, major);
-  TD_CHECK(td__cu(cudaDeviceGetAttribute(&f->sms, cudaDevAttrMultiProcessorCount, f->dev), "cudaDeviceGetAttribute"));
+  TD_CHECK(td__f_cu(cudaDeviceGetAttribute(&f->sms, cudaDevAttrMultiProcessorCount, f->dev),
+                    "cudaDeviceGetAttribute"));
   int lo = 0, hi = 0;
-  TD_CHECK(td__cu(cudaDeviceGetStreamPriorityRange(&lo, &hi), "cudaDeviceGetStreamPriorityRange"));
-  TD_CHECK(td__cu(cudaStreamCreateWithPriority(&f->s, cudaStreamNonBlocking, lo), "cudaStreamCreateWithPriority"));
-  TD_CHECK(td__cu(cudaStreamCreateWithPriority(&f->ce, cudaStreamNonBlocking, hi), "cudaStreamCreateWithPriority"));
-  TD_CHECK(td__cu(cudaEventCreateWithFlags(&f->ce_done, cudaEventDisableTiming), "cudaEventCreate"));
+  TD_CHECK(td__f_cu(cudaDeviceGetStreamPriorityRange(&lo, &hi), "cudaDeviceGetStreamPriorityRange"));
+  TD_CHECK(td__f_cu(cudaStreamCreateWithPriority(&f->s, cudaStreamNonBlocking, lo), "cudaStreamCreateWithPriority"));
+  TD_CHECK(td__f_cu(cudaStreamCreateWithPriority(&f->ce, cudaStreamNonBlocking, hi), "cudaStreamCreateWithPriority"));
+  TD_CHECK(td__f_cu(cudaEventCreateWithFlags(&f->ce_done, cudaEventDisableTiming), "cudaEventCreate"));
   for (int p = 0; p < f->n; p++)
-    TD_CHECK(td__cu(cudaEventCreateWithFlags(&f->ev_put[p], cudaEventDisableTiming), "cudaEventCreate"));
-  TD_CHECK(td__cu(cudaEventCreateWithFlags(&f->ev_gdone, cudaEventDisableTiming), "cudaEventCreate"));
-  TD_CHECK(td__cu(cudaEventCreateWithFlags(&f->ev_rdone, cudaEventDisableTiming), "cudaEventCreate"));
+    TD_CHECK(td__f_cu(cudaEventCreateWithFlags(&f->ev_put[p], cudaEventDisableTiming), "cudaEventCreate"));
+  TD_CHECK(td__f_cu(cudaEventCreateWithFlags(&f->ev_gdone, cudaEventDisableTiming), "cudaEventCreate"));
+  TD_CHECK(td__f_cu(cudaEventCreateWithFlags(&f->ev_rdone, cudaEventDisableTiming), "cudaEventCreate"));
   const size_t m = (size_t)d->m;
   if (d->kind == TD_TP_AG_GEMM) {
+    TD_CHECK(td__f_ag_blocks(f, &f->ag_blocks));
+    TD_CHECK(td__f_pick_config(op, f, (int)d->m, (int)f->nb, (int)d->k, &f->cfg));
     /* the gather buffer in global row order; this rank's own rows stay in A */
-    TD_CHECK(td__cu(cudaMalloc(&f->buf, m * (size_t)d->k * f->esz), "cudaMalloc (gather buffer)"));
-  } else {
-    TD_CHECK(td__cu(cudaMalloc(&f->buf, m * (size_t)d->n * f->esz), "cudaMalloc (partial)"));
+    TD_CHECK(td__f_cu(cudaMalloc(&f->buf, m * (size_t)d->k * f->esz), "cudaMalloc (gather buffer)"));
+  } else if (d->kind != TD_TP_ALL_REDUCE) {
+    TD_CHECK(td__f_pick_config(op, f, (int)d->m, (int)d->n, (int)(d->k / f->n), &f->cfg));
+    TD_CHECK(td__f_cu(cudaMalloc(&f->buf, m * (size_t)d->n * f->esz), "cudaMalloc (partial)"));
     if (d->kind == TD_TP_GEMM_AR && !f->one_shot)
-      TD_CHECK(td__cu(cudaMalloc(&f->red, m * (size_t)d->n * f->esz), "cudaMalloc (reduced rows)"));
+      TD_CHECK(td__f_cu(cudaMalloc(&f->red, m * (size_t)d->n * f->esz), "cudaMalloc (reduced rows)"));
   }
-  TD_CHECK(td__cu(cudaMalloc((void **)&f->ctl, TD__CTL_WORDS * 8), "cudaMalloc (progress words)"));
-  TD_CHECK(td__cu(cudaMemsetAsync(f->ctl, 0, TD__CTL_WORDS * 8, f->s), "cudaMemsetAsync"));
-  return td__cu(cudaStreamSynchronize(f->s), "cudaStreamSynchronize");
+  TD_CHECK(td__f_cu(cudaMalloc((void **)&f->ctl, TD__CTL_WORDS * 8), "cudaMalloc (progress words)"));
+  TD_CHECK(td__f_cu(cudaMemsetAsync(f->ctl, 0, TD__CTL_WORDS * 8, f->s), "cudaMemsetAsync"));
+  return td__f_cu(cudaStreamSynchronize(f->s), "cudaStreamSynchronize");
+}
+
+/* The row split of the operands (td_chunk_range), and the all-reduce's
+ * two-shot parts: whole 16-byte vectors, so each part's reduction keeps the
+ * vector path. */
+static void td__f_split(const td__tp_desc *d, td__tp_fused *f) {
+  for (int p = 0; p < f->n; p++) {
+    size_t off, len;
+    td_chunk_range((size_t)d->m, f->n, p, &off, &len);
+    f->row0[p] = (int64_t)off, f->rows[p] = (int64_t)len;
+  }
+  size_t off, len;
+  td_chunk_range((size_t)d->n, f->n, 0, &off, &len); /* part 0 is the widest */
+  f->nb = (int64_t)len;
+  if (d->kind == TD_TP_ALL_REDUCE) {
+    size_t unit = 16 / f->esz, units = (d->count + unit - 1) / unit;
+    for (int p = 0; p < f->n; p++) {
+      td_chunk_range(units, f->n, p, &off, &len);
+      f->ar_off[p] = (int64_t)(off * unit < d->count ? off * unit : d->count);
+    }
+    f->ar_off[f->n] = (int64_t)d->count;
+  }
 }
 
 td_status td__tp_fused_create(td_tp_op *op) {
   const td__tp_desc *d = &op->d;
-  if (!td__tp_fused_linked())
+  if (d->kind != TD_TP_ALL_REDUCE && !td__tp_fused_linked())
     return td__error(TD_ERR_UNSUPPORTED, "the fused variant needs the Hopper GEMM library: link tdist_gemm_cuda "
                      "into the program (the tdist CLI does)");
   pthread_once(&td__f_once, td__f_resolve);
@@ -214,34 +303,25 @@ td_status td__tp_fused_create(td_tp_op *op) {
     return td__error(TD_ERR_NO_MEMORY, "fused: out of memory");
   f->n = op->nranks, f->r = op->rank, f->esz = td_dtype_size(d->dtype);
   f->timeout_ms = op->opts.timeout_ms ? op->opts.timeout_ms : td_world_timeout_ms(td_team_world(op->team));
-  f->one_shot = (size_t)d->m * (size_t)d->n * f->esz <= ((size_t)1 << 20);
-  /* Row split of M (td_chunk_range, as the operands). The signal granule is
-   * the gcd of every boundary, so each signal's rows come from one rank. */
-  int64_t g = d->m;
-  for (int p = 0; p < f->n; p++) {
-    size_t off, len;
-    td_chunk_range((size_t)d->m, f->n, p, &off, &len);
-    f->row0[p] = (int64_t)off, f->rows[p] = (int64_t)len;
-    g = td__gcd(g, (int64_t)off);
-  }
-  f->gs = g, f->nsig = d->m / g;
-  size_t off, len;
-  td_chunk_range((size_t)d->n, f->n, 0, &off, &len); /* part 0 is the widest */
-  f->nb = (int64_t)len;
+  /* one-shot (every rank reduces everything) while the reads it multiplies by
+   * the rank count stay cheaper than two-shot's extra barrier and copies */
+  size_t out_bytes = d->kind == TD_TP_ALL_REDUCE ? d->count * f->esz : (size_t)d->m * (size_t)d->n * f->esz;
+  f->one_shot = out_bytes <= ((size_t)1 << 20);
+  td__f_split(d, f);
   td_status mine = td__f_alloc(op, f);
   char msg[256] = "";
   if (mine != TD_OK)
     snprintf(msg, sizeof msg, "%s", td_last_error());
   int64_t rec[TD__REC_N] = {mine, (int64_t)getpid(), f->dev, (int64_t)(uintptr_t)f->buf,
-                            (int64_t)(uintptr_t)f->red, (int64_t)(uintptr_t)f->sig, (int64_t)(uintptr_t)f->ctl,
-                            (int64_t)(uintptr_t)f};
+                            (int64_t)(uintptr_t)f->red, (int64_t)(uintptr_t)f->ctl, (int64_t)(uintptr_t)f};
   int64_t all[TD__MAXR * TD__REC_N];
   td_status st = td_all_gather(op->team, all, rec, TD__REC_N, TD_I64);
+  if (st == TD_OK && mine != TD_OK) /* this rank's own reason first */
+    st = td__error(mine, "%s", msg);
   for (int p = 0; st == TD_OK && p < f->n; p++) {
     const int64_t *q = all + p * TD__REC_N;
     if (q[TD__REC_STATUS] != TD_OK)
-      st = p == f->r ? td__error(mine, "%s", msg)
-                     : td__error((td_status)q[TD__REC_STATUS], "fused: rank %d could not set up (see its error)", p);
+      st = td__error((td_status)q[TD__REC_STATUS], "fused: rank %d could not set up (see its error)", p);
     else if (q[TD__REC_PID] != all[TD__REC_PID])
       st = td__error(TD_ERR_UNSUPPORTED, "fused: ranks 0 and %d are different processes; the fused variant needs "
                      "the ranks of one process (a local world)", p);
@@ -251,7 +331,6 @@ td_status td__tp_fused_create(td_tp_op *op) {
     else {
       f->pbuf[p] = (void *)(uintptr_t)q[TD__REC_BUF];
       f->pred[p] = (void *)(uintptr_t)q[TD__REC_RED];
-      f->psig[p] = (uint64_t *)(uintptr_t)q[TD__REC_SIG];
       f->pctl[p] = (uint64_t *)(uintptr_t)q[TD__REC_CTL];
       f->peer[p] = (td__tp_fused *)(uintptr_t)q[TD__REC_SELF];
     }
@@ -265,12 +344,10 @@ td_status td__tp_fused_create(td_tp_op *op) {
   return TD_OK;
 }
 
-/* After a failed call: sets every rank's progress words and this rank's
- * signals to a value no epoch reaches, so no stream stays blocked on a
- * stream wait (cudaFree, which waits for the whole device, would hang on
- * it) and waiting tiles end. Peers still in that call may then finish it on
- * incomplete data, so every rank is also told on the host: its next call
- * check answers TD_ERR_PEER_FAILED instead of a result. */
+/* After a failed call: sets every rank's progress words to a value no epoch
+ * reaches and tells every rank on the host: peers still in that call may
+ * finish it on incomplete data, so their next call check answers
+ * TD_ERR_PEER_FAILED instead of a result. */
 static void td__f_poison(td__tp_fused *f) {
   for (int p = 0; p < f->n; p++)
     __atomic_store_n(&f->peer[p]->poisoned, 1, __ATOMIC_SEQ_CST);
@@ -279,14 +356,11 @@ static void td__f_poison(td__tp_fused *f) {
     big[i] = (uint64_t)1 << 62;
   for (int p = 0; p < f->n; p++)
     cudaMemcpy(f->pctl[p], big, sizeof big, cudaMemcpyHostToDevice);
-  for (int64_t i = 0; f->sig && i < f->nsig; i += TD__CTL_WORDS)
-    cudaMemcpy(f->sig + i, big, (size_t)(f->nsig - i < TD__CTL_WORDS ? f->nsig - i : TD__CTL_WORDS) * 8,
-               cudaMemcpyHostToDevice);
 }
 
 /* Waits for the compute stream (which joined the copy-engine stream) under
- * the deadline; past it, or after a tile's wait timed out, poisons. */
-static td_status td__f_finish(td_tp_op *op, td__tp_fused *f) {
+ * the deadline; past it, poisons. */
+td_status td__f_finish(td_tp_op *op, td__tp_fused *f) {
   struct timespec t0, now;
   clock_gettime(CLOCK_MONOTONIC, &t0);
   for (;;) {
@@ -294,7 +368,7 @@ static td_status td__f_finish(td_tp_op *op, td__tp_fused *f) {
     if (q == cudaSuccess)
       break;
     if (q != cudaErrorNotReady)
-      return td__cu(q, "the call's GPU work");
+      return td__f_cu(q, "the call's GPU work");
     clock_gettime(CLOCK_MONOTONIC, &now);
     double ms = (double)(now.tv_sec - t0.tv_sec) * 1e3 + (double)(now.tv_nsec - t0.tv_nsec) * 1e-6;
     if (ms > f->timeout_ms) {
@@ -303,14 +377,6 @@ static td_status td__f_finish(td_tp_op *op, td__tp_fused *f) {
                        "never made this call, or its GPU work failed)", op->rank, f->epoch, f->timeout_ms);
     }
     sched_yield();
-  }
-  if (f->diag_h && f->diag_h[TD_GEMM_DIAG_FLAG]) {
-    volatile uint64_t *dg = f->diag_h;
-    td__f_poison(f);
-    return td__error(TD_ERR_TIMEOUT, "fused: rank %d: a GEMM tile waited past %d ms on gather signal %" PRIu64
-                     " (rows from %" PRIu64 "): expected >= %" PRIu64 ", observed %" PRIu64, op->rank,
-                     f->timeout_ms, dg[TD_GEMM_DIAG_SIGNAL], dg[TD_GEMM_DIAG_ROW], dg[TD_GEMM_DIAG_EXPECTED],
-                     dg[TD_GEMM_DIAG_OBSERVED]);
   }
   if (__atomic_load_n(&f->poisoned, __ATOMIC_SEQ_CST))
     return td__error(TD_ERR_PEER_FAILED, "fused: rank %d: a peer's call %" PRIu64 " or earlier failed (timeout); "
@@ -321,7 +387,7 @@ static td_status td__f_finish(td_tp_op *op, td__tp_fused *f) {
 /* Keeps the first failure of a call: the call goes on to its barriers even
  * after one (a rank leaving early would leave its peers at a barrier until
  * the deadline), and reports the first failure at the end. */
-static void td__keep(td_status *first, td_status st) {
+void td__f_keep(td_status *first, td_status st) {
   if (*first == TD_OK && st != TD_OK)
     *first = st;
 }
@@ -332,7 +398,7 @@ static void td__keep(td_status *first, td_status st) {
  * each waits only on work enqueued earlier, so no ordering of the hardware
  * queues (streams share them) and no set of resident kernels can close a
  * cycle. A failed barrier (deadline) poisons the operator. */
-static td_status td__f_sync(td_tp_op *op, td__tp_fused *f) {
+td_status td__f_sync(td_tp_op *op, td__tp_fused *f) {
   if (f->n < 2)
     return TD_OK;
   td_status st = td_team_sync(op->team);
@@ -341,47 +407,73 @@ static td_status td__f_sync(td_tp_op *op, td__tp_fused *f) {
   return st;
 }
 
+/* One GEMM of the gathered rows [row0, row0 + rows) into C. */
+static td_status td__f_ag_gemm(td_tp_op *op, td__tp_fused *f, void *c, const void *a_rows, const void *b,
+                               int64_t row0, int64_t rows) {
+  if (rows <= 0)
+    return TD_OK;
+  td_gemm_problem pr = {(int)rows, (int)f->nb, (int)op->d.k, op->d.dtype, TD_GEMM_B_KN, a_rows, b,
+                        (char *)c + (size_t)row0 * (size_t)f->nb * f->esz, NULL};
+  return td__gemm_cuda_run(&pr, &f->cfg, 0, NULL, f->s);
+}
+
 static td_status td__f_ag(td_tp_op *op, td__tp_fused *f, void *c, const void *a, const void *b, uint64_t e) {
-  const int64_t K = op->d.k, r = f->r;
-  const size_t row_bytes = (size_t)K * f->esz, crow = (size_t)f->nb * f->esz;
+  const int64_t K = op->d.k, r = f->r, n = f->n;
+  const size_t row_bytes = (size_t)K * f->esz;
   td_status st = TD_OK;
   /* 1. every rank finished call e-1 (calls end with a host wait on both
    * streams), so every gather buffer is free */
   TD_CHECK(td__f_sync(op, f));
   /* 2. producer: the copy engine puts this rank's A rows into every peer's
    * gather buffer (at their global rows), r-1 first, then r-2, ..., each put
-   * followed by its event; the stream-ordered FIN word stays for diagnostics. */
-  for (int j = 1; j < f->n; j++) {
-    int p = (int)((r - j + f->n) % f->n);
+   * followed by its event. With one GEMM over every row, its own rows go into
+   * its own gather buffer too (first: the GEMM waits for all of them anyway). */
+  if (f->ag_blocks == 1 && f->rows[r] > 0)
+    td__f_keep(&st, td__f_cu(cudaMemcpyAsync((char *)f->buf + (size_t)f->row0[r] * row_bytes, a,
+                                             (size_t)f->rows[r] * row_bytes, cudaMemcpyDeviceToDevice, f->ce),
+                             "cudaMemcpyAsync (own A rows)"));
+  for (int j = 1; j < n; j++) {
+    int p = (int)((r - j + n) % n);
     if (f->rows[r] > 0)
-      td__keep(&st, td__cu(cudaMemcpyAsync((char *)f->pbuf[p] + (size_t)f->row0[r] * row_bytes, a,
-                                           (size_t)f->rows[r] * row_bytes, cudaMemcpyDeviceToDevice, f->ce),
-                           "cudaMemcpyAsync (A rows to a peer)"));
-    td__keep(&st, td__cu(cudaEventRecord(f->ev_put[p], f->ce), "cudaEventRecord"));
+      td__f_keep(&st, td__f_cu(cudaMemcpyAsync((char *)f->pbuf[p] + (size_t)f->row0[r] * row_bytes, a,
+                                               (size_t)f->rows[r] * row_bytes, cudaMemcpyDeviceToDevice, f->ce),
+                               "cudaMemcpyAsync (A rows to a peer)"));
+    td__f_keep(&st, td__f_cu(cudaEventRecord(f->ev_put[p], f->ce), "cudaEventRecord"));
   }
-  td__keep(&st, td__cu(cudaEventRecord(f->ce_done, f->ce), "cudaEventRecord"));
+  td__f_keep(&st, td__f_cu(cudaEventRecord(f->ce_done, f->ce), "cudaEventRecord"));
   /* 3. every put of call e is enqueued (and its event recorded) everywhere */
   TD_CHECK(td__f_sync(op, f));
-  /* 4. consumer: one plain GEMM per source rank's row block, own rows (from A)
-   * first, then r+1, r+2, ... in the order their puts were issued; each block
-   * starts once its put's event completed, so the GEMM overlaps the later puts
-   * and no kernel ever waits on a signal while holding its SMs. */
-  td_gemm_config cfg = {TD_GEMM_SM90, 128, 128, 64, 6, 1, 8, 1};
+  /* 4. consumer: the GEMM in f->ag_blocks launches over source ranks in the
+   * order their puts were issued (own, r+1, ..., n-1, 0, ..., r-1); a launch
+   * covers a run of sources with contiguous rows and starts once their puts'
+   * events completed, so no kernel ever waits on a signal while holding SMs. */
   td_status gst = TD_OK;
-  for (int j = 0; j < f->n; j++) {
-    int q = (int)((r + j) % f->n);
-    if (j > 0)
-      td__keep(&st, td__cu(cudaStreamWaitEvent(f->s, f->peer[q]->ev_put[r], 0), "cudaStreamWaitEvent"));
-    if (f->rows[q] == 0 || gst != TD_OK)
-      continue;
-    const void *src = j == 0 ? a : (const char *)f->buf + (size_t)f->row0[q] * row_bytes;
-    td_gemm_problem pr = {(int)f->rows[q], (int)f->nb, (int)K, op->d.dtype, TD_GEMM_B_KN, src, b,
-                          (char *)c + (size_t)f->row0[q] * crow, NULL};
-    gst = td__gemm_cuda_run(&pr, &cfg, 0, NULL, f->s);
+  if (f->ag_blocks == 1) {
+    for (int q = 0; q < n; q++)
+      if (q != r)
+        td__f_keep(&st, td__f_cu(cudaStreamWaitEvent(f->s, f->peer[q]->ev_put[r], 0), "cudaStreamWaitEvent"));
+    td__f_keep(&st, td__f_cu(cudaStreamWaitEvent(f->s, f->ce_done, 0), "cudaStreamWaitEvent"));
+    gst = td__f_ag_gemm(op, f, c, f->buf, b, 0, op->d.m);
+  } else {
+    gst = td__f_ag_gemm(op, f, c, a, b, f->row0[r], f->rows[r]);
+    int64_t lo = -1, hi = -1; /* the pending run of gathered rows */
+    for (int j = 1; j < n; j++) {
+      int q = (int)((r + j) % n);
+      td__f_keep(&st, td__f_cu(cudaStreamWaitEvent(f->s, f->peer[q]->ev_put[r], 0), "cudaStreamWaitEvent"));
+      if (lo < 0)
+        lo = f->row0[q];
+      hi = f->row0[q] + f->rows[q];
+      int next = (int)((r + j + 1) % n);
+      int last = j == n - 1 || f->ag_blocks > 3 || next == 0;
+      if (last && gst == TD_OK)
+        gst = td__f_ag_gemm(op, f, c, (const char *)f->buf + (size_t)lo * row_bytes, b, lo, hi - lo);
+      if (last)
+        lo = -1;
+    }
   }
   /* finish the call even when a launch failed, so the peers are not left waiting */
-  td__keep(&st, td__cu(cudaStreamWaitEvent(f->s, f->ce_done, 0), "cudaStreamWaitEvent"));
-  td__keep(&st, td__setv(f->s, f->ctl + TD__CTL_FIN, e));
+  td__f_keep(&st, td__f_cu(cudaStreamWaitEvent(f->s, f->ce_done, 0), "cudaStreamWaitEvent"));
+  td__f_keep(&st, td__f_setv(f->s, f->ctl + TD__CTL_FIN, e));
   td_status fin = td__f_finish(op, f);
   return gst != TD_OK ? gst : st != TD_OK ? st : fin;
 }
@@ -389,65 +481,67 @@ static td_status td__f_ag(td_tp_op *op, td__tp_fused *f, void *c, const void *a,
 static td_status td__f_rs_ar(td_tp_op *op, td__tp_fused *f, void *c, const void *a, const void *b, uint64_t e) {
   const int64_t M = op->d.m, N = op->d.n, r = f->r;
   const size_t crow = (size_t)N * f->esz;
-  const int bf16 = op->d.dtype == TD_BF16;
+  const int dt = td__f_dt(op->d.dtype);
   td_status st = TD_OK;
   /* every rank finished call e-1, so no peer still reads this rank's partial */
   TD_CHECK(td__f_sync(op, f));
-  td_gemm_config cfg = bf16 ? (td_gemm_config){TD_GEMM_SM90, 128, 256, 64, 4, 1, 8, 1}
-                            : (td_gemm_config){TD_GEMM_SM90, 128, 128, 64, 6, 1, 8, 1};
   td_gemm_problem pr = {(int)M, (int)N, (int)(op->d.k / f->n), op->d.dtype, TD_GEMM_B_KN, a, b, f->buf, NULL};
-  td_status gst = td__gemm_cuda_run(&pr, &cfg, 0, NULL, f->s);
-  td__keep(&st, td__setv(f->s, f->ctl + TD__CTL_GDONE, e));
-  td__keep(&st, td__cu(cudaEventRecord(f->ev_gdone, f->s), "cudaEventRecord"));
+  td_status gst = td__gemm_cuda_run(&pr, &f->cfg, 0, NULL, f->s);
+  td__f_keep(&st, td__f_setv(f->s, f->ctl + TD__CTL_GDONE, e));
+  td__f_keep(&st, td__f_cu(cudaEventRecord(f->ev_gdone, f->s), "cudaEventRecord"));
   TD_CHECK(td__f_sync(op, f)); /* every partial GEMM of call e is enqueued */
   for (int p = 0; p < f->n; p++)
     if (p != r)
-      td__keep(&st, td__cu(cudaStreamWaitEvent(f->s, f->peer[p]->ev_gdone, 0), "cudaStreamWaitEvent"));
+      td__f_keep(&st, td__f_cu(cudaStreamWaitEvent(f->s, f->peer[p]->ev_gdone, 0), "cudaStreamWaitEvent"));
   const void *src[TD__MAXR];
   int le = 0;
   if (op->d.kind == TD_TP_GEMM_RS || !f->one_shot) {
     for (int p = 0; p < f->n; p++)
       src[p] = (const char *)f->pbuf[p] + (size_t)f->row0[r] * crow;
     void *dst = op->d.kind == TD_TP_GEMM_RS ? c : (char *)f->red + (size_t)f->row0[r] * crow;
-    le = td__fused_reduce(dst, src, f->n, (long long)(f->rows[r] * N), bf16, f->sms, f->s);
+    le = td__fused_reduce(dst, src, f->n, (long long)(f->rows[r] * N), dt, f->sms, f->s);
   } else { /* one-shot all-reduce: every rank sums every row */
     for (int p = 0; p < f->n; p++)
       src[p] = f->pbuf[p];
-    le = td__fused_reduce(c, src, f->n, (long long)(M * N), bf16, f->sms, f->s);
+    le = td__fused_reduce(c, src, f->n, (long long)(M * N), dt, f->sms, f->s);
   }
   if (le != 0 && gst == TD_OK)
-    gst = td__cu((cudaError_t)le, "the reduction kernel's launch");
+    gst = td__f_cu((cudaError_t)le, "the reduction kernel's launch");
   if (op->d.kind == TD_TP_GEMM_AR && !f->one_shot) { /* all-gather of the reduced rows */
-    td__keep(&st, td__setv(f->s, f->ctl + TD__CTL_RDONE, e));
-    td__keep(&st, td__cu(cudaEventRecord(f->ev_rdone, f->s), "cudaEventRecord"));
+    td__f_keep(&st, td__f_setv(f->s, f->ctl + TD__CTL_RDONE, e));
+    td__f_keep(&st, td__f_cu(cudaEventRecord(f->ev_rdone, f->s), "cudaEventRecord"));
     TD_CHECK(td__f_sync(op, f)); /* every reduction of call e is enqueued */
     for (int j = 0; j < f->n; j++) {
       int p = (int)((r + j) % f->n);
       if (p != r)
-        td__keep(&st, td__cu(cudaStreamWaitEvent(f->s, f->peer[p]->ev_rdone, 0), "cudaStreamWaitEvent"));
+        td__f_keep(&st, td__f_cu(cudaStreamWaitEvent(f->s, f->peer[p]->ev_rdone, 0), "cudaStreamWaitEvent"));
       if (f->rows[p] > 0)
-        td__keep(&st, td__cu(cudaMemcpyAsync((char *)c + (size_t)f->row0[p] * crow,
-                                             (const char *)f->pred[p] + (size_t)f->row0[p] * crow,
-                                             (size_t)f->rows[p] * crow, cudaMemcpyDeviceToDevice, f->s),
-                             "cudaMemcpyAsync (reduced rows)"));
+        td__f_keep(&st, td__f_cu(cudaMemcpyAsync((char *)c + (size_t)f->row0[p] * crow,
+                                                 (const char *)f->pred[p] + (size_t)f->row0[p] * crow,
+                                                 (size_t)f->rows[p] * crow, cudaMemcpyDeviceToDevice, f->s),
+                                 "cudaMemcpyAsync (reduced rows)"));
     }
   }
-  td__keep(&st, td__setv(f->s, f->ctl + TD__CTL_FIN, e));
+  td__f_keep(&st, td__f_setv(f->s, f->ctl + TD__CTL_FIN, e));
   td_status fin = td__f_finish(op, f);
   return gst != TD_OK ? gst : st != TD_OK ? st : fin;
 }
 
 td_status td__tp_fused_run(td_tp_op *op, void *c, const void *a, const void *b) {
   td__tp_fused *f = op->fused;
-  if (((uintptr_t)a | (uintptr_t)b | (uintptr_t)c) % 16 != 0)
+  if (op->d.kind != TD_TP_ALL_REDUCE && ((uintptr_t)a | (uintptr_t)b | (uintptr_t)c) % 16 != 0)
     return td__error(TD_ERR_INVALID_ARG, "%s (fused): rank %d: A %p, B %p and C %p must be 16-byte aligned (as "
                      "cudaMalloc returns)", td_tp_kind_name(op->d.kind), op->rank, a, b, c);
   if (__atomic_load_n(&f->poisoned, __ATOMIC_SEQ_CST))
     return td__error(TD_ERR_PEER_FAILED, "fused: rank %d: a peer's earlier call failed (timeout); the operator "
                      "can only be destroyed", op->rank);
-  TD_CHECK(td__cu(cudaSetDevice(f->dev), "cudaSetDevice"));
+  TD_CHECK(td__f_cu(cudaSetDevice(f->dev), "cudaSetDevice"));
   uint64_t e = ++f->epoch;
-  return op->d.kind == TD_TP_AG_GEMM ? td__f_ag(op, f, c, a, b, e) : td__f_rs_ar(op, f, c, a, b, e);
+  switch (op->d.kind) {
+  case TD_TP_AG_GEMM: return td__f_ag(op, f, c, a, b, e);
+  case TD_TP_ALL_REDUCE: return td__f_all_reduce(op, f, c, a, e);
+  default: return td__f_rs_ar(op, f, c, a, b, e);
+  }
 }
 
 td_status td__tp_fused_destroy(td_tp_op *op) {

@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Operators layer, fused cuda variant: the state and helpers that the GEMM
+ * operators (fused.c) and the all-reduce (fused_ar.c) share. Ranks are
+ * threads of one process sharing one GPU, so every rank's state is reachable
+ * through peer[]; every cross-rank dependency is a CUDA event recorded
+ * before a host barrier (td__f_sync) and waited for after it (fused.c's file
+ * comment says why that cannot deadlock). Private to src/ops/cuda. */
+#ifndef TD_OPS_CUDA_FUSED_H
+#define TD_OPS_CUDA_FUSED_H
+
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#include "ops/ops_internal.h"
+#include "tile/cuda/gemm.h"
+
+enum { TD__CTL_FIN = 0, TD__CTL_GDONE = 1, TD__CTL_RDONE = 2, TD__CTL_WORDS = 8, TD__MAXR = 8 };
+
+/* Element type codes of td__fused_reduce (fused_reduce.cu). */
+enum { TD__FR_F16 = 0, TD__FR_BF16 = 1, TD__FR_F32 = 2 };
+
+typedef struct td__tp_fused td__tp_fused;
+struct td__tp_fused {
+  int dev, n, r, sms, timeout_ms, one_shot;
+  int ag_blocks;  /* ag: GEMMs per call: 1 (all rows), 3 (own, after, before) or n (one per source) */
+  int poisoned;   /* set (atomically) by a rank whose call failed: later results are void */
+  td__tp_fused *peer[TD__MAXR]; /* every rank's state (one process) */
+  size_t esz;
+  cudaStream_t s, ce;
+  cudaEvent_t ce_done;
+  cudaEvent_t ev_put[TD__MAXR];   /* ag: recorded on ce after this rank's rows reached rank p */
+  cudaEvent_t ev_gdone, ev_rdone; /* rs/ar: after the partial GEMM; after the reduction */
+  void *buf;      /* ag: gather buffer [M,K]; rs/ar: partial [M,N] */
+  void *red;      /* gemm_ar two-shot: reduced rows [M,N] */
+  uint64_t *ctl;  /* TD__CTL_WORDS progress words (fin, gemm done, reduce done), for diagnostics */
+  void *pbuf[TD__MAXR], *pred[TD__MAXR];
+  uint64_t *pctl[TD__MAXR];
+  int64_t row0[TD__MAXR], rows[TD__MAXR];
+  int64_t nb;
+  td_gemm_config cfg; /* the GEMM tile configuration of this shape (td__f_pick_config) */
+  uint64_t epoch;
+  /* all-reduce: this call's operands, read by peers after the first barrier */
+  const void *ar_src;
+  void *ar_dst;
+  int64_t ar_off[TD__MAXR + 1]; /* two-shot: part p is [ar_off[p], ar_off[p+1]) */
+};
+
+int td__fused_reduce(void *dst, const void *const *src, int nsrc, long long elems, int dt, int sms, void *stream);
+td_status td__f_cu(cudaError_t e, const char *what);
+void td__f_keep(td_status *first, td_status st);
+td_status td__f_sync(td_tp_op *op, td__tp_fused *f);
+td_status td__f_finish(td_tp_op *op, td__tp_fused *f);
+td_status td__f_setv(cudaStream_t s, uint64_t *addr, uint64_t v);
+int td__f_dt(td_dtype dt);
+/* fused_ar.c: one all-reduce call (epoch e). */
+td_status td__f_all_reduce(td_tp_op *op, td__tp_fused *f, void *dst, const void *src, uint64_t e);
+
+#endif
