@@ -2,7 +2,8 @@
  * td_all_to_all and td_all_to_allv (collectives layer).
  *
  * Each rank pulls the block meant for it from every peer: straight out of the
- * peer's symmetric src when it is symmetric (then a "done" step), otherwise
+ * peer's src when it can be read in place (symmetric, or ordinary memory
+ * readable across ranks: coll_direct.c; then a "done" step), otherwise
  * from scratch pieces the peer packs for every destination (region split in
  * n parts of q bytes, one step per piece).
  *
@@ -52,15 +53,13 @@ td_status td_all_to_all(td_team *team, void *dst, const void *src, size_t count,
       memcpy(out + (size_t)p * b, td__coll_peer_slot(c, p)->data + (size_t)r * b, b);
     return TD_OK;
   }
-  const int src_symm = td__coll_read_direct(c, src, total);
+  const int src_direct = td__coll_src_direct(c, src, total, &pub);
   size_t q = (c->piece / (size_t)n) & ~(size_t)63;
-  int all_symm = 1, any_symm = 0;
+  int all_direct = 1, any_direct = 0;
   size_t pieces = 1;
+  td_status rd = TD_OK; /* a failed read still ends the call's steps with the peers */
   for (size_t k = 0; k < pieces; k++) {
-    if (src_symm) {
-      pub.loc = td__coll_off(c, src);
-      pub.mode = TD__COLL_SRC_SYMM;
-    } else {
+    if (!src_direct) { /* else pub keeps what td__coll_src_direct wrote */
       char *region = td__coll_region(c, c->seq + 1);
       for (int d = 0; d < n && k * q < b; d++)
         memcpy(region + (size_t)d * q, in + (size_t)d * b + k * q, td__min(q, b - k * q));
@@ -69,8 +68,8 @@ td_status td_all_to_all(td_team *team, void *dst, const void *src, size_t count,
     }
     if (k == 0) {
       TD_CHECK(td__coll_begin(c, name, &pub, check));
-      td__coll_peers_src_symm(c, n, &all_symm, &any_symm);
-      if (all_symm)
+      td__coll_peers_src_direct(c, n, &all_direct, &any_direct);
+      if (all_direct)
         q = b;
       pieces = (b + q - 1) / q;
     } else if ((st = td__coll_step(c, &pub)) != TD_OK) {
@@ -80,13 +79,19 @@ td_status td_all_to_all(td_team *team, void *dst, const void *src, size_t count,
     for (int i = 1; i < n; i++) {
       int p = (r + i) % n;
       const td__coll_slot *s = td__coll_peer_slot(c, p);
-      const char *at = td__coll_peer_at(c, p, s->loc);
-      at += (s->mode & TD__COLL_SRC_SYMM) ? (size_t)r * b + from : (size_t)r * q;
-      memcpy(out + (size_t)p * b + from, at, len);
+      if (s->mode & TD__COLL_SRC_DIRECT) {
+        td_status e = td__coll_read(c, p, s, (size_t)r * b + from, out + (size_t)p * b + from, len);
+        if (rd == TD_OK)
+          rd = e;
+      } else {
+        memcpy(out + (size_t)p * b + from, td__coll_peer_at(c, p, s->loc) + (size_t)r * q, len);
+      }
     }
   }
   memcpy(out + (size_t)r * b, in + (size_t)r * b, b);
-  if (any_symm && (st = td__coll_done(c)) != TD_OK)
+  if (any_direct && (st = td__coll_done(c)) != TD_OK)
+    goto fail;
+  if ((st = rd) != TD_OK)
     goto fail;
   return TD_OK;
 fail:
@@ -149,14 +154,13 @@ td_status td_all_to_allv(td_team *team, void *dst, const size_t *recv_counts,
     vec[n + p] = send_displs[p];
     my_max = send_counts[p] > my_max ? send_counts[p] : my_max;
   }
-  const int src_symm = td__coll_read_direct(c, src, sext);
   td__coll_pub pub = {.kind = TD__COLL_ALL_TO_ALLV, .dtype = dtype, .aux = {my_max},
-                      .loc = src_symm ? td__coll_off(c, src) : TD__COLL_LOC_NONE,
-                      .mode = src_symm ? TD__COLL_SRC_SYMM : 0};
+                      .loc = TD__COLL_LOC_NONE};
+  const int src_direct = td__coll_src_direct(c, src, sext, &pub);
   TD_CHECK(td__coll_begin(c, name, &pub, TD__CHECK_DTYPE));
   /* Column check: what every peer sends me against what I expect. */
   uint64_t verdict[3] = {0, 0, 0};
-  int bad = 0, all_symm = 1, any_symm = 0;
+  int bad = 0, all_direct = 1, any_direct = 0;
   size_t gmax = 0;
   for (int p = 0; p < n; p++) {
     const td__coll_slot *s = td__coll_peer_slot(c, p);
@@ -168,8 +172,8 @@ td_status td_all_to_allv(td_team *team, void *dst, const size_t *recv_counts,
       verdict[2] = recv_counts[p];
     }
     gmax = s->aux[0] > gmax ? s->aux[0] : gmax;
-    all_symm &= (s->mode & TD__COLL_SRC_SYMM) != 0;
-    any_symm |= (s->mode & TD__COLL_SRC_SYMM) != 0;
+    all_direct &= (s->mode & TD__COLL_SRC_DIRECT) != 0;
+    any_direct |= (s->mode & TD__COLL_SRC_DIRECT) != 0;
   }
   td__coll_pub vpub = {.kind = TD__COLL_ALL_TO_ALLV, .aux = {(uint64_t)bad}, .loc = pub.loc,
                        .mode = pub.mode, .inline_data = verdict, .inline_bytes = sizeof verdict};
@@ -189,13 +193,14 @@ td_status td_all_to_allv(td_team *team, void *dst, const size_t *recv_counts,
   }
   char *out = dst;
   const char *in = src;
-  size_t q = all_symm ? (gmax ? gmax : 1) : c->piece / (size_t)n / es;
+  size_t q = all_direct ? (gmax ? gmax : 1) : c->piece / (size_t)n / es;
   size_t pieces = (gmax + q - 1) / q;
+  td_status rd = TD_OK; /* a failed read still ends the call's steps with the peers */
   for (size_t k = 0; k < pieces; k++) {
     const size_t from = k * q;
     td__coll_pub kpub = {.kind = TD__COLL_ALL_TO_ALLV, .loc = pub.loc, .mode = pub.mode};
-    if (!all_symm) {
-      if (!src_symm) {
+    if (!all_direct) {
+      if (!src_direct) {
         char *region = td__coll_region(c, c->seq + 1);
         for (int d = 0; d < n; d++)
           if (from < send_counts[d])
@@ -211,19 +216,23 @@ td_status td_all_to_allv(td_team *team, void *dst, const size_t *recv_counts,
       if (from >= recv_counts[p])
         continue;
       const td__coll_slot *s = td__coll_peer_slot(c, p);
-      const char *at = td__coll_peer_at(c, p, s->loc);
-      if (s->mode & TD__COLL_SRC_SYMM) {
+      char *to = out + (recv_displs[p] + from) * es;
+      const size_t len = td__min(q, recv_counts[p] - from) * es;
+      if (s->mode & TD__COLL_SRC_DIRECT) {
         const uint64_t *pv = (const uint64_t *)(c->peer_block[p] + voff);
-        at += (pv[n + r] + from) * es;
+        td_status e = td__coll_read(c, p, s, (pv[n + r] + from) * es, to, len);
+        if (rd == TD_OK)
+          rd = e;
       } else {
-        at += (size_t)r * q * es;
+        memcpy(to, td__coll_peer_at(c, p, s->loc) + (size_t)r * q * es, len);
       }
-      memcpy(out + (recv_displs[p] + from) * es, at, td__min(q, recv_counts[p] - from) * es);
     }
   }
   if (recv_counts[r])
     memcpy(out + recv_displs[r] * es, in + send_displs[r] * es, recv_counts[r] * es);
-  if (any_symm && (st = td__coll_done(c)) != TD_OK)
+  if (any_direct && (st = td__coll_done(c)) != TD_OK)
+    goto fail;
+  if ((st = rd) != TD_OK)
     goto fail;
   return TD_OK;
 fail:

@@ -40,6 +40,7 @@ static void td__coll_free(void *p) {
   free(c->peer_block);
   free(c->peer_base);
   free(c->srcs);
+  free(c->peer_pid);
   free(c);
 }
 
@@ -80,7 +81,8 @@ static td_status td__coll_create(td_team *team, td__coll **out) {
   c->peer_block = calloc((size_t)n, sizeof *c->peer_block);
   c->peer_base = calloc((size_t)n, sizeof *c->peer_base);
   c->srcs = calloc((size_t)n, sizeof *c->srcs);
-  if (!c->peer_block || !c->peer_base || !c->srcs) {
+  c->peer_pid = calloc((size_t)n, sizeof *c->peer_pid);
+  if (!c->peer_block || !c->peer_base || !c->srcs || !c->peer_pid) {
     td__coll_free(c);
     return td__error(TD_ERR_NO_MEMORY, "collectives: no memory for the team state");
   }
@@ -109,6 +111,8 @@ static td_status td__coll_create(td_team *team, td__coll **out) {
   c->my_base = c->peer_base[c->rank];
   /* Nobody may publish step 1 into a peer's block before the peer has cleared it. */
   st = td_team_sync(team);
+  if (st == TD_OK)
+    st = td__coll_direct_probe(c);
   if (st != TD_OK) {
     td__coll_free(c);
     return st;

@@ -4,9 +4,10 @@
  *
  * Three paths, chosen the same way on every rank:
  *  - inline: the data fits in the slot (TD__COLL_INLINE bytes); one step;
- *  - direct: every rank that supplies data has it in symmetric memory; peers
- *    copy it straight from there (one copy), then a "done" step keeps the
- *    owner from returning while peers still read its buffer;
+ *  - direct: every rank that supplies data has it in symmetric memory, or in
+ *    ordinary memory that peers can read in place (coll_direct.c); peers copy
+ *    it straight from there (one copy), then a "done" step keeps the owner
+ *    from returning while peers still read its buffer;
  *  - staged: pieces of the scratch region's size, one step each; a rank whose
  *    src is symmetric still publishes its src (no copy-in), others copy each
  *    piece into scratch first. */
@@ -16,22 +17,23 @@
 #include "coll/coll_symm_check.h"
 #include "core/error.h"
 
-/* Where peer p's piece k (of `piece` bytes) is, for a slot of the current step. */
-static const char *td__piece_src(const td__coll *c, int p, size_t k, size_t piece) {
+/* Copies peer p's piece k (of `piece` bytes; len of them) for the current
+ * step into dst: in place from its src, or from its scratch region. */
+static td_status td__piece_read(const td__coll *c, int p, size_t k, size_t piece, void *dst, size_t len) {
   const td__coll_slot *s = td__coll_peer_slot(c, p);
-  const char *at = td__coll_peer_at(c, p, s->loc);
-  return (s->mode & TD__COLL_SRC_SYMM) ? at + k * piece : at;
+  if (s->mode & TD__COLL_SRC_DIRECT)
+    return td__coll_read(c, p, s, k * piece, dst, len);
+  memcpy(dst, td__coll_peer_at(c, p, s->loc), len);
+  return TD_OK;
 }
 
-/* Publishes piece k of `src` (bytes long) for the next step: a symmetric src
- * is published as is; otherwise the piece is copied into the step's region. */
+/* Publishes piece k of `src` (bytes long) for the next step: a src read in
+ * place keeps what td__coll_src_direct put in *pub; otherwise the piece is
+ * copied into the step's region. */
 static void td__stage_piece(td__coll *c, td__coll_pub *pub, const char *src, size_t bytes, size_t k,
-                            int src_symm) {
-  if (src_symm) {
-    pub->loc = td__coll_off(c, src);
-    pub->mode = TD__COLL_SRC_SYMM;
+                            int src_direct) {
+  if (src_direct)
     return;
-  }
   char *region = td__coll_region(c, c->seq + 1);
   size_t off = k * c->piece, len = bytes - off < c->piece ? bytes - off : c->piece;
   memcpy(region, src + off, len);
@@ -75,28 +77,33 @@ td_status td_all_gather(td_team *team, void *dst, const void *src, size_t count,
       memcpy(mine, src, bytes);
     return TD_OK;
   }
-  const int src_symm = td__coll_read_direct(c, src, bytes);
-  td__stage_piece(c, &pub, src, bytes, 0, src_symm);
+  const int src_direct = td__coll_src_direct(c, src, bytes, &pub);
+  td__stage_piece(c, &pub, src, bytes, 0, src_direct);
   TD_CHECK(td__coll_begin(c, name, &pub, check));
-  int all_symm, any_symm;
-  td__coll_peers_src_symm(c, n, &all_symm, &any_symm);
+  int all_direct, any_direct;
+  td__coll_peers_src_direct(c, n, &all_direct, &any_direct);
   if (!in_place)
     memcpy(mine, src, bytes);
-  size_t piece = all_symm ? bytes : c->piece;
+  size_t piece = all_direct ? bytes : c->piece;
   size_t pieces = (bytes + piece - 1) / piece;
+  td_status rd = TD_OK; /* a failed read still ends the call's steps with the peers */
   for (size_t k = 0; k < pieces; k++) {
     if (k > 0) {
-      td__stage_piece(c, &pub, src, bytes, k, src_symm);
+      td__stage_piece(c, &pub, src, bytes, k, src_direct);
       if ((st = td__coll_step(c, &pub)) != TD_OK)
         goto fail;
     }
     size_t off = k * piece, len = bytes - off < piece ? bytes - off : piece;
     for (int i = 1; i < n; i++) {
       int p = (r + i) % n; /* start with the next rank so peers' reads spread out */
-      memcpy(out + (size_t)p * bytes + off, td__piece_src(c, p, k, piece), len);
+      td_status e = td__piece_read(c, p, k, piece, out + (size_t)p * bytes + off, len);
+      if (rd == TD_OK)
+        rd = e;
     }
   }
-  if (any_symm && (st = td__coll_done(c)) != TD_OK)
+  if (any_direct && (st = td__coll_done(c)) != TD_OK)
+    goto fail;
+  if ((st = rd) != TD_OK)
     goto fail;
   return TD_OK;
 fail:
@@ -142,27 +149,30 @@ td_status td_broadcast(td_team *team, void *dst, const void *src, size_t count, 
       memcpy(dst, is_root ? src : (const void *)td__coll_peer_slot(c, root)->data, bytes);
     return TD_OK;
   }
-  const int src_symm = is_root && td__coll_read_direct(c, src, bytes);
+  const int src_direct = is_root && td__coll_src_direct(c, src, bytes, &pub);
   if (is_root)
-    td__stage_piece(c, &pub, src, bytes, 0, src_symm);
+    td__stage_piece(c, &pub, src, bytes, 0, src_direct);
   TD_CHECK(td__coll_begin(c, name, &pub, check));
-  const int root_symm = (td__coll_peer_slot(c, root)->mode & TD__COLL_SRC_SYMM) != 0;
+  const int root_direct = (td__coll_peer_slot(c, root)->mode & TD__COLL_SRC_DIRECT) != 0;
   if (is_root && dst != src)
     memcpy(dst, src, bytes);
-  size_t piece = root_symm ? bytes : c->piece;
+  size_t piece = root_direct ? bytes : c->piece;
   size_t pieces = (bytes + piece - 1) / piece;
+  td_status rd = TD_OK;
   for (size_t k = 0; k < pieces; k++) {
     if (k > 0) {
       if (is_root)
-        td__stage_piece(c, &pub, src, bytes, k, src_symm);
+        td__stage_piece(c, &pub, src, bytes, k, src_direct);
       if ((st = td__coll_step(c, &pub)) != TD_OK)
         goto fail;
     }
     size_t off = k * piece, len = bytes - off < piece ? bytes - off : piece;
-    if (!is_root)
-      memcpy((char *)dst + off, td__piece_src(c, root, k, piece), len);
+    if (!is_root && rd == TD_OK)
+      rd = td__piece_read(c, root, k, piece, (char *)dst + off, len);
   }
-  if (root_symm && (st = td__coll_done(c)) != TD_OK)
+  if (root_direct && (st = td__coll_done(c)) != TD_OK)
+    goto fail;
+  if ((st = rd) != TD_OK)
     goto fail;
   return TD_OK;
 fail:

@@ -68,6 +68,9 @@ typedef enum td__coll_kind {
 enum {
   TD__COLL_SRC_SYMM = 1u << 0, /* peers read this rank's data from its symmetric src */
   TD__COLL_DST_SYMM = 1u << 1, /* this rank's dst is symmetric */
+  TD__COLL_SRC_RAW = 1u << 2,  /* peers read this rank's ordinary src in place: loc is its address
+                                  (memcpy within a process, process_vm_readv across; coll_direct.c) */
+  TD__COLL_SRC_DIRECT = TD__COLL_SRC_SYMM | TD__COLL_SRC_RAW,
 };
 
 /* One published step: 64 header bytes, then inline data. */
@@ -91,6 +94,8 @@ typedef struct td__coll_ctl {
    * ring its doorbell (an atomic on a line it owns, ~50 ns a step otherwise). */
   _Alignas(64) _Atomic uint32_t may_sleep;
   _Alignas(64) td__coll_slot slot[2];
+  /* written once, when the team's state is created (td__coll_direct_probe) */
+  uint64_t probe_pid, probe_addr, probe_ok;
   /* followed by uint64_t vec[2][2*n]: all_to_allv send counts and displacements */
 } td__coll_ctl;
 
@@ -110,6 +115,9 @@ typedef struct td__coll {
   const void **srcs;     /* size entries: reduction sources of the current piece */
   int64_t spin_ns;       /* busy-poll this long before the runtime's yielding wait */
   size_t stage_small;    /* stage payloads up to this size even from symmetric src */
+  int raw_ok;            /* every rank can read every peer's ordinary memory (coll_direct.c) */
+  int *peer_pid;         /* size entries: each rank's process id */
+  uint64_t probe_word;   /* read by peers once, to test that they can */
 } td__coll;
 
 /* What a rank publishes in a step, besides the seq. */
@@ -202,6 +210,30 @@ void td__coll_stage_chunks(td__coll *c, td__coll_pub *pub, const char *src, size
 /** Address of peer p's piece k of chunk `chunk` for the current step (see above). */
 const char *td__coll_chunk_src(const td__coll *c, int p, int chunk, size_t count, size_t es,
                                size_t k, size_t q);
+
+/* ---- coll_direct.c ---- */
+
+/** Collective, once per team (from td__coll_get): finds out whether every
+ * rank can read every peer's ordinary memory (same process, or
+ * process_vm_readv allowed) and sets c->raw_ok on every rank alike; off with
+ * TD_COLL_SINGLE_COPY=0. Fills c->peer_pid. Errors: those of td_team_sync,
+ * TD_ERR_INVALID_ARG for a bad TD_COLL_SINGLE_COPY. */
+td_status td__coll_direct_probe(td__coll *c);
+
+/** Whether peers should read `bytes` of src in place (one copy): symmetric,
+ * or ordinary with c->raw_ok, and more than c->stage_small and the inline
+ * size. If so fills pub->loc and pub->mode (SRC_SYMM or SRC_RAW) and returns
+ * 1; else returns 0 and leaves pub alone (stage it). The call must then end
+ * with td__coll_done. */
+int td__coll_src_direct(const td__coll *c, const void *src, size_t bytes, td__coll_pub *pub);
+
+/** Copies len bytes at byte offset off of the src that peer p published in
+ * place (slot s, mode SRC_SYMM or SRC_RAW) into dst. Errors: TD_ERR_SYSTEM
+ * when process_vm_readv fails (message names the rank and the range). */
+td_status td__coll_read(const td__coll *c, int p, const td__coll_slot *s, size_t off, void *dst, size_t len);
+
+/** As td__coll_peers_src_symm, for either in-place mode (SRC_DIRECT). */
+void td__coll_peers_src_direct(const td__coll *c, int n, int *all, int *any);
 
 /* ---- coll_check.c ---- */
 

@@ -27,6 +27,9 @@ static const td__cfg_var td__vars[] = {
     {"TD_SYMM_HEAP_SIZE", TD__CFG_BYTES, "256M", 4096, INT64_C(1) << 40, NULL,
      "symmetric heap per rank in bytes (K/M/G suffixes)"},
     {"TD_TRANSPORT", TD__CFG_STR, NULL, 0, 0, "local,shm", "host transport; default: shm for launched processes"},
+    {"TD_COLL_SINGLE_COPY", TD__CFG_INT, "1", 0, 1, NULL,
+     "host collectives: 1 = peers read an ordinary (non-symmetric) src in place (memcpy, or process_vm_readv "
+     "between processes) when allowed; 0 = stage it through symmetric scratch (two copies)"},
     {"TD_ATTACH_TIMEOUT_MS", TD__CFG_INT, NULL, 1, INT32_MAX, NULL,
      "deadline of start-up (all ranks attaching to the job's shared memory), in milliseconds; default: the "
      "larger of TD_TIMEOUT_MS and 60000"},

@@ -7,6 +7,7 @@
  * rank that never calls makes the others time out with a diagnostic; a heap
  * too small for the collectives' block; a peer that fails before the call. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "coll/coll_harness.h"
@@ -202,9 +203,49 @@ static void test_peer_failed(void **state) {
   assert_int_equal(saw, 1);
 }
 
+/* A bad TD_COLL_SINGLE_COPY: every rank's first collective fails with the
+ * variable's name and what is allowed, none hangs, and the team still works
+ * once the value is fixed (the probe runs again on the next call). */
+static td_status bad_single_copy_rank(td_world *w, int r, void *arg) {
+  (void)r;
+  (void)arg;
+  static float x[8192], y[8192 * 2];
+  td_team *t = td_world_team(w);
+  TD_CHECK(expect_err(td_all_gather(t, y, x, 8192, TD_F32), TD_ERR_INVALID_ARG, "TD_COLL_SINGLE_COPY", "allowed 0 to 1"));
+  TD_CHECK(td_team_sync(t)); /* every rank saw the error before the value is fixed */
+  return TD_OK;
+}
+
+static td_status fixed_single_copy_rank(td_world *w, int r, void *arg) {
+  (void)arg;
+  static float x[2][8192], y[2][8192 * 2];
+  td_team *t = td_world_team(w);
+  for (int i = 0; i < 8192; i++)
+    x[r][i] = (float)(r * 8192 + i);
+  TD_CHECK(td_all_gather(t, y[r], x[r], 8192, TD_F32));
+  for (int i = 0; i < 2 * 8192; i++)
+    if (y[r][i] != (float)i)
+      return td__error(TD_ERR_CHECK_FAILED, "rank %d: element %d is %g, expected %d", r, i, y[r][i], i);
+  return TD_OK;
+}
+
+static void test_bad_single_copy_env(void **state) {
+  (void)state;
+  setenv("TD_COLL_SINGLE_COPY", "2", 1);
+  td_status st = td_local_world_run(2, NULL, bad_single_copy_rank, NULL);
+  unsetenv("TD_COLL_SINGLE_COPY");
+  if (st != TD_OK)
+    fprintf(stderr, "%s\n", td_last_error());
+  assert_int_equal(st, TD_OK);
+  st = td_local_world_run(2, NULL, fixed_single_copy_rank, NULL);
+  if (st != TD_OK)
+    fprintf(stderr, "%s\n", td_last_error());
+  assert_int_equal(st, TD_OK);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_mismatch), cmocka_unit_test(test_local_args),
                                      cmocka_unit_test(test_timeout), cmocka_unit_test(test_heap_exhausted),
-                                     cmocka_unit_test(test_peer_failed)};
+                                     cmocka_unit_test(test_peer_failed), cmocka_unit_test(test_bad_single_copy_env)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

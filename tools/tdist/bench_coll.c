@@ -61,7 +61,8 @@ static void bc_usage(FILE *out) {
           "  --repeat R  run both sides R times, alternating, and keep each size's best time (default 1;\n"
           "              use 3+ on a shared machine)\n"
           "  --json FILE also write the results as JSON\n"
-          "  --staged    tdist uses ordinary buffers (staged through scratch) instead of symmetric ones\n"
+          "  --staged    tdist uses ordinary (non-symmetric) buffers: read in place by peers where the OS\n"
+          "              allows (TD_COLL_SINGLE_COPY=1, the default), else staged through scratch\n"
           "  --no-mpi    skip the Open MPI baseline (mpirun ... td_mpi_coll_bench)\n",
           BC_ROUNDS);
 }
@@ -429,7 +430,7 @@ static int bc_run_mpi(const bc_opts *o, bc_row rows[][BC_MAX_ROWS], int nrows[])
 static void bc_print(const bc_opts *o, bc_row rows[][BC_MAX_ROWS], const int nrows[]) {
   const int n = o->ranks;
   printf("# tdist bench coll: %d rank processes, float, sum; tdist %s buffers; baseline %s\n", n,
-         o->staged ? "ordinary (staged)" : "symmetric",
+         o->staged ? "ordinary" : "symmetric",
          o->no_mpi ? "none" : "Open MPI (mpirun --mca btl self,vader)");
   printf("# time: slowest rank's mean per round, median of %d rounds, best of %d run(s); busbw factors "
          "of nccl-tests; ratio = tdist busbw / MPI busbw\n", BC_ROUNDS, o->repeat);
