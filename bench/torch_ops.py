@@ -10,9 +10,23 @@ Sides per case:
   fused        torch.distributed._symmetric_memory.fused_all_gather_matmul /
                fused_matmul_reduce_scatter where the installed PyTorch has them
 
-It needs one GPU per rank (NCCL refuses two ranks on one GPU), so on the
-one-GPU machine it reports "not run" and exits 0. Launch:
+With one GPU per rank (NCCL refuses two ranks on one GPU) launch it with
     torchrun --nproc-per-node 8 bench/torch_ops.py ag_gemm --json out.json
+On one GPU (no torchrun, or WORLD_SIZE 1) it runs the same per-rank work of
+--ranks ranks from one process instead, which is what `tdist bench --backend
+cuda` measures there (ranks sharing the GPU); per case, timed as one step
+(CUDA events around all ranks' work, p50 and p99 over --iters steps):
+  1proc sequential  rank after rank on one stream: ag_gemm: torch.cat of every
+                    rank's A rows (the gather's copies) then matmul with that
+                    rank's B; gemm_rs: every rank's partial matmul, then per
+                    rank the sum of its rows of every partial (torch.stack +
+                    sum: the reduce-scatter); gemm_ar: the same sums into one
+                    full C, then a copy of it per rank (RS + AG); all_reduce:
+                    the same on vectors.
+  1proc streams     the same work, rank r's on CUDA stream r (collective steps
+                    after every rank's GEMM, as the data dependencies need).
+  gemm only         the ranks' matmuls alone (the GEMM time the operators are
+                    held to).
 Shapes: (N, K) of LLaMA-3.1-8B/70B/405B, Qwen2-72B, GPT-3-175B with
 M in {1024, 4096, 8192}, the correctness case M = 4091 x ranks, N = 5120,
 K = 1024; all_reduce sizes 8 KiB .. 64 MiB. M is padded up to a multiple of
@@ -43,7 +57,146 @@ def parse_args():
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--dtype", default="bf16", choices=["bf16", "f16", "f32"])
     p.add_argument("--json")
+    p.add_argument("--ranks", type=int, default=8, help="ranks emulated on one GPU (one-GPU mode)")
     return p.parse_args()
+
+
+def split(total, parts, i):
+    """tdist's td_chunk_range: the first total % parts parts get one more."""
+    base, extra = divmod(total, parts)
+    off = i * base + min(i, extra)
+    return off, base + (1 if i < extra else 0)
+
+
+def time_steps(torch, fn, iters, warmup):
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(iters):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end) / 1e3)
+    times.sort()
+    return statistics.median(times), times[min(len(times) - 1, int(0.99 * (len(times) - 1) + 0.999))]
+
+
+def one_gpu_sides(torch, args, dt, m, n, k, size):
+    """The per-rank work of args.ranks ranks issued from this one process: (name, fn) pairs."""
+    R = args.ranks
+    streams = [torch.cuda.Stream() for _ in range(R)]
+
+    def on_streams(phases):
+        """Runs phase(r) for every r on stream r, phase after phase (each phase waits for the previous one)."""
+        cur = torch.cuda.current_stream()
+        for phase in phases:
+            ev = torch.cuda.Event()
+            ev.record(cur)
+            for r in range(R):
+                streams[r].wait_event(ev)
+                with torch.cuda.stream(streams[r]):
+                    phase(r)
+            for r in range(R):
+                cur.wait_stream(streams[r])
+
+    def sequential(phases):
+        for phase in phases:
+            for r in range(R):
+                phase(r)
+
+    if args.op == "all_reduce":
+        count = size // torch.tensor([], dtype=dt).element_size()
+        x = [torch.randn(count, device="cuda", dtype=dt) for _ in range(R)]
+        y = [torch.empty(count, device="cuda", dtype=dt) for _ in range(R)]
+        t = torch.empty(count, device="cuda", dtype=dt)
+        parts = [split(count, R, r) for r in range(R)]
+
+        def rs(r):
+            o, l = parts[r]
+            torch.sum(torch.stack([v[o:o + l] for v in x]), 0, out=t[o:o + l])
+
+        def ag(r):
+            y[r].copy_(t)
+        phases, gemm = [rs, ag], None
+    elif args.op == "ag_gemm":
+        rows = [split(m, R, r) for r in range(R)]
+        cols = [split(n, R, r) for r in range(R)]
+        a = [torch.randn(rows[r][1], k, device="cuda", dtype=dt) for r in range(R)]
+        b = [torch.randn(k, cols[r][1], device="cuda", dtype=dt) / k ** 0.5 for r in range(R)]
+        g = [torch.empty(m, k, device="cuda", dtype=dt) for _ in range(R)]
+        c = [torch.empty(m, cols[r][1], device="cuda", dtype=dt) for r in range(R)]
+
+        def gather(r):
+            torch.cat(a, 0, out=g[r])
+
+        def mm(r):
+            torch.matmul(g[r], b[r], out=c[r])
+        phases = [lambda r: (gather(r), mm(r))]
+        gemm = [mm]
+    else:
+        ks = [split(k, R, r) for r in range(R)]
+        rows = [split(m, R, r) for r in range(R)]
+        a = [torch.randn(m, ks[r][1], device="cuda", dtype=dt) for r in range(R)]
+        b = [torch.randn(ks[r][1], n, device="cuda", dtype=dt) / k ** 0.5 for r in range(R)]
+        part = [torch.empty(m, n, device="cuda", dtype=dt) for _ in range(R)]
+        full = torch.empty(m, n, device="cuda", dtype=dt)
+        c = [torch.empty(rows[r][1] if args.op == "gemm_rs" else m, n, device="cuda", dtype=dt) for r in range(R)]
+
+        def mm(r):
+            torch.matmul(a[r], b[r], out=part[r])
+
+        def rs(r):
+            o, l = rows[r]
+            dst = c[r] if args.op == "gemm_rs" else full[o:o + l]
+            torch.sum(torch.stack([p[o:o + l] for p in part]), 0, out=dst)
+
+        def ag(r):
+            c[r].copy_(full)
+        phases = [mm, rs] + ([ag] if args.op == "gemm_ar" else [])
+        gemm = [mm]
+    sides = [("torch 1proc sequential", lambda: sequential(phases)),
+             ("torch 1proc streams", lambda: on_streams(phases))]
+    if gemm:
+        sides.append(("torch gemm only", lambda: sequential(gemm)))
+    return sides
+
+
+def one_gpu(torch, args):
+    dt = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}[args.dtype]
+    env = {"torch": torch.__version__, "cuda": torch.version.cuda, "gpu": torch.cuda.get_device_name(),
+           "ranks": args.ranks, "mode": "one GPU: the per-rank work of every rank issued from one process "
+           "(no torch.distributed, no NCCL); M split as tdist (first M %% ranks ranks one row more)"}
+    results = []
+    print("| case | side | p50 ms | p99 ms |")
+    print("| --- | --- | ---: | ---: |")
+    for name, m, n, k, size in shapes(args, args.ranks):
+        case = {"case": name, "M": m, "N": n, "K": k, "bytes": size, "sides": []}
+        try:
+            sides = one_gpu_sides(torch, args, dt, m, n, k, size)
+        except Exception as e:  # out of memory on the largest shapes
+            case["error"] = str(e)
+            sides = []
+        for side, fn in sides:
+            try:
+                p50, p99 = time_steps(torch, fn, args.iters, args.warmup)
+                case["sides"].append({"side": side, "p50_s": p50, "p99_s": p99})
+            except Exception as e:
+                case["sides"].append({"side": side, "error": str(e)})
+        del sides
+        torch.cuda.empty_cache()
+        results.append(case)
+        for s in case["sides"]:
+            print("| %s%s | %s | %s | %s |" % (name, "" if m is None else " M=%d" % m, s["side"],
+                                              "%.3f" % (s["p50_s"] * 1e3) if "p50_s" in s else "n/a",
+                                              "%.3f" % (s["p99_s"] * 1e3) if "p99_s" in s else s.get("error")))
+        sys.stdout.flush()
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"operator": args.op, "environment": env, "results": results}, f, indent=1)
+    return 0
 
 
 def time_it(torch, dist, fn, iters, warmup):
@@ -88,6 +241,8 @@ def main():
         print("torch_ops.py: PyTorch is not installed: not run")
         return 0
     world = int(os.environ.get("WORLD_SIZE", "1"))
+    if torch.cuda.is_available() and world == 1:
+        return one_gpu(torch, args)
     if not torch.cuda.is_available() or torch.cuda.device_count() < world or world < 2:
         print("torch_ops.py: needs one GPU per rank and >= 2 ranks (NCCL refuses two ranks on one GPU): "
               "not run (%d GPU(s), WORLD_SIZE %d)" % (torch.cuda.device_count() if torch.cuda.is_available() else 0,
