@@ -24,6 +24,18 @@ td_status td_config_int(const char *name, int64_t *out);
 td_status td_config_str(const char *name, const char **out);
 /** Writes the table with current values, one variable a line, for `tdist doctor`. */
 void td_config_dump(FILE *out);
+/** Finds environment variables named TD_* that are not in the table (a
+ * misspelt TD_TIMEOUT_MS would otherwise be ignored without a word) and, when
+ * `out` is not NULL, writes one line for each: "NAME (not a tdist variable;
+ * did you mean KNOWN?)" when a table name is within 3 edits, else without the
+ * suggestion. Returns how many there are. Reads the environment only; not
+ * thread-safe against concurrent setenv. */
+int td_config_unknown(FILE *out);
+/** Parses every variable of the table that is set in the environment and,
+ * when `out` is not NULL, writes the error message of each one that does not
+ * parse (name, value, what is allowed), one a line. Returns how many failed.
+ * Not thread-safe against concurrent setenv. */
+int td_config_check_all(FILE *out);
 
 #ifdef __cplusplus
 }

@@ -4,6 +4,7 @@
  * here is a variable that works. Add a row to add a variable. */
 #include <errno.h>
 #include <inttypes.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,6 +39,9 @@ static const td__cfg_var td__vars[] = {
     {"TD_LOCAL_RANK", TD__CFG_INT, NULL, 0, 4095, NULL, "rank among this host's ranks (set by tdrun)"},
     {"TD_LOCAL_WORLD_SIZE", TD__CFG_INT, NULL, 1, 4096, NULL, "ranks on this host (set by tdrun)"},
     {"TD_JOB_ID", TD__CFG_STR, NULL, 0, 0, NULL, "job identifier naming shared memory (set by tdrun)"},
+    {"TD_LAUNCHER", TD__CFG_STR, NULL, 0, 0, NULL, "which launcher set the rank variables (set by tdrun)"},
+    {"TD_GIT_REV", TD__CFG_STR, NULL, 0, 0, NULL,
+     "revision recorded by `tdist bench --json` when the tree has no .git (set by the GPU scripts)"},
     {"TD_CACHE_DIR", TD__CFG_STR, NULL, 0, 0, NULL, "JIT kernel and tuning cache (default ~/.cache/tdist)"},
     {"TD_CPU_COMPUTE_WORKERS", TD__CFG_INT, "0", 0, 1024, NULL,
      "CPU executor compute workers per rank (0 = from cores and ranks)"},
@@ -46,6 +50,14 @@ static const td__cfg_var td__vars[] = {
     {"TD_CUDA_DEVICE", TD__CFG_INT, NULL, 0, 1024, NULL, "CUDA device of this rank (default: local rank modulo device count)"},
     {"TD_CUDA_NO_COPY_ENGINE", TD__CFG_INT, "0", 0, 1, NULL,
      "1: the CUDA executor copies copy-engine tasks on SMs instead of its copy-engine stream"},
+    {"TD_CUDA_GEMM_QUEUE", TD__CFG_INT, "1", 0, 1, NULL,
+     "1: cuda plans run whole GEMMs as Hopper GEMM kernels on the executor's kernel queue (sm_90 with "
+     "tdist_gemm_cuda linked); 0: fine tiles on the persistent kernel"},
+    {"TD_CUDA_TARGET_SM", TD__CFG_INT, NULL, 0, 1000, NULL,
+     "compute capability x 10 the compiler plans cuda for instead of the visible GPU (e.g. 90), for explain "
+     "without a GPU"},
+    {"TD_CUDA_TARGET_NAME", TD__CFG_STR, NULL, 0, 0, NULL,
+     "with TD_CUDA_TARGET_SM: the GPU name whose tuning-cache entries the compiler uses (e.g. NVIDIA H200)"},
     {"TD_OPS_FUSED", TD__CFG_INT, "1", 0, 1, NULL,
      "0: AUTO never picks the fused cuda variant of the operators (ops.h); 1: it does where it applies"},
     {"TD_OPS_FUSED_TILE", TD__CFG_STR, NULL, 0, 0, NULL,
@@ -151,4 +163,78 @@ void td_config_dump(FILE *out) {
             env ? "(set)" : "(unset)", td__vars[i].def ? td__vars[i].def : "-", env ? "value=" : "",
             env ? env : "", "", td__vars[i].desc);
   }
+}
+
+/* Edit distance (insert, delete, substitute), for "did you mean". */
+static size_t td__edit_distance(const char *a, const char *b) {
+  size_t la = strlen(a), lb = strlen(b);
+  if (la > 63 || lb > 63)
+    return 64;
+  size_t row[64];
+  for (size_t j = 0; j <= lb; j++)
+    row[j] = j;
+  for (size_t i = 1; i <= la; i++) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= lb; j++) {
+      size_t up = row[j], best = diag + (a[i - 1] != b[j - 1]);
+      if (up + 1 < best)
+        best = up + 1;
+      if (row[j - 1] + 1 < best)
+        best = row[j - 1] + 1;
+      diag = up;
+      row[j] = best;
+    }
+  }
+  return row[lb];
+}
+
+extern char **environ;
+
+int td_config_unknown(FILE *out) {
+  int count = 0;
+  for (char **e = environ; e && *e; e++) {
+    const char *eq = strchr(*e, '=');
+    size_t len = eq ? (size_t)(eq - *e) : strlen(*e);
+    if (len < 4 || strncmp(*e, "TD_", 3) != 0 || len > 63)
+      continue;
+    char name[64];
+    memcpy(name, *e, len);
+    name[len] = 0;
+    if (td__find(name))
+      continue;
+    const char *near = NULL;
+    size_t best = 4; /* suggest only close names: a typo, not another variable */
+    for (int i = 0; i < TD__NVARS; i++) {
+      size_t d = td__edit_distance(name, td__vars[i].name);
+      if (d < best)
+        best = d, near = td__vars[i].name;
+    }
+    count++;
+    if (out) {
+      if (near)
+        fprintf(out, "%s (not a tdist variable; did you mean %s?)\n", name, near);
+      else
+        fprintf(out, "%s (not a tdist variable)\n", name);
+    }
+  }
+  return count;
+}
+
+int td_config_check_all(FILE *out) {
+  int bad = 0;
+  for (int i = 0; i < TD__NVARS; i++) {
+    const char *name = td__vars[i].name, *sv = NULL;
+    const char *set = getenv(name);
+    if (!set || !*set)
+      continue; /* defaults are checked by the table's own tests */
+    int64_t iv = 0;
+    td_status st = td__vars[i].type == TD__CFG_STR ? td_config_str(name, &sv) : td_config_int(name, &iv);
+    if (st != TD_OK) {
+      bad++;
+      if (out)
+        fprintf(out, "%s\n", td_last_error());
+    }
+  }
+  return bad;
 }

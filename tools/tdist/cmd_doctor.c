@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0
- * `tdist doctor`: the build, the configuration table with current values, and
- * a check that each configuration variable parses. */
+ * `tdist doctor`: the build, the configuration table with current values, a
+ * check that each variable set in the environment parses (exit status 1 if
+ * one does not), and the TD_* variables that are not in the table (typos). */
 #include <stdio.h>
 #include <string.h>
 
@@ -14,14 +15,13 @@ int td_cmd_doctor(int argc, char **argv) {
   }
   printf("tdist %s\n\nconfiguration variables:\n", td_version());
   td_config_dump(stdout);
-  static const char *ints[] = {"TD_TIMEOUT_MS", "TD_SYMM_HEAP_SIZE"};
-  int bad = 0;
-  for (unsigned i = 0; i < sizeof ints / sizeof ints[0]; i++) {
-    int64_t v;
-    if (td_config_int(ints[i], &v) != TD_OK) {
-      fprintf(stderr, "doctor: %s\n", td_last_error());
-      bad = 1;
-    }
+  int bad = td_config_check_all(stderr);
+  if (td_config_unknown(NULL) > 0) {
+    printf("\nunknown TD_ variables (tdist does not read them):\n");
+    td_config_unknown(stdout);
   }
-  return bad;
+  if (bad)
+    fprintf(stderr, "doctor: %d configuration variable%s do%s not parse\n", bad, bad == 1 ? "" : "s",
+            bad == 1 ? "es" : "");
+  return bad ? 1 : 0;
 }

@@ -1,0 +1,107 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * The configuration table's checks: a misspelt TD_* variable is reported
+ * with the nearest table name (td_config_unknown), every set variable that
+ * does not parse is reported with its name, value and what is allowed
+ * (td_config_check_all), and `tdist doctor` prints both and exits 1 on a value
+ * that does not parse, 0 otherwise. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tdist/tdist.h"
+
+/* Captures what fn writes to a FILE. */
+static int capture(int (*fn)(FILE *), char *buf, size_t cap) {
+  FILE *f = tmpfile();
+  assert_non_null(f);
+  int n = fn(f);
+  rewind(f);
+  size_t len = fread(buf, 1, cap - 1, f);
+  buf[len] = 0;
+  fclose(f);
+  return n;
+}
+
+static void test_unknown(void **state) {
+  (void)state;
+  char out[4096];
+  unsetenv("TD_TIMEOUT_MSS");
+  int base = td_config_unknown(NULL); /* whatever the test environment sets */
+  setenv("TD_TIMEOUT_MSS", "5", 1);
+  setenv("TD_ZZZ_NOTHING_LIKE_IT", "1", 1);
+  int n = capture(td_config_unknown, out, sizeof out);
+  assert_int_equal(n, base + 2);
+  assert_non_null(strstr(out, "TD_TIMEOUT_MSS (not a tdist variable; did you mean TD_TIMEOUT_MS?)"));
+  assert_non_null(strstr(out, "TD_ZZZ_NOTHING_LIKE_IT (not a tdist variable)\n"));
+  /* a table variable is never reported */
+  setenv("TD_TIMEOUT_MS", "1000", 1);
+  assert_int_equal(td_config_unknown(NULL), base + 2);
+  unsetenv("TD_TIMEOUT_MSS");
+  unsetenv("TD_ZZZ_NOTHING_LIKE_IT");
+  unsetenv("TD_TIMEOUT_MS");
+  assert_int_equal(td_config_unknown(NULL), base);
+}
+
+static void test_check_all(void **state) {
+  (void)state;
+  char out[4096];
+  setenv("TD_TIMEOUT_MS", "12x", 1);
+  setenv("TD_SYMM_HEAP_SIZE", "1T", 1);
+  setenv("TD_TRANSPORT", "carrier-pigeon", 1);
+  setenv("TD_COLL_SINGLE_COPY", "1", 1);
+  int n = capture(td_config_check_all, out, sizeof out);
+  assert_int_equal(n, 3);
+  assert_non_null(strstr(out, "TD_TIMEOUT_MS='12x' is not a decimal integer"));
+  assert_non_null(strstr(out, "TD_SYMM_HEAP_SIZE='1T'"));
+  assert_non_null(strstr(out, "TD_TRANSPORT='carrier-pigeon' is not allowed; allowed: local,shm"));
+  assert_null(strstr(out, "TD_COLL_SINGLE_COPY"));
+  unsetenv("TD_TIMEOUT_MS");
+  unsetenv("TD_SYMM_HEAP_SIZE");
+  unsetenv("TD_TRANSPORT");
+  unsetenv("TD_COLL_SINGLE_COPY");
+  assert_int_equal(td_config_check_all(NULL), 0);
+}
+
+/* Runs `tdist doctor` with extra environment; returns its exit status. */
+static int doctor(const char *env, char *out, size_t cap) {
+  const char *bin = getenv("TD_BIN_DIR");
+  char cmd[4096];
+  snprintf(cmd, sizeof cmd, "env %s '%s/tdist' doctor 2>&1", env, bin ? bin : ".");
+  FILE *p = popen(cmd, "r");
+  assert_non_null(p);
+  size_t len = fread(out, 1, cap - 1, p);
+  out[len] = 0;
+  int st = pclose(p);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void test_doctor(void **state) {
+  (void)state;
+  static char out[1 << 16];
+  const char *bin = getenv("TD_BIN_DIR");
+  char path[4096];
+  snprintf(path, sizeof path, "%s/tdist", bin ? bin : ".");
+  if (access(path, X_OK) != 0) {
+    print_message("tdist CLI not built (%s): skipped\n", path);
+    skip();
+  }
+  assert_int_equal(doctor("TD_TIMEOUT_MS=500 TD_CPU_COMPUTE_WORKRS=2", out, sizeof out), 0);
+  assert_non_null(strstr(out, "TD_CPU_COMPUTE_WORKRS (not a tdist variable; did you mean TD_CPU_COMPUTE_WORKERS?)"));
+  assert_int_equal(doctor("TD_CUDA_DEVICE=-1", out, sizeof out), 1);
+  assert_non_null(strstr(out, "TD_CUDA_DEVICE='-1' is out of range; allowed 0 to 1024"));
+  assert_non_null(strstr(out, "doctor: 1 configuration variable does not parse"));
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_unknown), cmocka_unit_test(test_check_all),
+                                     cmocka_unit_test(test_doctor)};
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
