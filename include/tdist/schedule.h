@@ -62,7 +62,18 @@ enum {
   TD_GEMM_TRANS_A = 1,    /* a view is K x M (stored), used as its transpose */
   TD_GEMM_TRANS_B = 2,    /* b view is N x K (stored), used as its transpose */
   TD_GEMM_ACCUMULATE = 4, /* c += product instead of c = product */
+  /* Hint: run the whole task as one GEMM kernel on the backend's kernel queue
+   * (cuda: the Hopper GEMM launched on a stream of its own, see
+   * src/exec/cuda/kernel_queue.c); backends without one run it as usual.
+   * Bits TD_GEMM_CFG_SHIFT.. then carry its tile configuration, packed as
+   * src/exec/gemm_queue_cfg.h describes (0 = the backend's default). Only
+   * with this flag may those bits be non-zero. Added in layout version 1
+   * without a version change: the text form is unchanged and a reader that
+   * predates the flag refuses it in td_plan_validate. */
+  TD_GEMM_QUEUE = 8,
 };
+/** First bit of a TD_GEMM_QUEUE task's packed tile configuration in td_task.op. */
+#define TD_GEMM_CFG_SHIFT 8
 
 typedef enum td_worker_class {
   TD_WORKER_COMPUTE = 0,

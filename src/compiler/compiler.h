@@ -92,6 +92,17 @@ typedef struct td__need {
 void td__need_clear(td__need *need); /* empties, keeps memory */
 void td__need_free(td__need *need);
 
+/** cuda: whole-GEMM tasks for the executor's kernel queue (model.c decides,
+ * lower_matmul.c emits; explain reports). */
+typedef struct td__gemm_queue {
+  int on;             /* GEMM tasks carry TD_GEMM_QUEUE, tiles span whole row blocks */
+  char gpu[96];       /* target GPU the tuning cache was asked about */
+  char why[160];      /* when off on the cuda backend: why */
+  int cached, rule;   /* queue GEMMs configured from the tuning cache / by the default rule */
+  int plain;          /* queue GEMMs whose layout the Hopper GEMM does not take (sub-tile grids) */
+  char first[48];     /* configuration of the first queue GEMM, for explain */
+} td__gemm_queue;
+
 typedef struct td__lower {
   const td_program *p;
   td_compile_opts o;
@@ -109,6 +120,7 @@ typedef struct td__lower {
   int compute_workers, comm_workers;
   int64_t one_shot_bytes;
   td_status st;        /* first error */
+  td__gemm_queue gq;   /* cuda kernel queue (zero elsewhere) */
 } td__lower;
 
 struct td_compiled {
@@ -120,6 +132,7 @@ struct td_compiled {
   int64_t tile_rows, tile_cols;
   int compute_workers, comm_workers;
   td_perf_model model;
+  td__gemm_queue gq;
 };
 
 /* lower.c: helpers shared by the pattern files */

@@ -15,6 +15,7 @@
 
 #include "compiler/compiler.h"
 #include "core/error.h"
+#include "exec/gemm_queue_cfg.h"
 
 typedef struct td__raise_ev {
   double t;
@@ -293,6 +294,13 @@ td_status td_compiled_explain(const td_compiled *c, FILE *out) {
   fprintf(out, "choices: %d compute + %d comm workers per rank, %d chunk%s per rank part, tiles %lld rows x %s cols\n",
           c->compute_workers, c->comm_workers, c->chunks, c->chunks > 1 ? "s" : "", (long long)c->tile_rows,
           c->tile_cols ? "tile_cols" : "all");
+  if (c->gq.on)
+    fprintf(out, "gemm: kernel queue on %s: whole-row-block GEMMs as Hopper GEMM kernels; tile configuration %d "
+            "from the tuning cache, %d by the default rule%s%s; %d on sub-tile grids (layout)\n",
+            c->gq.gpu[0] ? c->gq.gpu : "the target GPU", c->gq.cached, c->gq.rule, c->gq.first[0] ? ", first: " : "",
+            c->gq.first, c->gq.plain);
+  else if (c->gq.why[0])
+    fprintf(out, "gemm: persistent-kernel tiles (no kernel queue: %s)\n", c->gq.why);
   int cores = c->model.cores > 0 ? c->model.cores : (int)sysconf(_SC_NPROCESSORS_ONLN);
   if (cores > 0 && c->n * (c->compute_workers + c->comm_workers) > cores)
     fprintf(out, "note: %d ranks x %d workers > %d cores: comm workers share cores with compute workers, so\n"
@@ -329,6 +337,13 @@ td_status td_compiled_explain(const td_compiled *c, FILE *out) {
       }
       if (t->wait_count > 4)
         fprintf(out, " ..(%u waits)", t->wait_count);
+      if (t->kind == TD_TASK_GEMM && (t->op & TD_GEMM_QUEUE)) {
+        td__gemm_qcfg q;
+        char cfg[48] = "sub-tile grid";
+        if (td__gemm_qcfg_unpack(t->op, &q) == 1)
+          td__gemm_qcfg_format(&q, cfg, sizeof cfg);
+        fprintf(out, " queue[%s]", cfg);
+      }
       for (uint32_t x = 0; x < t->raise_count; x++) {
         const td_raise *rs = &s->raises[t->raise_first + x];
         fprintf(out, " raise %s@%d+%llu", td_plan_signal_name(plan, rs->signal),

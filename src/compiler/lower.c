@@ -486,6 +486,7 @@ td_status td_program_compile(const td_program *program, const td_compile_opts *o
   c->compute_workers = L.compute_workers;
   c->comm_workers = L.comm_workers;
   c->model = L.model;
+  c->gq = L.gq;
   L.plan = NULL;
   L.buf = NULL;
   td__lower_free(&L);

@@ -16,6 +16,10 @@
 
 #include "compiler/compiler.h"
 #include "core/error.h"
+#include "exec/gemm_queue_cfg.h"
+#ifdef TD_HAVE_CUDA_EXEC
+#include "exec/cuda/gemm_target.h"
+#endif
 
 /* The collective that consumes v as its only use, when it is a fused RS/AR. */
 static td_value td__rs_consumer(const td__lower *L, td_value v) {
@@ -117,6 +121,47 @@ static int32_t td__f32_weight(td__lower *L, td_value b) {
   return fb;
 }
 
+/* cuda kernel queue (L->gq.on): marks a whole-row-block GEMM task for the
+ * queue and, when its views fit the Hopper GEMM's layout rules (16-bit
+ * operands of one dtype, A not transposed, dense full-width rows, K and N
+ * multiples of 8), packs the tile configuration from the tuning cache or the
+ * default rule into its op. Others run on the executor's sub-tile grid. */
+static void td__queue_gemm(td__lower *L, td_task *t) {
+  t->op |= TD_GEMM_QUEUE;
+#ifdef TD_HAVE_CUDA_EXEC
+  const td_buffer_desc *a = td_plan_buffer(L->plan, t->a.buf), *b = td_plan_buffer(L->plan, t->b.buf),
+                       *c = td_plan_buffer(L->plan, t->c.buf);
+  const int64_t m = t->c.rows, n = t->c.cols, k = (t->op & TD_GEMM_TRANS_A) ? t->a.rows : t->a.cols;
+  const int fits = a && b && c && !(t->op & TD_GEMM_TRANS_A) && a->dtype == c->dtype && b->dtype == c->dtype &&
+                   (c->dtype == TD_BF16 || c->dtype == TD_F16) && k % 8 == 0 && n % 8 == 0 && t->a.col0 == 0 &&
+                   t->a.cols == a->cols && t->b.col0 == 0 && t->b.cols == b->cols && t->c.col0 == 0 &&
+                   t->c.cols == c->cols && m <= INT32_MAX && n <= INT32_MAX && k <= INT32_MAX;
+  td__cuda_gemm_target tg = {.queue = 1, .sm = 90};
+  snprintf(tg.gpu, sizeof tg.gpu, "%s", L->gq.gpu);
+  td__gemm_qcfg q;
+  const int from = fits ? td__cuda_gemm_target_config(&tg, c->dtype, (t->op & TD_GEMM_TRANS_B) != 0, (int)m,
+                                                      (int)n, (int)k, &q)
+                        : -1;
+  const uint32_t packed = from >= 0 ? td__gemm_qcfg_pack(&q) : 0;
+  if (!packed) {
+    L->gq.plain++;
+    return;
+  }
+  t->op |= packed;
+  if (from == 1)
+    L->gq.cached++;
+  else
+    L->gq.rule++;
+  if (!L->gq.first[0]) {
+    char cfg[40];
+    td__gemm_qcfg_format(&q, cfg, sizeof cfg);
+    snprintf(L->gq.first, sizeof L->gq.first, "%s", cfg);
+  }
+#else
+  (void)L;
+#endif
+}
+
 td_status td__lower_matmul(td__lower *L, td_value v) {
   const td_program *p = L->p;
   const td__val *V = &p->vals[v];
@@ -203,6 +248,8 @@ td_status td__lower_matmul(td__lower *L, td_value v) {
           t.b = tb ? td__view(bbuf, TD_PEER_SELF, j, bK0, nn, (int64_t)kl)
                    : td__view(bbuf, TD_PEER_SELF, bK0, j, (int64_t)kl, nn);
           t.c = td__view(L->buf[v], TD_PEER_SELF, i, j, m, nn);
+          if (L->gq.on)
+            td__queue_gemm(L, &t);
           td__label(&t, "mm %.8s r%lld c%lld", lab, (long long)i, (long long)j);
           uint32_t idx = td__emit(L, r, &t, &need, NULL, 0);
           td__ready_task(L, v, r, i, m, idx);

@@ -18,6 +18,9 @@
 
 #include "compiler/compiler.h"
 #include "core/error.h"
+#ifdef TD_HAVE_CUDA_EXEC
+#include "exec/cuda/gemm_target.h"
+#endif
 
 static void td__model_defaults(td_perf_model *m) {
   m->alpha_s = 5e-6;
@@ -111,6 +114,40 @@ td_status td_perf_model_save(const td_perf_model *m, char *path_out, size_t path
 
 static int64_t td__round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
+/* cuda with the Hopper GEMM: each GEMM task is a whole row block (one per
+ * gathered chunk for AG -> GEMM, one per destination rank for GEMM -> RS),
+ * run as one kernel on the executor's kernel queue, and so is every other
+ * compute task; one chunk per rank part unless asked. Only when the caller
+ * left the tile sizes to the model (explicit tiles keep the fine-tile plan). */
+static void td__model_gemm_queue(td__lower *L, int64_t max_rows) {
+  memset(&L->gq, 0, sizeof L->gq);
+  if (!L->o.backend_cuda)
+    return;
+  if (L->o.tile_rows || L->o.tile_cols) {
+    snprintf(L->gq.why, sizeof L->gq.why, "tile sizes were given");
+    return;
+  }
+#ifdef TD_HAVE_CUDA_EXEC
+  td__cuda_gemm_target t;
+  td__cuda_gemm_target_get(&t);
+  snprintf(L->gq.gpu, sizeof L->gq.gpu, "%s", t.gpu);
+  snprintf(L->gq.why, sizeof L->gq.why, "%s", t.why);
+  if (!t.queue)
+    return;
+  L->gq.on = 1;
+  /* One rank's part of the largest value: coarse, and never two parts in one (td__merge_blocks). */
+  L->tile_rows = td__round_up((max_rows + L->n - 1) / L->n, 8);
+  L->tile_cols = 0;
+  if (!L->o.chunks_per_rank)
+    L->chunks = 1;
+  if (!L->o.compute_workers)
+    L->compute_workers = 1;
+#else
+  (void)max_rows;
+  snprintf(L->gq.why, sizeof L->gq.why, "this build has no CUDA executor");
+#endif
+}
+
 void td__model_choose(td__lower *L) {
   const td_perf_model *m = &L->model;
   const td_program *p = L->p;
@@ -167,6 +204,7 @@ void td__model_choose(td__lower *L) {
   }
   L->tile_rows = tr;
   L->tile_cols = L->o.tile_cols;
+  td__model_gemm_queue(L, max_rows);
   /* One-shot all-reduce while its one step of n-1 puts beats 2(n-1) steps. */
   if (L->o.one_shot_bytes >= 0) {
     L->one_shot_bytes = L->o.one_shot_bytes;

@@ -58,6 +58,14 @@ static const td__cfg_var td__vars[] = {
      "without a GPU"},
     {"TD_CUDA_TARGET_NAME", TD__CFG_STR, NULL, 0, 0, NULL,
      "with TD_CUDA_TARGET_SM: the GPU name whose tuning-cache entries the compiler uses (e.g. NVIDIA H200)"},
+    {"TD_CUDA_GEMM_QUEUE", TD__CFG_INT, "1", 0, 1, NULL,
+     "1: cuda plans run whole GEMMs as Hopper GEMM kernels on the executor's kernel queue (sm_90 with "
+     "tdist_gemm_cuda linked); 0: fine tiles on the persistent kernel"},
+    {"TD_CUDA_TARGET_SM", TD__CFG_INT, NULL, 0, 1000, NULL,
+     "compute capability x 10 the compiler plans cuda for instead of the visible GPU (e.g. 90), for explain "
+     "without a GPU"},
+    {"TD_CUDA_TARGET_NAME", TD__CFG_STR, NULL, 0, 0, NULL,
+     "with TD_CUDA_TARGET_SM: the GPU name whose tuning-cache entries the compiler uses (e.g. NVIDIA H200)"},
     {"TD_OPS_FUSED", TD__CFG_INT, "1", 0, 1, NULL,
      "0: AUTO never picks the fused cuda variant of the operators (ops.h); 1: it does where it applies"},
     {"TD_OPS_FUSED_TILE", TD__CFG_STR, NULL, 0, 0, NULL,

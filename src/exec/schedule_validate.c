@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "exec/gemm_queue_cfg.h"
 #include "exec/schedule_internal.h"
 
 #define TD__TASK_FMT "rank %d task %u '%s': "
@@ -94,9 +95,19 @@ static td_status td__need_float(const td_plan *p, int r, uint32_t i, const td_ta
 }
 
 static td_status td__check_gemm(const td_plan *p, int r, uint32_t i, const td_task *t) {
-  if (t->op & ~(uint32_t)(TD_GEMM_TRANS_A | TD_GEMM_TRANS_B | TD_GEMM_ACCUMULATE))
+  /* TD_GEMM_QUEUE may carry a packed tile configuration above TD_GEMM_CFG_SHIFT. */
+  const uint32_t known = TD_GEMM_TRANS_A | TD_GEMM_TRANS_B | TD_GEMM_ACCUMULATE | TD_GEMM_QUEUE;
+  const uint32_t low = t->op & ((1u << TD_GEMM_CFG_SHIFT) - 1u);
+  if ((low & ~known) || ((t->op >> TD_GEMM_CFG_SHIFT) && !(t->op & TD_GEMM_QUEUE)))
     return td__error(TD_ERR_SCHEDULE, TD__TASK_FMT "gemm flags 0x%x have unknown bits; allowed TRANS_A (1), "
-                     "TRANS_B (2), ACCUMULATE (4)", r, i, t->label, t->op);
+                     "TRANS_B (2), ACCUMULATE (4), QUEUE (8), GELU (16) and, with QUEUE, a tile configuration from "
+                     "bit %d",
+                     r, i, t->label, t->op, TD_GEMM_CFG_SHIFT);
+  td__gemm_qcfg qcfg;
+  if (td__gemm_qcfg_unpack(t->op, &qcfg) < 0)
+    return td__error(TD_ERR_SCHEDULE, TD__TASK_FMT "gemm flags 0x%x: the queue tile configuration (bits %d "
+                     "and up) is malformed; see src/exec/gemm_queue_cfg.h for its fields and ranges", r, i,
+                     t->label, t->op, TD_GEMM_CFG_SHIFT);
   int64_t m = t->c.rows, n = t->c.cols;
   int64_t am = (t->op & TD_GEMM_TRANS_A) ? t->a.cols : t->a.rows;
   int64_t k = (t->op & TD_GEMM_TRANS_A) ? t->a.rows : t->a.cols;

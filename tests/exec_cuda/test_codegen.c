@@ -41,14 +41,14 @@ static void compile_spec(const td__cuda_spec *spec, const char *arch) {
 }
 
 static void test_all_kinds_both_archs(void **state) {
-  td__cuda_spec spec = {256, (1u << TD_TASK_KIND_COUNT) - 1, 1};
+  td__cuda_spec spec = {256, (1u << TD_TASK_KIND_COUNT) - 1, 1, 0};
   compile_spec(&spec, "sm_80");
   compile_spec(&spec, "sm_90a");
 }
 
 static void test_each_kind_alone(void **state) {
   for (int k = 0; k < TD_TASK_KIND_COUNT; k++) {
-    td__cuda_spec spec = {256, 1u << k, 1};
+    td__cuda_spec spec = {256, 1u << k, 1, 0};
     compile_spec(&spec, "sm_90a");
   }
 }
@@ -56,15 +56,15 @@ static void test_each_kind_alone(void **state) {
 static void test_block_sizes_and_simt_gemm(void **state) {
   const int threads[] = {128, 512};
   for (int i = 0; i < 2; i++) {
-    td__cuda_spec spec = {threads[i], (1u << TD_TASK_KIND_COUNT) - 1, 1};
+    td__cuda_spec spec = {threads[i], (1u << TD_TASK_KIND_COUNT) - 1, 1, 0};
     compile_spec(&spec, "sm_80");
   }
-  td__cuda_spec simt = {256, 1u << TD_TASK_GEMM, 0};
+  td__cuda_spec simt = {256, 1u << TD_TASK_GEMM, 0, 0};
   compile_spec(&simt, "sm_90a");
 }
 
 static void test_text_is_deterministic_and_specialised(void **state) {
-  td__cuda_spec s1 = {256, 1u << TD_TASK_COPY, 1}, s2 = s1, s3 = {256, 1u << TD_TASK_GEMM, 1};
+  td__cuda_spec s1 = {256, 1u << TD_TASK_COPY, 1, 0}, s2 = s1, s3 = {256, 1u << TD_TASK_GEMM, 1, 0};
   char *a = NULL, *b = NULL, *c = NULL;
   assert_int_equal(td__cuda_codegen(&s1, &a), TD_OK);
   assert_int_equal(td__cuda_codegen(&s2, &b), TD_OK);
@@ -109,7 +109,7 @@ static void test_spec_from_schedule(void **state) {
 
 static void test_refused_specs(void **state) {
   char *src = NULL;
-  td__cuda_spec bad_threads = {100, 1, 0}, bad_kinds = {256, 1u << 20, 0};
+  td__cuda_spec bad_threads = {100, 1, 0, 0}, bad_kinds = {256, 1u << 20, 0, 0};
   assert_int_equal(td__cuda_codegen(&bad_threads, &src), TD_ERR_INVALID_ARG);
   assert_non_null(strstr(td_last_error(), "128, 256, 512"));
   assert_int_equal(td__cuda_codegen(&bad_kinds, &src), TD_ERR_INVALID_ARG);

@@ -24,6 +24,7 @@ void td__cuda_spec_for_schedule(const td_schedule *sched, int sm, td__cuda_spec 
   out->threads = TD__CUDA_THREADS_DEFAULT;
   out->kinds = kinds;
   out->gemm_mma = sm >= 80;
+  out->queue = 0;
 }
 
 typedef struct {
@@ -79,6 +80,8 @@ td_status td__cuda_codegen(const td__cuda_spec *spec, char **out) {
   }
   if (mma && (spec->kinds & (1u << TD_TASK_GEMM)))
     td__append(&t, "#define TD_GEMM_MMA 1\n");
+  if (spec->queue)
+    td__append(&t, "#define TD_EXEC_QUEUE 1\n");
   td__append(&t, td__cuda_src_abi);
   td__append(&t, td__cuda_src_common);
   if (spec->kinds & (1u << TD_TASK_COPY))

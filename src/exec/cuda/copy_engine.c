@@ -26,15 +26,22 @@ typedef CUresult (*td__wait64_fn)(CUstream, CUdeviceptr, cuuint64_t, unsigned in
 typedef CUresult (*td__write64_fn)(CUstream, CUdeviceptr, cuuint64_t, unsigned int);
 typedef CUresult (*td__attr_fn)(int *, CUdevice_attribute, CUdevice);
 
+/* Copy-engine class, or (with the kernel queue, where no SM should copy) any
+ * communication-class copy. */
+static int td__ce_candidate(const td__cuda_exec *cx, const td_task *t) {
+  return t->kind == TD_TASK_COPY &&
+         (t->worker == TD_WORKER_COPY_ENGINE || (cx->kq_enabled && t->worker == TD_WORKER_COMM));
+}
+
 int td__cuda_ce_eligible(const td__cuda_exec *cx, const td_task *t) {
-  if (!cx->ce_enabled || t->worker != TD_WORKER_COPY_ENGINE || t->kind != TD_TASK_COPY)
+  if (!cx->ce_enabled || !td__ce_candidate(cx, t))
     return 0;
   const td_buffer_desc *a = td_plan_buffer(cx->exec->plan, t->a.buf);
   const td_buffer_desc *c = td_plan_buffer(cx->exec->plan, t->c.buf);
   return a && c && a->dtype == c->dtype && t->c.rows > 0 && t->c.cols > 0;
 }
 
-static void *td__entry(const char *name) {
+void *td__cuda_driver_entry(const char *name) {
   void *fn = NULL;
   enum cudaDriverEntryPointQueryResult q;
   if (cudaGetDriverEntryPointByVersion(name, &fn, 12000, cudaEnableDefault, &q) != cudaSuccess ||
@@ -51,12 +58,12 @@ td_status td__cuda_ce_setup(td__cuda_exec *cx) {
   cx->ce_enabled = 0;
   uint32_t n = 0;
   for (uint32_t i = 0; i < s->ntasks; i++)
-    n += s->tasks[i].worker == TD_WORKER_COPY_ENGINE;
+    n += s->tasks[i].worker == TD_WORKER_COPY_ENGINE || td__ce_candidate(cx, &s->tasks[i]);
   if (n == 0)
     return TD_OK;
-  td__attr_fn attr = (td__attr_fn)td__entry("cuDeviceGetAttribute");
-  cx->ce_wait64 = td__entry("cuStreamWaitValue64");
-  cx->ce_write64 = td__entry("cuStreamWriteValue64");
+  td__attr_fn attr = (td__attr_fn)td__cuda_driver_entry("cuDeviceGetAttribute");
+  cx->ce_wait64 = td__cuda_driver_entry("cuStreamWaitValue64");
+  cx->ce_write64 = td__cuda_driver_entry("cuStreamWriteValue64");
   int ok = 0;
   if (attr && cx->ce_wait64 && cx->ce_write64 &&
       attr(&ok, CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS, (CUdevice)cx->device) != CUDA_SUCCESS)

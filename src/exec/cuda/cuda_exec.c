@@ -13,7 +13,8 @@
  * the rest compute. A role never gets more blocks than tasks. Copy-engine
  * tasks are pulled by the communication blocks, which hand their bytes to the
  * copy-engine queue (copy_engine.c) when the device supports stream memory
- * operations, and copy them on the SMs otherwise. */
+ * operations, and copy them on the SMs otherwise. With the kernel queue
+ * (kernel_queue.c) one block per role suffices: they only hand tasks off. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,6 +75,8 @@ static td_status td__pick_device(td__cuda_exec *cx) {
 static td_status td__compile(td__cuda_exec *cx) {
   td_exec *e = cx->exec;
   td__cuda_spec_for_schedule(e->sched, cx->sm, &cx->spec);
+  TD_CHECK(td__cuda_kq_decide(cx));
+  cx->spec.queue = cx->kq_enabled;
   char *src = NULL;
   TD_CHECK(td__cuda_codegen(&cx->spec, &src));
   td__jit_image img = {0};
@@ -89,6 +92,8 @@ static td_status td__compile(td__cuda_exec *cx) {
     return td__cuda_fail(e, "cudaLibraryLoadData (JIT executor image)", ce);
   TD__CU(e, cudaLibraryGetKernel(&cx->kernel, cx->lib, "td_exec_kernel"));
   TD__CU(e, cudaLibraryGetKernel(&cx->grid_kernel, cx->lib, "td_tile_grid_kernel"));
+  TD__CU(e, cudaLibraryGetKernel(&cx->kq_tile_kernel, cx->lib, "td_kq_tile_kernel"));
+  TD__CU(e, cudaLibraryGetKernel(&cx->kq_finish_kernel, cx->lib, "td_kq_finish_kernel"));
   TD__CU(e, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&cx->occupancy, (const void *)cx->kernel,
                                                            cx->spec.threads, 0));
   return TD_OK;
@@ -155,6 +160,14 @@ static td_status td__size_grid(td__cuda_exec *cx) {
   const int fit = cx->nsm * cx->occupancy;
   const int share = fit / (cx->ranks_on_gpu > 0 ? cx->ranks_on_gpu : 1);
   int comm = e->opts.comm_workers, comp = e->opts.compute_workers;
+  if (cx->kq_enabled) {
+    /* Every task's work runs on the queues; these blocks only check waits and
+     * hand tasks off, and each SM one of them holds is an SM the GEMMs lose. */
+    if (comm == 0)
+      comm = 1;
+    if (comp == 0)
+      comp = 1;
+  }
   if (comm == 0) {
     comm = n[1] == 0 ? 0 : 1 + (int)(n[1] / 64);
     if (comm > share / 8 && share / 8 >= 1)
@@ -180,6 +193,10 @@ static td_status td__size_grid(td__cuda_exec *cx) {
     if (r && strcmp(r->bus_id, cx->rec->bus_id) == 0)
       total += r->nblocks;
   }
+  /* Queue GEMMs fill the SMs no persistent block holds (a GEMM block needs a whole SM). */
+  cx->gemm_sms = cx->nsm - total > cx->nsm / 4 ? cx->nsm - total : cx->nsm / 4;
+  if (cx->gemm_sms < 1)
+    cx->gemm_sms = 1;
   /* Every rank computed the same total, so all refuse together. */
   if (total > fit)
     return td__error(TD_ERR_UNSUPPORTED,
@@ -288,6 +305,7 @@ static void td__free_all(td__cuda_exec *cx) {
   if (cx->stream && cx->own_stream)
     cudaStreamDestroy(cx->stream);
   td__cuda_ce_free(cx);
+  td__cuda_kq_free(cx);
   for (int p = 0; cx->peer_opened && p < e->nranks; p++)
     if (cx->peer_opened[p])
       cudaIpcCloseMemHandle((void *)(uintptr_t)cx->peer_base[p]);
@@ -326,6 +344,8 @@ static td_status td__cuda_create(td_exec *e) {
     st = td__size_grid(cx);
   if (st == TD_OK)
     st = td__cuda_ce_setup(cx);
+  if (st == TD_OK)
+    st = td__cuda_kq_setup(cx);
   if (st == TD_OK)
     st = td__alloc_tables(cx);
   if (st == TD_OK) {

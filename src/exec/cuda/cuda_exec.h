@@ -65,10 +65,55 @@ typedef struct td__cuda_exec {
   uint32_t *ce_tasks;      /* indices of CE proxy tasks, schedule order */
   uint32_t nce;
   void *ce_wait64, *ce_write64; /* driver entry points cuStreamWaitValue64 / cuStreamWriteValue64 */
+  /* kernel queue (kernel_queue.c) */
+  int kq_enabled;          /* every non-copy-engine task runs on kq_stream[its role] */
+  cudaStream_t kq_stream[2]; /* compute, communication */
+  uint32_t *kq_tasks[2];   /* task indices per role, schedule order */
+  uint32_t nkq[2];
+  cudaKernel_t kq_tile_kernel, kq_finish_kernel;
+  int gemm_sms;            /* SMs a queue GEMM may fill: those no persistent block of this GPU holds */
+  uint32_t kq_hopper, kq_grid; /* GEMMs launched on the Hopper GEMM / as sub-tile grids (last launch) */
 } td__cuda_exec;
 
-/** Whether task `t` runs on the copy-engine queue: class COPY_ENGINE, kind
- * COPY, same dtype on both sides (a byte copy), and the queue is enabled. */
+/** Whether the schedule asks for the kernel queue: a GEMM task carries
+ * TD_GEMM_QUEUE (the compiler sets it for cuda when the Hopper GEMM is there). */
+int td__cuda_kq_wanted(const td_schedule *s);
+
+/** Decides the kernel queue before the kernel is generated: wanted by the
+ * schedule, not turned off (TD_CUDA_GEMM_QUEUE=0), and stream memory
+ * operations available. Sets kq_enabled and resolves ce_wait64/ce_write64.
+ * Errors: TD_ERR_INVALID_ARG (bad TD_CUDA_GEMM_QUEUE). */
+td_status td__cuda_kq_decide(td__cuda_exec *cx);
+
+/** Creates the queue's streams and lists (after the copy-engine setup, which
+ * takes the copies). Errors: TD_ERR_CUDA, TD_ERR_NO_MEMORY. */
+td_status td__cuda_kq_setup(td__cuda_exec *cx);
+
+/** Enqueues this launch's queue tasks after the persistent kernel's launch:
+ * per task, wait ce_go >= epoch, its kernel, td_kq_finish_kernel.
+ * Errors: TD_ERR_CUDA. */
+td_status td__cuda_kq_enqueue(td__cuda_exec *cx);
+
+/** After a failed launch: releases the queue's waits so its streams drain,
+ * then waits for them. */
+void td__cuda_kq_release(td__cuda_exec *cx);
+
+/** Waits for the queue's streams after a good launch. Errors: TD_ERR_CUDA. */
+td_status td__cuda_kq_sync(td__cuda_exec *cx);
+
+/** Trace fix-up: a queue task's record starts when it was handed off; it
+ * cannot start before the previous task of its stream ended. */
+void td__cuda_kq_trace(td__cuda_exec *cx);
+
+void td__cuda_kq_free(td__cuda_exec *cx);
+
+/** A driver entry point through the runtime (NULL when unavailable), so
+ * libtdist needs no link to libcuda. */
+void *td__cuda_driver_entry(const char *name);
+
+/** Whether task `t` runs on the copy-engine queue: class COPY_ENGINE (or
+ * COMM when the kernel queue is enabled), kind COPY, same dtype on both sides
+ * (a byte copy), and the queue is enabled. */
 int td__cuda_ce_eligible(const td__cuda_exec *cx, const td_task *t);
 
 /** Resolves the stream memory operations and, when the device supports them,

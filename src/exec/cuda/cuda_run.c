@@ -147,6 +147,8 @@ td_status td__cuda_run(td_exec *e) {
     return td__cuda_fail(e, "launch of the persistent kernel", ce);
   /* A failed enqueue only costs the deadline: the proxies time out, the queue is released. */
   td_status ce_st = cx->ce_enabled ? td__cuda_ce_enqueue(cx) : TD_OK;
+  if (ce_st == TD_OK && cx->kq_enabled)
+    ce_st = td__cuda_kq_enqueue(cx);
   td_dev_diag diag;
   ce = cudaMemcpyAsync(&diag, (void *)(uintptr_t)cx->plan.diag, sizeof diag, cudaMemcpyDeviceToHost, cx->stream);
   if (ce == cudaSuccess && e->opts.trace)
@@ -155,15 +157,30 @@ td_status td__cuda_run(td_exec *e) {
   if (ce == cudaSuccess)
     ce = cudaStreamSynchronize(cx->stream);
   const int64_t t1 = td__clock_ns(CLOCK_MONOTONIC);
+  td_status kq_st = TD_OK;
   if (ce != cudaSuccess || diag.failed || ce_st != TD_OK) {
     td__cuda_ce_release(cx); /* nothing may stay queued on a wait that no kernel will satisfy */
-  } else if (cx->ce_enabled && cx->nce > 0) {
-    ce = cudaStreamSynchronize(cx->ce_stream);
+    td__cuda_kq_release(cx);
+  } else {
+    if (cx->ce_enabled && cx->nce > 0)
+      ce = cudaStreamSynchronize(cx->ce_stream);
+    if (ce == cudaSuccess)
+      kq_st = td__cuda_kq_sync(cx);
   }
   if (ce != cudaSuccess)
     return td__cuda_fail(e, "the persistent kernel", ce);
   if (ce_st != TD_OK)
     return ce_st;
+  if (kq_st != TD_OK)
+    return kq_st;
+  /* The queue's finish kernels wrote trace ends after the copy above: read again. */
+  if (e->opts.trace && cx->kq_enabled) {
+    ce = cudaMemcpy(cx->h_trace, (void *)(uintptr_t)cx->plan.trace, s->ntasks * sizeof(td_dev_trace),
+                    cudaMemcpyDeviceToHost);
+    if (ce != cudaSuccess)
+      return td__cuda_fail(e, "cudaMemcpy (trace)", ce);
+    td__cuda_kq_trace(cx);
+  }
   td_status st = TD_OK;
   if (e->opts.trace)
     st = td__collect_trace(cx, t0, t1);

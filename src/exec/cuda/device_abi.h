@@ -30,6 +30,11 @@ typedef struct td_dev_view {
 /* td_dev_task.worker of a copy-engine task the host queue runs: the kernel
  * only waits for its inputs, hands it to the copy engine and raises after. */
 #define TD_DEV_WORKER_CE_PROXY 3
+/* td_dev_task.worker of a task the host's kernel queue runs (kernel_queue.c):
+ * the kernel only waits for its inputs and publishes ce_go[t] = epoch; the
+ * queue's stream launches the task's kernel and then td_kq_finish_kernel,
+ * which raises its signals and marks it done. No block waits for it. */
+#define TD_DEV_WORKER_KQ_PROXY 4
 
 typedef struct td_dev_task {
   int kind;   /* td_task_kind */
@@ -87,7 +92,7 @@ typedef struct td_dev_plan {
   td_dev_u64 done;                        /* td_dev_u64[ntasks]: epoch in which each task finished */
   td_dev_u64 diag;                        /* td_dev_diag* */
   td_dev_u64 trace;                       /* td_dev_trace*[ntasks] or 0 */
-  td_dev_u64 ce_go;                       /* td_dev_u64[ntasks]: epoch a CE proxy's inputs are ready */
+  td_dev_u64 ce_go;                       /* td_dev_u64[ntasks]: epoch a CE or KQ proxy's inputs are ready */
   td_dev_u64 ce_done;                     /* td_dev_u64[ntasks]: epoch the copy engine finished it */
   td_dev_u64 epoch;                       /* this launch: 1, 2, ... */
   td_dev_u64 timeout_ns;                  /* deadline of each wait */

@@ -20,6 +20,15 @@
  * ce_done[t] = epoch, and thread 0 waits for that before raising. No SM moves
  * the data.
  *
+ * Kernel-queue tasks (TD_DEV_WORKER_KQ_PROXY, kernel_queue.c) are handed off
+ * the same way but not waited for: thread 0 publishes ce_go[t] = epoch and the
+ * block pulls its next task at once. The host queue's stream launches the
+ * task's kernel (the Hopper GEMM, or td_kq_tile_kernel over a grid of
+ * sub-tiles) and then td_kq_finish_kernel, which raises the task's signals
+ * and marks it done, so dependents wait on it exactly as on a tile. Built
+ * with TD_EXEC_QUEUE (every task runs on a queue), this kernel holds no tile
+ * code at all: it is small, and its few blocks only orchestrate.
+ *
  * A wait that passes its deadline records a diagnostic (task, dependency or
  * signal, expected and observed values) and sets diag->failed; every other
  * waiting block sees the flag and leaves, so a stuck schedule ends within one
@@ -188,14 +197,24 @@ extern "C" __global__ void __launch_bounds__(TD_THREADS) td_exec_kernel(const td
           trace[s_task].start = td_globaltimer();
         if (s_go && tasks[s_task].worker == TD_DEV_WORKER_CE_PROXY)
           s_go = td_task_copy_engine(p, s_task) ? 1 : 0;
+        if (s_go && tasks[s_task].worker == TD_DEV_WORKER_KQ_PROXY) {
+          td_st_release_sys((td_dev_u64 *)p.ce_go + s_task, p.epoch);
+          s_go = 2; /* handed off: the queue raises and marks it done */
+        }
       }
     }
     __syncthreads();
     if (!s_go)
       break;
+    if (s_go == 2) {
+      __syncthreads(); /* as at the end of an iteration: s_task/s_go are rewritten next */
+      continue;
+    }
     const unsigned int ti = s_task;
     const td_dev_task t = tasks[ti];
+#ifndef TD_EXEC_QUEUE
     td_run_tile(t);
+#endif
     __syncthreads(); /* every thread's tile writes happen before thread 0's release */
     if (threadIdx.x == 0) {
       __threadfence_system();
@@ -219,4 +238,74 @@ extern "C" __global__ void __launch_bounds__(TD_THREADS) td_exec_kernel(const td
  * test a tile without the persistent loop. */
 extern "C" __global__ void __launch_bounds__(TD_THREADS) td_tile_grid_kernel(const td_dev_task *tasks) {
   td_run_tile(tasks[blockIdx.x]);
+}
+
+/* Kernel queue: one task of the schedule over a grid of sub-tiles, block b
+ * taking sub-tile (b / ncols, b % ncols) of sub_rows x sub_cols output
+ * elements. Each block narrows the views to its part (the rows of A and the
+ * columns of B a GEMM sub-tile needs; the same window of every operand of an
+ * element-wise, copy or reduce task; whole rows of an RMS norm, whose weight
+ * row is shared) and runs the ordinary tile on it. No waits: the queue's
+ * stream starts it only after the persistent kernel published ce_go. */
+__device__ __forceinline__ void td_kq_narrow(td_dev_view &v, td_dev_i64 r0, td_dev_i64 c0, td_dev_i64 rows,
+                                             td_dev_i64 cols) {
+  v.ptr = (td_dev_u64)td_elem(v, r0, c0);
+  v.rows = rows;
+  v.cols = cols;
+}
+
+extern "C" __global__ void __launch_bounds__(TD_THREADS)
+    td_kq_tile_kernel(const td_dev_task *tasks, unsigned int ti, long long sub_rows, long long sub_cols) {
+  td_dev_task t = tasks[ti];
+  const td_dev_i64 ncols = (t.c.cols + sub_cols - 1) / sub_cols;
+  const td_dev_i64 r0 = (td_dev_i64)(blockIdx.x / ncols) * sub_rows, c0 = (td_dev_i64)(blockIdx.x % ncols) * sub_cols;
+  if (r0 >= t.c.rows || c0 >= t.c.cols)
+    return;
+  const td_dev_i64 rows = t.c.rows - r0 < sub_rows ? t.c.rows - r0 : sub_rows;
+  const td_dev_i64 cols = t.c.cols - c0 < sub_cols ? t.c.cols - c0 : sub_cols;
+  switch (t.kind) {
+  case 1: /* GEMM: op(a) rows r0.., op(b) cols c0.., all of K */
+    if (t.op & 1u)
+      td_kq_narrow(t.a, 0, r0, t.a.rows, rows);
+    else
+      td_kq_narrow(t.a, r0, 0, rows, t.a.cols);
+    if (t.op & 2u)
+      td_kq_narrow(t.b, c0, 0, cols, t.b.cols);
+    else
+      td_kq_narrow(t.b, 0, c0, t.b.rows, cols);
+    break;
+  case 5: /* RMSNORM: whole rows (sub_cols covers them); b is the shared weight row */
+    td_kq_narrow(t.a, r0, 0, rows, t.a.cols);
+    break;
+  default: /* COPY, REDUCE, EWISE: the same window of every operand */
+    td_kq_narrow(t.a, r0, c0, rows, cols);
+    if (t.kind == 4 && (t.op == 0u || t.op == 1u)) /* binary add/mul */
+      td_kq_narrow(t.b, r0, c0, rows, cols);
+    break;
+  }
+  td_kq_narrow(t.c, r0, c0, rows, cols);
+  t.worker = 0;
+  td_run_tile(t);
+}
+
+/* Kernel queue: after task ti's kernel on the same stream, make its writes
+ * visible system-wide, raise its signals and mark it done (stream order puts
+ * this after every block of that kernel). One thread. */
+extern "C" __global__ void td_kq_finish_kernel(const td_dev_plan p, unsigned int ti) {
+  if (threadIdx.x != 0)
+    return;
+  const td_dev_task *tasks = (const td_dev_task *)p.tasks;
+  const td_dev_raise *raises = (const td_dev_raise *)p.raises;
+  const unsigned int first = tasks[ti].raise_first, count = tasks[ti].raise_count;
+  __threadfence_system();
+  for (unsigned int k = 0; k < count; k++) {
+    const td_dev_raise r = raises[first + k];
+    td_red_add_release_sys((td_dev_u64 *)r.sig, r.value);
+  }
+  td_st_release_gpu((td_dev_u64 *)p.done + ti, p.epoch);
+  if (p.trace) {
+    td_dev_trace *trace = (td_dev_trace *)p.trace;
+    trace[ti].end = td_globaltimer();
+    trace[ti].block = 0xffffffffu; /* the kernel queue, not a persistent block */
+  }
 }

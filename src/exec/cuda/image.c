@@ -62,7 +62,9 @@ td_status td__cuda_image_tasks(td__cuda_exec *cx, td_dev_wait *waits, td_dev_rai
     td_dev_task *d = &cx->h_tasks[i];
     memset(d, 0, sizeof *d);
     d->kind = (int)t->kind;
-    d->worker = td__cuda_ce_eligible(cx, t) ? TD_DEV_WORKER_CE_PROXY : (int)t->worker;
+    d->worker = td__cuda_ce_eligible(cx, t) ? TD_DEV_WORKER_CE_PROXY
+                : cx->kq_enabled              ? TD_DEV_WORKER_KQ_PROXY
+                                              : (int)t->worker;
     d->op = t->op;
     d->alpha = t->alpha;
     d->dep_first = t->dep_first;

@@ -137,6 +137,14 @@ typedef struct td_gemm_problem {
 td_status td__gemm_cuda_run(const td_gemm_problem *problem, const td_gemm_config *config,
                             unsigned hooks_flags, const td_gemm_hooks *hooks, void *stream);
 
+/** td__gemm_cuda_run without hooks, its persistent grid sized for at most
+ * `sms` multiprocessors (0 = all): for a GEMM that shares the GPU with
+ * kernels that hold some SMs (the CUDA executor's persistent blocks), so no
+ * block of it waits for a second wave. Errors: those of td__gemm_cuda_run,
+ * TD_ERR_INVALID_ARG for sms < 0. Thread-safe. */
+td_status td__gemm_cuda_run_sms(const td_gemm_problem *problem, const td_gemm_config *config, int sms,
+                                void *stream);
+
 /** Workspace bytes a problem needs under `config` (0 unless split_k > 1). */
 size_t td__gemm_cuda_workspace_size(const td_gemm_problem *problem, const td_gemm_config *config);
 

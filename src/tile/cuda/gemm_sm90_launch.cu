@@ -249,8 +249,10 @@ extern "C" size_t td__gemm_cuda_workspace_size(const td_gemm_problem *p, const t
   return 0; /* split-K is not compiled into this build yet */
 }
 
-extern "C" td_status td__gemm_cuda_run(const td_gemm_problem *p, const td_gemm_config *cfg,
-                                       unsigned flags, const td_gemm_hooks *hooks, void *stream) {
+/* td__gemm_cuda_run with the persistent grid sized for at most `sm_cap`
+ * multiprocessors (0 = all of them). */
+static td_status td__run(const td_gemm_problem *p, const td_gemm_config *cfg, unsigned flags,
+                         const td_gemm_hooks *hooks, void *stream, int sm_cap) {
   TD_CHECK(td__check(p, cfg, flags, hooks));
   if (cfg->split_k > 1)
     return td__error(TD_ERR_UNSUPPORTED,
@@ -270,6 +272,8 @@ extern "C" td_status td__gemm_cuda_run(const td_gemm_problem *p, const td_gemm_c
                      list[0] ? list : "none");
   }
   int major = 0, sms = td__sm_count(&major);
+  if (sm_cap > 0 && sm_cap < sms)
+    sms = sm_cap;
   if (major * 10 < arch || (arch == 90 && major != 9))
     return td__error(TD_ERR_UNSUPPORTED,
                      "gemm: the sm_%d kernels need a GPU of compute capability %d.x; this one is %d.x",
@@ -377,6 +381,18 @@ extern "C" td_gemm_config td__gemm_cuda_default_config(td_gemm_arch arch, int m,
     c.stages = 5;
   }
   return c;
+}
+
+extern "C" td_status td__gemm_cuda_run(const td_gemm_problem *p, const td_gemm_config *cfg,
+                                       unsigned flags, const td_gemm_hooks *hooks, void *stream) {
+  return td__run(p, cfg, flags, hooks, stream, 0);
+}
+
+extern "C" td_status td__gemm_cuda_run_sms(const td_gemm_problem *p, const td_gemm_config *cfg, int sms,
+                                           void *stream) {
+  if (sms < 0)
+    return td__error(TD_ERR_INVALID_ARG, "gemm: sms=%d is negative; 0 (all) or a count is allowed", sms);
+  return td__run(p, cfg, 0, NULL, stream, sms);
 }
 
 extern "C" td_status td__gemm_cuda_check_diag(const td__gemm_u64 *diag) {
