@@ -71,6 +71,10 @@ enum {
    * without a version change: the text form is unchanged and a reader that
    * predates the flag refuses it in td_plan_validate. */
   TD_GEMM_QUEUE = 8,
+  /* Epilogue: c = gelu(result), TD_EW_GELU's tanh form, before the one rounding
+   * into c's dtype (the cpu compiler fuses matmul -> gelu into it). cpu
+   * backend only: td_exec_create refuses it on cuda. */
+  TD_GEMM_GELU = 16,
 };
 /** First bit of a TD_GEMM_QUEUE task's packed tile configuration in td_task.op. */
 #define TD_GEMM_CFG_SHIFT 8

@@ -166,6 +166,9 @@ int td__whole(const td__lower *L, td_value v);
 uint32_t td__visit_order(td__lower *L, td_value v, int rank, int64_t *pairs, uint32_t max);
 
 /* pattern files */
+/** cpu: the gelu value whose GEMM epilogue matmul v's tiles compute (lower_matmul.c),
+ * or -1. Such a v has no buffer of its own; the gelu value has nothing to lower. */
+td_value td__fused_gelu(const td__lower *L, td_value v);
 td_status td__lower_matmul(td__lower *L, td_value v);
 td_status td__lower_all_gather(td__lower *L, td_value v);
 td_status td__lower_reduce_scatter(td__lower *L, td_value v);

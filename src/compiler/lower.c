@@ -277,6 +277,10 @@ int td__whole(const td__lower *L, td_value v) {
 static void td__make_buffers(td__lower *L) {
   for (td_value v = 0; v < L->p->nvals; v++) {
     const td__val *V = &L->p->vals[v];
+    if (td__fused_gelu(L, v) >= 0) { /* its tiles write the gelu value's buffer */
+      L->buf[v] = -1;
+      continue;
+    }
     int64_t R, C;
     td__val_shape(L->p, v, &R, &C);
     if (td__sharded(L->p, v, 0))

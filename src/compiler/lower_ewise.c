@@ -25,6 +25,8 @@ static void td__operand_offset(const td__lower *L, td_value v, td_value u, int r
 td_status td__lower_ewise(td__lower *L, td_value v) {
   const td__val *V = &L->p->vals[v];
   td_value a = V->in[0], b = V->in[1];
+  if (V->op == TD_OP_GELU && td__fused_gelu(L, a) == v)
+    return L->st; /* computed by the matmul's GEMM epilogue (lower_matmul.c) */
   int whole_a = td__whole(L, a), whole_b = b >= 0 ? (V->op == TD_OP_RMSNORM || td__whole(L, b)) : 0;
   char lab[40];
   td__val_label(L->p, v, lab, sizeof lab);

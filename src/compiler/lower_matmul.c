@@ -9,7 +9,9 @@
  *    are produced by destination rank starting at rank+1 (own rows last), so
  *    partial sums leave for their owners while later tiles still compute.
  * Tiles are tile_rows x tile_cols of the rank's local output; K is whole
- * (the contraction is local, or split across ranks for a partial result). */
+ * (the contraction is local, or split across ranks for a partial result).
+ * On cpu a gelu that is the matmul's only reader runs as the tiles'
+ * epilogue (td__fused_gelu). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +38,55 @@ static td_value td__rs_consumer(const td__lower *L, td_value v) {
   if (uses != 1 || found < 0 || td__fallback(L, found) || !L->o.overlap)
     return -1;
   return found;
+}
+
+/* cpu: matmul -> gelu with the matmul read by nothing else becomes GEMM tiles
+ * with the GELU epilogue (TD_GEMM_GELU) writing the gelu value's buffer: one
+ * pass over the tile while it is in cache instead of a store, a reload and a
+ * second store, and one task per tile instead of two. Both plans get it (the
+ * sequential baseline keeps the same tiles). Not for outputs (the matmul's
+ * own values must then exist) nor on cuda (its tiles have no epilogue). */
+td_value td__fused_gelu(const td__lower *L, td_value v) {
+  const td__val *V = &L->p->vals[v];
+  if (L->o.backend_cuda || V->op != TD_OP_MATMUL || V->is_output || V->layout.kind == TD_LAYOUT_PARTIAL)
+    return -1;
+  td_value found = -1;
+  for (td_value u = v + 1; u < L->p->nvals; u++) {
+    const td__val *U = &L->p->vals[u];
+    if (U->in[0] != v && U->in[1] != v)
+      continue;
+    if (found >= 0 || U->op != TD_OP_GELU || U->is_output || U->dtype != V->dtype ||
+        U->layout.kind != V->layout.kind || U->layout.dim != V->layout.dim)
+      return -1;
+    found = u;
+  }
+  return found;
+}
+
+/* Merges neighbours in the list that are contiguous in rows into one block of
+ * at most `cap` rows, except blocks inside rows [keep0, keep1) (the rank's
+ * own rows: first for AG -> GEMM, last for GEMM -> RS), which stay tiles of
+ * their own so the overlap remains. Fewer, larger GEMM tiles pay off on cpu,
+ * where every OpenBLAS call packs its whole B operand again (docs/perf.md);
+ * the perf model raises tile_rows above a chunk only when communication is
+ * negligible next to the GEMMs (model.c). */
+static uint32_t td__merge_blocks(int64_t *b, uint32_t n, int64_t keep0, int64_t keep1, int64_t cap) {
+  uint32_t out = 0;
+  int prev_kept = 1;
+  for (uint32_t i = 0; i < n; i++) {
+    int64_t r0 = b[2 * i], rows = b[2 * i + 1];
+    int kept = r0 < keep1 && r0 + rows > keep0;
+    if (out > 0 && !prev_kept && !kept && b[2 * (out - 1)] + b[2 * (out - 1) + 1] == r0 &&
+        b[2 * (out - 1) + 1] + rows <= cap) {
+      b[2 * (out - 1) + 1] += rows;
+      continue;
+    }
+    b[2 * out] = r0;
+    b[2 * out + 1] = rows;
+    out++;
+    prev_kept = kept;
+  }
+  return out;
 }
 
 /* Row blocks of the output on `rank`, in production order, as (row0, rows) pairs. */
@@ -69,8 +120,20 @@ static uint32_t td__blocks(td__lower *L, td_value v, int rank, int64_t rows, int
         }
       }
     }
+    size_t oo = 0, ol = 0;
+    if (by_owner)
+      td_chunk_range((size_t)M, L->n, rank, &oo, &ol);
+    n = td__merge_blocks(b, n, (int64_t)oo, (int64_t)(oo + ol), L->tile_rows);
   } else if (!(V->flags & TD_MATMUL_TRANSPOSE_A) && L->o.overlap) {
     n = td__visit_order(L, V->in[0], rank, b, cap);
+    const td__val *A = &L->p->vals[V->in[0]];
+    size_t oo = 0, ol = 0;
+    if (A->op == TD_OP_ALL_GATHER && A->dim == 0)
+      td_chunk_range((size_t)M, L->n, rank, &oo, &ol);
+    else if (n > 0)
+      oo = (size_t)b[0], ol = (size_t)b[1];
+    if (n > 0)
+      n = td__merge_blocks(b, n, (int64_t)oo, (int64_t)(oo + ol), L->tile_rows);
   }
   if (n == 0) {
     b[0] = 0;
@@ -203,9 +266,11 @@ td_status td__lower_matmul(td__lower *L, td_value v) {
   td_value own_src = -1;
   if (A->op == TD_OP_ALL_GATHER && A->dim == 0 && !ta && L->o.overlap)
     own_src = A->in[0];
+  td_value gelu = td__fused_gelu(L, v);
+  int32_t cbuf = gelu >= 0 ? L->buf[gelu] : L->buf[v];
   td__need need = {0};
   char lab[40];
-  td__val_label(p, v, lab, sizeof lab);
+  td__val_label(p, gelu >= 0 ? gelu : v, lab, sizeof lab);
   for (int r = 0; r < L->n && L->st == TD_OK; r++) {
     int64_t orow0, orows, ocol0, ocols;
     td__local_extent(L, v, r, &orow0, &orows, &ocol0, &ocols);
@@ -241,21 +306,21 @@ td_status td__lower_matmul(td__lower *L, td_value v) {
             td__need_rows(L, &need, a, r, i, m, whole_a);
           td__need_rows(L, &need, b_rv, r, 0, INT64_MAX / 4, 1);
           td_task t = {.kind = TD_TASK_GEMM, .worker = TD_WORKER_COMPUTE, .alpha = 1.0f};
-          t.op = (ta ? TD_GEMM_TRANS_A : 0) | (tb ? TD_GEMM_TRANS_B : 0);
+          t.op = (ta ? TD_GEMM_TRANS_A : 0) | (tb ? TD_GEMM_TRANS_B : 0) | (gelu >= 0 ? TD_GEMM_GELU : 0);
           t.a = ta ? td__view(L->buf[a], TD_PEER_SELF, aK0, i, (int64_t)kl, m)
                    : own ? td__view(L->buf[own_src], TD_PEER_SELF, i - (int64_t)own_off, aK0, m, (int64_t)kl)
                          : td__view(L->buf[a], TD_PEER_SELF, i, aK0, m, (int64_t)kl);
           t.b = tb ? td__view(bbuf, TD_PEER_SELF, j, bK0, nn, (int64_t)kl)
                    : td__view(bbuf, TD_PEER_SELF, bK0, j, (int64_t)kl, nn);
-          t.c = td__view(L->buf[v], TD_PEER_SELF, i, j, m, nn);
+          t.c = td__view(cbuf, TD_PEER_SELF, i, j, m, nn);
           if (L->gq.on)
             td__queue_gemm(L, &t);
-          td__label(&t, "mm %.8s r%lld c%lld", lab, (long long)i, (long long)j);
+          td__label(&t, "%s %.8s r%lld c%lld", gelu >= 0 ? "mm+gelu" : "mm", lab, (long long)i, (long long)j);
           uint32_t idx = td__emit(L, r, &t, &need, NULL, 0);
-          td__ready_task(L, v, r, i, m, idx);
+          td__ready_task(L, gelu >= 0 ? gelu : v, r, i, m, idx);
         }
       }
-      td__ready_order(L, v, r, br0, brows);
+      td__ready_order(L, gelu >= 0 ? gelu : v, r, br0, brows);
     }
     free(blocks);
   }

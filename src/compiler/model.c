@@ -185,12 +185,27 @@ void td__model_choose(td__lower *L) {
   if (min_piece < 64.0 * 1024)
     min_piece = 64.0 * 1024;
   int chunks = (int)(part_bytes / min_piece);
+  /* When moving a rank's part costs under 5% of the GEMM work on that part,
+   * cutting it finer can hide almost nothing more, while every extra chunk
+   * costs tasks and smaller GEMM tiles (on cpu each OpenBLAS call repacks its
+   * B operand: 4 calls instead of 1 cost 5-15% more, docs/perf.md). Then one
+   * chunk per rank, and GEMM tiles as large as a worker's share of the
+   * rows: the compiler still starts on the local chunk and merges the rest. */
+  double part_rows = (double)max_rows / n;
+  double comm_s = m->alpha_s + part_bytes / m->beta_bytes_s, gemm_s = 2.0 * part_rows * gemm_nk / m->flops_s;
+  int negligible = !L->o.backend_cuda && part_bytes > 0 && comm_s < 0.05 * gemm_s;
+  if (negligible)
+    chunks = 1;
   L->chunks = L->o.chunks_per_rank ? L->o.chunks_per_rank : (chunks < 1 ? 1 : chunks > 4 ? 4 : chunks);
   /* Tile rows: at least ~20 task overheads of work per GEMM tile, and enough
    * tiles per chunk to keep every compute worker busy. */
   int64_t tr;
   if (L->o.tile_rows) {
     tr = L->o.tile_rows;
+  } else if (negligible) {
+    tr = td__round_up((max_rows + L->compute_workers - 1) / L->compute_workers, 8);
+    if (tr > 4096)
+      tr = 4096;
   } else {
     int64_t per_chunk = (max_rows + (int64_t)n * L->chunks - 1) / ((int64_t)n * L->chunks);
     tr = td__round_up((per_chunk + L->compute_workers - 1) / L->compute_workers, 8);
@@ -225,6 +240,8 @@ double td__model_task_seconds(const td_perf_model *m, const td_plan *plan, const
   case TD_TASK_GEMM: {
     double k = (t->op & TD_GEMM_TRANS_A) ? (double)t->a.rows : (double)t->a.cols;
     s += 2.0 * elems * k / m->flops_s;
+    if (t->op & TD_GEMM_GELU) /* the fused epilogue */
+      s += elems * m->transcendental_s;
     break;
   }
   case TD_TASK_COPY:

@@ -58,6 +58,13 @@ static td_status td__create_args(const td_plan *plan, td_team *team, td_exec **o
   if (!*be)
     return td__error(TD_ERR_UNSUPPORTED, "td_exec_create: backend 'cuda' is not in this build (configure "
                      "with -DTD_WITH_CUDA=ON on a machine with the CUDA toolkit); use the cpu backend");
+  /* The GELU epilogue exists only in the cpu tiles; a cuda GEMM would drop it. */
+  const td_schedule *sched = o->backend == TD_EXEC_CUDA ? td_plan_schedule(plan, td_team_rank(team)) : NULL;
+  for (uint32_t i = 0; sched && i < sched->ntasks; i++)
+    if (sched->tasks[i].kind == TD_TASK_GEMM && (sched->tasks[i].op & TD_GEMM_GELU))
+      return td__error(TD_ERR_UNSUPPORTED, "td_exec_create: rank %d task %u '%s': the GEMM epilogue flag GELU "
+                       "(16) runs only on the cpu backend; on cuda emit a separate gelu element-wise task",
+                       td_team_rank(team), i, sched->tasks[i].label);
   return TD_OK;
 }
 

@@ -96,7 +96,7 @@ static td_status td__need_float(const td_plan *p, int r, uint32_t i, const td_ta
 
 static td_status td__check_gemm(const td_plan *p, int r, uint32_t i, const td_task *t) {
   /* TD_GEMM_QUEUE may carry a packed tile configuration above TD_GEMM_CFG_SHIFT. */
-  const uint32_t known = TD_GEMM_TRANS_A | TD_GEMM_TRANS_B | TD_GEMM_ACCUMULATE | TD_GEMM_QUEUE;
+  const uint32_t known = TD_GEMM_TRANS_A | TD_GEMM_TRANS_B | TD_GEMM_ACCUMULATE | TD_GEMM_QUEUE | TD_GEMM_GELU;
   const uint32_t low = t->op & ((1u << TD_GEMM_CFG_SHIFT) - 1u);
   if ((low & ~known) || ((t->op >> TD_GEMM_CFG_SHIFT) && !(t->op & TD_GEMM_QUEUE)))
     return td__error(TD_ERR_SCHEDULE, TD__TASK_FMT "gemm flags 0x%x have unknown bits; allowed TRANS_A (1), "

@@ -59,7 +59,8 @@ typedef struct td__tile_table {
 
 /** Portable C references of every kind. */
 extern const td__tile_table td__tile_cpu_reference;
-/** The CPU backend's table: the references, GEMM through OpenBLAS. */
+/** The CPU backend's table: the references, GEMM through OpenBLAS, gelu and
+ * copy element-wise tiles vectorised (ewise_fast.c). */
 extern const td__tile_table td__tile_cpu;
 
 /** Makes ctx->scratch hold at least `bytes` (64-byte aligned); contents lost. */
@@ -70,6 +71,7 @@ void td__tile_ctx_free(td_tile_ctx *ctx);
 td_status td__tile_cpu_copy(td_tile_ctx *ctx, const td_tile_args *args);
 td_status td__tile_cpu_reduce(td_tile_ctx *ctx, const td_tile_args *args);
 td_status td__tile_cpu_ewise(td_tile_ctx *ctx, const td_tile_args *args);
+td_status td__tile_cpu_ewise_fast(td_tile_ctx *ctx, const td_tile_args *args);
 td_status td__tile_cpu_rmsnorm(td_tile_ctx *ctx, const td_tile_args *args);
 td_status td__tile_cpu_gemm_ref(td_tile_ctx *ctx, const td_tile_args *args);
 td_status td__tile_cpu_gemm_blas(td_tile_ctx *ctx, const td_tile_args *args);

@@ -11,12 +11,12 @@
  *   scale  c = alpha * a
  *   copy   c = a (converts between f32, f16 and bf16)
  * c may alias a or b exactly (in place): each element is read before it is
- * written. */
+ * written. This is the reference; ewise_fast.c overrides gelu and copy. */
 #include <math.h>
 
 #include "tile/cpu/elem.h"
 
-static float td__gelu_tanh(float x) {
+float td__gelu_tanh(float x) {
   const float k = 0.7978845608028654f; /* sqrt(2 / pi) */
   return 0.5f * x * (1.0f + tanhf(k * (x + 0.044715f * x * x * x)));
 }

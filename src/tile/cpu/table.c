@@ -2,7 +2,8 @@
  * The CPU tile tables (tiles layer, cpu backend) and the per-worker scratch.
  * td__tile_cpu_reference holds the portable C reference of every kind;
  * td__tile_cpu is what the CPU executor runs: the references, with GEMM
- * overridden by OpenBLAS. A new override replaces one entry here and gets a
+ * overridden by OpenBLAS and EWISE by the vectorised gelu/copy of
+ * ewise_fast.c. A new override replaces one entry here and gets a
  * test comparing it with the reference (tests/exec/test_tiles.c). */
 #include <stdlib.h>
 
@@ -25,7 +26,7 @@ const td__tile_table td__tile_cpu = {
            [TD_TASK_GEMM] = td__tile_cpu_gemm_blas,
            [TD_TASK_COPY] = td__tile_cpu_copy,
            [TD_TASK_REDUCE] = td__tile_cpu_reduce,
-           [TD_TASK_EWISE] = td__tile_cpu_ewise,
+           [TD_TASK_EWISE] = td__tile_cpu_ewise_fast,
            [TD_TASK_RMSNORM] = td__tile_cpu_rmsnorm},
 };
 
