@@ -5,6 +5,7 @@
  * falls back to sub-tile grids, so a plan made for another GPU still runs. */
 #include <cuda_runtime_api.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
@@ -15,6 +16,37 @@
 #pragma weak td__gemm_cuda_run_sms
 #pragma weak td__gemm_cuda_default_config
 #pragma weak td__gemm_tune_lookup
+#pragma weak td__gemm_cuda_configs
+
+int td__cuda_gemm_pick_compiled(td_dtype dtype, int b_nk, int m, int n, int k, td__gemm_qcfg *out) {
+  if (!td__gemm_cuda_default_config || !td__gemm_cuda_configs)
+    return -1;
+  const td_gemm_config want = td__gemm_cuda_default_config(TD_GEMM_SM90, m, n, k);
+  td_gemm_config list[64];
+  const int layout = b_nk ? TD_GEMM_B_NK : TD_GEMM_B_KN;
+  int count = td__gemm_cuda_configs(TD_GEMM_SM90, dtype, layout, list, 64);
+  if (count > 64)
+    count = 64;
+  /* The rule of thumb's block shape when it is compiled for this dtype and
+   * layout (the rule does not know the layout; [K,N] needs BN % 64 == 0),
+   * else the nearest compiled one: block shape first, then one CTA per
+   * cluster, then the larger BN, then more stages. */
+  int best = -1;
+  long best_key = 0;
+  for (int i = 0; i < count; i++) {
+    const td_gemm_config *c = &list[i];
+    long dist = labs((long)c->bm - want.bm) + labs((long)c->bn - want.bn);
+    long key = dist * 100000 + (c->cluster != want.cluster) * 10000 + (256 - c->bn) * 10 + (8 - c->stages);
+    if (best < 0 || key < best_key)
+      best = i, best_key = key;
+  }
+  if (best < 0)
+    return -1;
+  const td_gemm_config *c = &list[best];
+  td__gemm_qcfg q = {90, c->bm, c->bn, c->bk, c->stages, c->cluster, c->group_m};
+  *out = q;
+  return 0;
+}
 
 void td__cuda_gemm_target_get(td__cuda_gemm_target *out) {
   memset(out, 0, sizeof *out);
@@ -66,14 +98,12 @@ int td__cuda_gemm_target_config(const td__cuda_gemm_target *t, td_dtype dtype, i
   if (!td__gemm_cuda_default_config)
     return -1;
   td_gemm_config c;
-  int cached = 0;
   if (td__gemm_tune_lookup && t->gpu[0] &&
       td__gemm_tune_lookup(t->gpu, dtype, b_nk ? TD_GEMM_B_NK : TD_GEMM_B_KN, m, n, k, &c) == TD_OK &&
-      c.split_k <= 1)
-    cached = 1;
-  else
-    c = td__gemm_cuda_default_config(TD_GEMM_SM90, m, n, k);
-  td__gemm_qcfg q = {c.arch == TD_GEMM_SM80 ? 80 : 90, c.bm, c.bn, c.bk, c.stages, c.cluster, c.group_m};
-  *out = q;
-  return cached;
+      c.split_k <= 1) {
+    td__gemm_qcfg q = {c.arch == TD_GEMM_SM80 ? 80 : 90, c.bm, c.bn, c.bk, c.stages, c.cluster, c.group_m};
+    *out = q;
+    return 1;
+  }
+  return td__cuda_gemm_pick_compiled(dtype, b_nk, m, n, k, out);
 }

@@ -28,9 +28,15 @@ void td__cuda_gemm_target_get(td__cuda_gemm_target *out);
 
 /** The tile configuration of an m x n x k queue GEMM of dtype with B stored
  * [N,K] (b_nk) or [K,N]: the tuning cache's entry for (target GPU, dtype,
- * layout, shape class) when there is one (returns 1), else the Hopper GEMM's
- * default rule (returns 0); -1 when neither is available (not linked). */
+ * layout, shape class) when there is one (returns 1), else
+ * td__cuda_gemm_pick_compiled's (returns 0); -1 when neither is available. */
 int td__cuda_gemm_target_config(const td__cuda_gemm_target *t, td_dtype dtype, int b_nk, int m, int n, int k,
                                 td__gemm_qcfg *out);
+
+/** The Hopper GEMM's default rule (td__gemm_cuda_default_config) mapped onto
+ * a configuration compiled into this build for (dtype, layout): the rule's
+ * own when compiled, else the nearest block shape. Returns 0, or -1 when the
+ * Hopper GEMM is not linked or nothing is compiled for (dtype, layout). */
+int td__cuda_gemm_pick_compiled(td_dtype dtype, int b_nk, int m, int n, int k, td__gemm_qcfg *out);
 
 #endif

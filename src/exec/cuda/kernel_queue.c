@@ -28,12 +28,12 @@
 
 #include "core/error.h"
 #include "exec/cuda/cuda_exec.h"
+#include "exec/cuda/gemm_target.h"
 #include "exec/gemm_queue_cfg.h"
 #include "tdist/config.h"
 #include "tile/cuda/gemm.h"
 
 #pragma weak td__gemm_cuda_run_sms
-#pragma weak td__gemm_cuda_default_config
 
 typedef CUresult (*td__wait64_fn)(CUstream, CUdeviceptr, cuuint64_t, unsigned int);
 typedef CUresult (*td__attr_fn)(int *, CUdevice_attribute, CUdevice);
@@ -94,7 +94,7 @@ static int td__aligned16(td_dev_u64 p) { return p % 16 == 0; }
 /* The Hopper GEMM problem and configuration for task d, or 0 when it does not apply. */
 static int td__hopper_fits(const td__cuda_exec *cx, const td_dev_task *d, td_gemm_problem *pr,
                            td_gemm_config *cfg) {
-  if (!td__gemm_cuda_run_sms || !td__gemm_cuda_default_config || cx->sm / 10 != 9)
+  if (!td__gemm_cuda_run_sms || cx->sm / 10 != 9)
     return 0;
   if (d->kind != TD_TASK_GEMM || !(d->op & TD_GEMM_QUEUE) || (d->op & (TD_GEMM_TRANS_A | TD_GEMM_ACCUMULATE)) ||
       d->alpha != 1.0f)
@@ -118,13 +118,12 @@ static int td__hopper_fits(const td__cuda_exec *cx, const td_dev_task *d, td_gem
   pr->b = (const void *)(uintptr_t)b->ptr;
   pr->c = (void *)(uintptr_t)c->ptr;
   td__gemm_qcfg q;
-  if (td__gemm_qcfg_unpack(d->op, &q) == 1) {
-    td_gemm_config g = {q.arch == 80 ? TD_GEMM_SM80 : TD_GEMM_SM90, q.bm, q.bn, q.bk, q.stages, q.cluster,
-                        q.group_m, 1};
-    *cfg = g;
-  } else {
-    *cfg = td__gemm_cuda_default_config(TD_GEMM_SM90, pr->m, pr->n, pr->k);
-  }
+  if (td__gemm_qcfg_unpack(d->op, &q) != 1 &&
+      td__cuda_gemm_pick_compiled(pr->dtype, nk, pr->m, pr->n, pr->k, &q) != 0)
+    return 0;
+  td_gemm_config g = {q.arch == 80 ? TD_GEMM_SM80 : TD_GEMM_SM90, q.bm, q.bn, q.bk, q.stages, q.cluster,
+                      q.group_m, 1};
+  *cfg = g;
   return 1;
 }
 
