@@ -8,16 +8,20 @@
  * GPU, so the symmetric buffers are plain cudaMalloc memory whose addresses
  * the ranks swap with td_all_gather at creation.
  *
- *  ag_gemm  rank r puts its A rows into every peer's gather buffer (at their
- *           global rows; r-1 first, then r-2, ...) with cudaMemcpyAsync on a
- *           high-priority stream, recording an event after each put. After a
- *           host barrier, rank p runs the GEMM straight into C in a few
- *           launches (f->ag_blocks): 3 by default -- its own rows from A at
- *           once, then the contiguous rows of ranks p+1..n-1 once their puts'
- *           events completed, then those of ranks 0..p-1 -- so the first GEMM
- *           overlaps the puts while each launch stays large enough to fill
- *           the GPU; 1 (every row, after every put) or n (one per source rank)
- *           on request (TD_OPS_FUSED_AG_GEMMS).
+ *  ag_gemm  pull: after a host barrier (every rank's A of this call is
+ *           published and ready), rank r copies the peers' A rows straight
+ *           from their buffers into its own gather buffer with
+ *           cudaMemcpyAsync on a high-priority stream (r+1 first, then r+2,
+ *           ...), recording an event after each run of contiguous rows, and
+ *           runs the GEMM straight into C in f->ag_blocks launches: 3 for
+ *           larger parts -- its own rows from A at once (overlapping the
+ *           copies), then rows r+1..n-1, then rows 0..r-1, each behind its
+ *           run's event -- or 1 over every row after every copy for small
+ *           parts (TD_OPS_FUSED_AG_GEMMS forces 1, 3 or one per rank). Every
+ *           wait is on this rank's own streams; a closing barrier keeps a
+ *           rank's A alive until no peer reads it. (Pushing rows into the
+ *           peers' buffers instead made every GEMM wait for every peer's copy
+ *           stream: 0.86-0.92x of the baseline at rev 3885ddd.)
  *  gemm_rs  every rank computes its full partial A_r * B_r into its own
  *           symmetric buffer and records "gemm done"; after a host barrier it
  *           waits (stream waits on the peers' events) for every rank's, then
@@ -156,10 +160,12 @@ static void td__f_free(td__tp_fused *f) {
 }
 
 /* Relative throughput of one tile shape on the H200 (docs/perf.md, "GEMM
- * tiles"): wider tiles reuse A more; clusters of 2 share B by multicast. */
+ * tiles"): wider tiles reuse A more. Clusters of 2 (B shared by multicast)
+ * gained nothing measurable with 8 ranks sharing the GPU and lose half a
+ * cluster on launches of one tile row (ag_gemm's own rows at M = 1024), so
+ * they only win a tie they are listed first in. */
 static double td__f_tile_eff(const td_gemm_config *c) {
-  double e = c->bn >= 256 ? 1.0 : c->bn >= 192 ? 0.96 : c->bn >= 128 ? 0.90 : 0.75;
-  return c->cluster == 2 ? e * 1.02 : e;
+  return c->bn >= 256 ? 1.0 : c->bn >= 192 ? 0.96 : c->bn >= 128 ? 0.90 : 0.75;
 }
 
 /* The GEMM configuration of an M x N x K problem that `ranks` ranks run at
@@ -215,15 +221,19 @@ static td_status td__f_pick_config(td_tp_op *op, td__tp_fused *f, int m, int n, 
   return TD_OK;
 }
 
-/* GEMM launches per ag_gemm call: TD_OPS_FUSED_AG_GEMMS, else 3 (own rows,
- * then the two contiguous blocks of peers' rows). */
-static td_status td__f_ag_blocks(td__tp_fused *f, int *out) {
+/* GEMM launches per ag_gemm call: TD_OPS_FUSED_AG_GEMMS, else by shape
+ * (H200, 8 ranks, 2026-11-29): one launch over every row while a rank's part
+ * is small (M / ranks < 512: the launches of the split version are too small
+ * to fill their share of the GPU), else 3 (own rows overlap the copies). */
+static td_status td__f_ag_blocks(const td_tp_op *op, td__tp_fused *f, int *out) {
   int64_t v = 0;
   TD_CHECK(td_config_int("TD_OPS_FUSED_AG_GEMMS", &v));
   if (v != 0 && v != 1 && v != 3 && v != 8)
     return td__error(TD_ERR_INVALID_ARG, "fused: TD_OPS_FUSED_AG_GEMMS=%" PRId64 ": use 0 (by shape), 1, 3 or 8",
                      v);
-  *out = v == 0 ? 3 : v == 8 ? f->n : (int)v;
+  if (v == 0)
+    v = op->d.m / f->n < 512 ? 1 : 3;
+  *out = v == 8 ? f->n : (int)v;
   if (*out > f->n)
     *out = f->n;
   return TD_OK;
@@ -253,8 +263,10 @@ static td_status td__f_alloc(td_tp_op *op, td__tp_fused *f) {
   TD_CHECK(td__f_cu(cudaEventCreateWithFlags(&f->ev_rdone, cudaEventDisableTiming), "cudaEventCreate"));
   const size_t m = (size_t)d->m;
   if (d->kind == TD_TP_AG_GEMM) {
-    TD_CHECK(td__f_ag_blocks(f, &f->ag_blocks));
-    TD_CHECK(td__f_pick_config(op, f, (int)d->m, (int)f->nb, (int)d->k, &f->cfg));
+    TD_CHECK(td__f_ag_blocks(op, f, &f->ag_blocks));
+    /* tiles for the launches' rows: all of M, or about one rank's part */
+    int64_t lm = f->ag_blocks == 1 ? d->m : (d->m + f->n - 1) / f->n;
+    TD_CHECK(td__f_pick_config(op, f, (int)lm, (int)f->nb, (int)d->k, &f->cfg));
     /* the gather buffer in global row order; this rank's own rows stay in A */
     TD_CHECK(td__f_cu(cudaMalloc(&f->buf, m * (size_t)d->k * f->esz), "cudaMalloc (gather buffer)"));
   } else if (d->kind != TD_TP_ALL_REDUCE) {
@@ -421,61 +433,59 @@ static td_status td__f_ag(td_tp_op *op, td__tp_fused *f, void *c, const void *a,
   const int64_t K = op->d.k, r = f->r, n = f->n;
   const size_t row_bytes = (size_t)K * f->esz;
   td_status st = TD_OK;
-  /* 1. every rank finished call e-1 (calls end with a host wait on both
-   * streams), so every gather buffer is free */
+  __atomic_store_n(&f->ar_src, a, __ATOMIC_RELEASE);
+  /* 1. every rank's A of call e is published and ready, and its call e-1 is
+   * over (so nobody still reads an older A) */
   TD_CHECK(td__f_sync(op, f));
-  /* 2. producer: the copy engine puts this rank's A rows into every peer's
-   * gather buffer (at their global rows), r-1 first, then r-2, ..., each put
-   * followed by its event. With one GEMM over every row, its own rows go into
-   * its own gather buffer too (first: the GEMM waits for all of them anyway). */
+  /* 2. pull: the copy-engine stream copies the peers' rows straight from
+   * their A into this rank's gather buffer, r+1 first, then r+2, ..., in
+   * runs of contiguous rows (f->ag_blocks), an event after each run. Every
+   * dependency is on this rank's own streams: no peer's progress is waited
+   * for, only its A, which the barrier made ready. With one GEMM over every
+   * row, the own rows are copied too (first). */
+  int64_t lo[TD__MAXR], hi[TD__MAXR];
+  int runs = 0;
   if (f->ag_blocks == 1 && f->rows[r] > 0)
     td__f_keep(&st, td__f_cu(cudaMemcpyAsync((char *)f->buf + (size_t)f->row0[r] * row_bytes, a,
                                              (size_t)f->rows[r] * row_bytes, cudaMemcpyDeviceToDevice, f->ce),
                              "cudaMemcpyAsync (own A rows)"));
   for (int j = 1; j < n; j++) {
-    int p = (int)((r - j + n) % n);
-    if (f->rows[r] > 0)
-      td__f_keep(&st, td__f_cu(cudaMemcpyAsync((char *)f->pbuf[p] + (size_t)f->row0[r] * row_bytes, a,
-                                               (size_t)f->rows[r] * row_bytes, cudaMemcpyDeviceToDevice, f->ce),
-                               "cudaMemcpyAsync (A rows to a peer)"));
-    td__f_keep(&st, td__f_cu(cudaEventRecord(f->ev_put[p], f->ce), "cudaEventRecord"));
+    int q = (int)((r + j) % n);
+    const void *pa = __atomic_load_n(&f->peer[q]->ar_src, __ATOMIC_ACQUIRE);
+    if (f->rows[q] > 0)
+      td__f_keep(&st, td__f_cu(cudaMemcpyAsync((char *)f->buf + (size_t)f->row0[q] * row_bytes, pa,
+                                               (size_t)f->rows[q] * row_bytes, cudaMemcpyDeviceToDevice, f->ce),
+                               "cudaMemcpyAsync (a peer's A rows)"));
+    if (j == 1 || (f->ag_blocks > 3 || q == 0))
+      lo[runs++] = f->row0[q];
+    hi[runs - 1] = f->row0[q] + f->rows[q];
+    int next = (int)((q + 1) % n);
+    if (j == n - 1 || f->ag_blocks > 3 || next == 0) /* the run ends: its rows are in */
+      td__f_keep(&st, td__f_cu(cudaEventRecord(f->ev_put[runs - 1], f->ce), "cudaEventRecord"));
   }
   td__f_keep(&st, td__f_cu(cudaEventRecord(f->ce_done, f->ce), "cudaEventRecord"));
-  /* 3. every put of call e is enqueued (and its event recorded) everywhere */
-  TD_CHECK(td__f_sync(op, f));
-  /* 4. consumer: the GEMM in f->ag_blocks launches over source ranks in the
-   * order their puts were issued (own, r+1, ..., n-1, 0, ..., r-1); a launch
-   * covers a run of sources with contiguous rows and starts once their puts'
-   * events completed, so no kernel ever waits on a signal while holding SMs. */
+  /* 3. the GEMM into C: one launch over every row once all are in, or the
+   * own rows from A at once (overlapping the copies) and then each run as
+   * its event completes */
   td_status gst = TD_OK;
   if (f->ag_blocks == 1) {
-    for (int q = 0; q < n; q++)
-      if (q != r)
-        td__f_keep(&st, td__f_cu(cudaStreamWaitEvent(f->s, f->peer[q]->ev_put[r], 0), "cudaStreamWaitEvent"));
     td__f_keep(&st, td__f_cu(cudaStreamWaitEvent(f->s, f->ce_done, 0), "cudaStreamWaitEvent"));
     gst = td__f_ag_gemm(op, f, c, f->buf, b, 0, op->d.m);
   } else {
     gst = td__f_ag_gemm(op, f, c, a, b, f->row0[r], f->rows[r]);
-    int64_t lo = -1, hi = -1; /* the pending run of gathered rows */
-    for (int j = 1; j < n; j++) {
-      int q = (int)((r + j) % n);
-      td__f_keep(&st, td__f_cu(cudaStreamWaitEvent(f->s, f->peer[q]->ev_put[r], 0), "cudaStreamWaitEvent"));
-      if (lo < 0)
-        lo = f->row0[q];
-      hi = f->row0[q] + f->rows[q];
-      int next = (int)((r + j + 1) % n);
-      int last = j == n - 1 || f->ag_blocks > 3 || next == 0;
-      if (last && gst == TD_OK)
-        gst = td__f_ag_gemm(op, f, c, (const char *)f->buf + (size_t)lo * row_bytes, b, lo, hi - lo);
-      if (last)
-        lo = -1;
+    for (int i = 0; i < runs; i++) {
+      td__f_keep(&st, td__f_cu(cudaStreamWaitEvent(f->s, f->ev_put[i], 0), "cudaStreamWaitEvent"));
+      if (gst == TD_OK)
+        gst = td__f_ag_gemm(op, f, c, (const char *)f->buf + (size_t)lo[i] * row_bytes, b, lo[i], hi[i] - lo[i]);
     }
   }
   /* finish the call even when a launch failed, so the peers are not left waiting */
   td__f_keep(&st, td__f_cu(cudaStreamWaitEvent(f->s, f->ce_done, 0), "cudaStreamWaitEvent"));
   td__f_keep(&st, td__f_setv(f->s, f->ctl + TD__CTL_FIN, e));
   td_status fin = td__f_finish(op, f);
-  return gst != TD_OK ? gst : st != TD_OK ? st : fin;
+  /* 4. nobody reads this rank's A any more (its caller may overwrite it) */
+  td_status done = td__f_sync(op, f);
+  return gst != TD_OK ? gst : st != TD_OK ? st : fin != TD_OK ? fin : done;
 }
 
 static td_status td__f_rs_ar(td_tp_op *op, td__tp_fused *f, void *c, const void *a, const void *b, uint64_t e) {

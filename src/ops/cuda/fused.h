@@ -28,7 +28,7 @@ struct td__tp_fused {
   size_t esz;
   cudaStream_t s, ce;
   cudaEvent_t ce_done;
-  cudaEvent_t ev_put[TD__MAXR];   /* ag: recorded on ce after this rank's rows reached rank p */
+  cudaEvent_t ev_put[TD__MAXR];   /* ag: recorded on ce after run i of the peers' rows was copied in */
   cudaEvent_t ev_gdone, ev_rdone; /* rs/ar: after the partial GEMM; after the reduction */
   void *buf;      /* ag: gather buffer [M,K]; rs/ar: partial [M,N] */
   void *red;      /* gemm_ar two-shot: reduced rows [M,N] */
@@ -39,7 +39,7 @@ struct td__tp_fused {
   int64_t nb;
   td_gemm_config cfg; /* the GEMM tile configuration of this shape (td__f_pick_config) */
   uint64_t epoch;
-  /* all-reduce: this call's operands, read by peers after the first barrier */
+  /* this call's operands, read by peers after the first barrier: all-reduce src and dst; ag_gemm A (ar_src) */
   const void *ar_src;
   void *ar_dst;
   int64_t ar_off[TD__MAXR + 1]; /* two-shot: part p is [ar_off[p], ar_off[p+1]) */
