@@ -12,7 +12,7 @@ export TD_SOURCE_DIR=$PWD TD_GIT_REV=$(cat "$BIN/REVISION" 2>/dev/null || echo u
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu --format=csv,noheader
 echo "== test_fused"
-TD_GPU_TEST_FUSED=1 TD_GPU_TEST_FILTER=test_fused timeout 120 "$BIN/ops_gpu_test" > "$OUT/test_fused.log" 2>&1
+TD_GPU_TEST_FILTER='test_fused*' timeout 120 "$BIN/ops_gpu_test" > "$OUT/test_fused.log" 2>&1
 echo "rc=$?"; tail -25 "$OUT/test_fused.log"
 for op in ${TD_OPS:-ag_gemm gemm_rs gemm_ar}; do
   echo "== bench $op"

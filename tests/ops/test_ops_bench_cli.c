@@ -103,6 +103,7 @@ static void test_tiny_runs(void **state) {
   tiny("gemm_rs", "--shape 37x20x16", 4);  /* baseline, auto, sequential, sm */
   tiny("gemm_ar", "--shape 11x20x16", 5);  /* baseline, auto, sequential, one_shot, two_shot */
   tiny("all_reduce", "--sizes 4K,1000", 4); /* baseline, auto, one_shot, two_shot */
+  tiny("gemm_rs", "--shape 37x20x16 --variants none", 2); /* baseline and auto only */
 }
 
 int main(void) {
