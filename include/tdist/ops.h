@@ -145,7 +145,9 @@ td_status td_gemm_rs_create(td_team *team, int64_t m, int64_t n, int64_t k, td_d
 td_status td_gemm_ar_create(td_team *team, int64_t m, int64_t n, int64_t k, td_dtype dtype,
                             const td_tp_opts *opts, td_tp_op **out);
 /** dst = sum over ranks of src, `count` elements (decode-size messages,
- * 8 KiB - 64 MiB and beyond): one-shot or two-shot from the perf model. */
+ * 8 KiB - 64 MiB and beyond): one-shot or two-shot from the perf model; on
+ * cuda with every rank a thread of this process sharing one GPU, AUTO runs
+ * the fused variant (reduction kernels reading the peers' buffers). */
 td_status td_ll_all_reduce_create(td_team *team, size_t count, td_dtype dtype,
                                   const td_tp_opts *opts, td_tp_op **out);
 
