@@ -34,6 +34,7 @@
 #include "tile/cuda/gemm.h"
 
 #pragma weak td__gemm_cuda_run_sms
+#pragma weak td__gemm_cuda_grid
 
 typedef CUresult (*td__wait64_fn)(CUstream, CUdeviceptr, cuuint64_t, unsigned int);
 typedef CUresult (*td__attr_fn)(int *, CUdevice_attribute, CUdevice);
@@ -64,6 +65,46 @@ td_status td__cuda_kq_decide(td__cuda_exec *cx) {
   return TD_OK;
 }
 
+/* Loads every kernel the queue may launch into the context now. Under CUDA's
+ * lazy loading (the default since 12.x) a kernel's first launch loads its
+ * module, and that load waits for the running kernels, among them the
+ * persistent kernel, which waits for this kernel's done word: a deadlock
+ * that only the deadline ends. So each Hopper GEMM configuration the plan
+ * names (td__gemm_cuda_grid prepares it: cudaFuncSetAttribute loads it) and
+ * the queue's JIT kernels are loaded here, before any launch. */
+static void td__preload(td__cuda_exec *cx) {
+  const td_exec *e = cx->exec;
+  const td_schedule *s = e->sched;
+  struct cudaFuncAttributes fa;
+  int occ = 0;
+  cudaFuncGetAttributes(&fa, (const void *)cx->kq_tile_kernel);
+  cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, (const void *)cx->kq_tile_kernel, cx->spec.threads, 0);
+  cudaFuncGetAttributes(&fa, (const void *)cx->kq_finish_kernel);
+  cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, (const void *)cx->kq_finish_kernel, 32, 0);
+  for (uint32_t i = 0; td__gemm_cuda_grid && cx->sm / 10 == 9 && i < s->ntasks; i++) {
+    const td_task *t = &s->tasks[i];
+    if (t->kind != TD_TASK_GEMM || !(t->op & TD_GEMM_QUEUE) || t->c.buf < 0 || t->a.buf < 0)
+      continue;
+    const td_buffer_desc *c = td_plan_buffer(e->plan, t->c.buf);
+    if (c->dtype != TD_BF16 && c->dtype != TD_F16)
+      continue;
+    const int nk = (t->op & TD_GEMM_TRANS_B) != 0;
+    td_gemm_problem pr;
+    memset(&pr, 0, sizeof pr);
+    pr.m = (int)t->c.rows, pr.n = (int)t->c.cols, pr.k = (int)t->a.cols;
+    pr.dtype = c->dtype;
+    pr.b_layout = nk ? TD_GEMM_B_NK : TD_GEMM_B_KN;
+    td__gemm_qcfg q;
+    if (pr.m < 1 || pr.n < 1 || pr.k < 1 ||
+        (td__gemm_qcfg_unpack(t->op, &q) != 1 && td__cuda_gemm_pick_compiled(c->dtype, nk, pr.m, pr.n, pr.k, &q)))
+      continue;
+    td_gemm_config g = {q.arch == 80 ? TD_GEMM_SM80 : TD_GEMM_SM90, q.bm, q.bn, q.bk, q.stages, q.cluster,
+                        q.group_m, 1};
+    td__gemm_cuda_grid(&pr, &g);
+  }
+  cudaGetLastError();
+}
+
 td_status td__cuda_kq_setup(td__cuda_exec *cx) {
   td_exec *e = cx->exec;
   const td_schedule *s = e->sched;
@@ -86,6 +127,7 @@ td_status td__cuda_kq_setup(td__cuda_exec *cx) {
     const int role = s->tasks[i].worker == TD_WORKER_COMPUTE ? 0 : 1;
     cx->kq_tasks[role][cx->nkq[role]++] = i;
   }
+  td__preload(cx);
   return TD_OK;
 }
 
