@@ -14,6 +14,8 @@ OUT=${OUT:-out/execgemm}
 BIN=${TD_GPU_BIN:-.gpubin-execgemm}
 mkdir -p "$OUT"
 export TD_CACHE_DIR=/tmp/tdist-cache-execgemm
+# A hang turns into a deadline error within 10 s (20 s for local dependencies).
+export TD_TIMEOUT_MS=${TD_TIMEOUT_MS:-10000}
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 echo "rev $(cat $BIN/REVISION 2>/dev/null)"; nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu --format=csv,noheader
 S="$OUT/summary.txt"; : > "$S"

@@ -260,6 +260,7 @@ static void test_hopper_gemm_is_used(void **state) {
 }
 
 int main(void) {
+  setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0); /* as the tdist CLI: before any CUDA call */
   int dev = 0, major = 0, minor = 0;
   if (cudaGetDevice(&dev) != cudaSuccess ||
       cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0
  * tdist CLI entry point: finds the subcommand in the table and runs it. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "commands.h"
@@ -25,6 +26,11 @@ static void td__usage(FILE *out) {
 }
 
 int main(int argc, char **argv) {
+  /* Ranks sharing a GPU each use several streams (persistent kernel, copy
+   * engine, kernel queue), some parked in stream waits; with CUDA's default of
+   * 8 hardware queues such streams alias and block each other. Read when the
+   * CUDA context is made, so set before any CUDA call; a user's value wins. */
+  setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
   if (argc < 2) {
     td__usage(stderr);
     return 2;
