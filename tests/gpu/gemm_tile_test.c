@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "gemm_test_util.h"
 
@@ -91,8 +92,30 @@ static void test_sm80_all(void **state) {
   run_arch(TD_GEMM_SM80, TD_F16, TD_GEMM_B_KN);
 }
 
+/* The cuBLAS engine through the same entry point, both layouts and dtypes;
+ * hooks are refused by name (cuBLAS cannot wait or signal per tile). */
+static void test_cublas_engine(void **state) {
+  (void)state;
+  if (gt_gpu_major() < 8)
+    skip();
+  const td_gemm_config cb = {TD_GEMM_CUBLAS, 0, 0, 0, 0, 1, 0, 1};
+  const td_dtype dts[] = {TD_BF16, TD_F16};
+  for (int d = 0; d < 2; d++)
+    for (int layout = 0; layout < 2; layout++)
+      for (int s = 0; s < NSHAPES; s++)
+        run_case(&cb, dts[d], layout, shapes[s][0], (shapes[s][1] + 7) / 8 * 8, shapes[s][2]);
+  td_gemm_hooks h = {0};
+  td_gemm_problem p = {8, 8, 8, TD_BF16, TD_GEMM_B_NK, (void *)16, (void *)16, (void *)16, NULL};
+  assert_int_equal(td__gemm_cuda_run(&p, &cb, TD_GEMM_HOOK_RAISE, &h, NULL), TD_ERR_UNSUPPORTED);
+  assert_non_null(strstr(td_last_error(), "cannot wait or signal per tile"));
+  char name[64];
+  td__gemm_config_name(&cb, name, sizeof name);
+  assert_string_equal(name, "cuBLAS");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_cublas_engine),
       cmocka_unit_test(test_sm90_bf16_nk),
       cmocka_unit_test(test_sm90_bf16_kn),
       cmocka_unit_test(test_sm90_f16),

@@ -145,6 +145,15 @@ static void test_fused(void **state) {
   unsetenv("TD_OPS_FUSED_AG_GEMMS");
   setenv("TD_OPS_FUSED_TILE", "128x256c2", 1);
   fused_case(TD_TP_GEMM_RS, TD_TP_FUSED, TD_BF16, 301, 264, 512, 0, 2, 0, 2);
+  /* the GEMM engines: cuBLAS is the default without a tuned entry; our tiles by rule */
+  const char *engines[] = {"cublas", "tiles"};
+  for (int i = 0; i < 2; i++) {
+    setenv("TD_OPS_FUSED_TILE", engines[i], 1);
+    fused_case(TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 1001, 1024, 64, 0, 3, 0, 8);
+    fused_case(TD_TP_AG_GEMM, TD_TP_FUSED, TD_F16, 333, 512, 136, 0, 3, 0, 4);
+    fused_case(TD_TP_GEMM_RS, TD_TP_FUSED, TD_BF16, 301, 264, 512, 0, 2, 0, 2);
+    fused_case(TD_TP_GEMM_AR, TD_TP_FUSED, TD_BF16, 1031, 520, 256, 0, 2, 8, 4);
+  }
   unsetenv("TD_OPS_FUSED_TILE");
   for (int i = 0; i < 2; i++) {
     int n = i ? 8 : 2;

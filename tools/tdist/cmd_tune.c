@@ -30,13 +30,12 @@ static void td__tune_usage(FILE *out) {
 static void td__tune_progress(void *user, int index, int count, const td_gemm_config *cfg,
                               double ms, double tflops, td_status st) {
   (void)user;
+  char name[96];
+  td__gemm_config_name(cfg, name, sizeof name);
   if (st == TD_OK)
-    printf("[%2d/%2d] sm%d %3dx%3dx%d stages %d cluster %d group %2d: %9.4f ms %7.1f TFLOP/s\n",
-           index + 1, count, (int)cfg->arch, cfg->bm, cfg->bn, cfg->bk, cfg->stages, cfg->cluster,
-           cfg->group_m, ms, tflops);
+    printf("[%2d/%2d] %-28s: %9.4f ms %7.1f TFLOP/s\n", index + 1, count, name, ms, tflops);
   else
-    printf("[%2d/%2d] sm%d %3dx%3dx%d stages %d cluster %d: failed: %s\n", index + 1, count,
-           (int)cfg->arch, cfg->bm, cfg->bn, cfg->bk, cfg->stages, cfg->cluster, td_last_error());
+    printf("[%2d/%2d] %-28s: failed: %s\n", index + 1, count, name, td_last_error());
   fflush(stdout);
 }
 #endif
@@ -107,9 +106,9 @@ static int td__tune_gemm(int argc, char **argv) {
   }
   char cls[64];
   td__gemm_shape_class(m, n, k, cls, sizeof cls);
-  printf("best: sm%d %dx%dx%d stages %d cluster %d group %d: %.1f TFLOP/s (shape class %s)\n",
-         (int)best.arch, best.bm, best.bn, best.bk, best.stages, best.cluster, best.group_m, tflops,
-         cls);
+  char name[96];
+  td__gemm_config_name(&best, name, sizeof name);
+  printf("best: %s: %.1f TFLOP/s (shape class %s)\n", name, tflops, cls);
   if (store) {
     char path[4200];
     st = td__gemm_tune_store(prop.name, dtype, layout, m, n, k, &best, tflops);

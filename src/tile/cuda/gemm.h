@@ -97,6 +97,12 @@ extern "C" {
 #endif
 
 typedef enum td_gemm_arch {
+  /* cuBLAS (cublasGemmEx, fp32 compute) as an engine of its own: no hooks, so
+   * only for launches that wait and signal outside the kernel (stream and
+   * event ordering, e.g. the fused operators of ranks sharing a GPU), where
+   * a well-kept vendor GEMM beats ours whenever the tuner finds it faster.
+   * The other fields of the configuration are ignored. */
+  TD_GEMM_CUBLAS = 1,
   TD_GEMM_SM80 = 80, /* mma.sync + ldmatrix + cp.async: A100 and later */
   TD_GEMM_SM90 = 90, /* wgmma + TMA + warp specialisation: H100/H200 (sm_90a) */
 } td_gemm_arch;
@@ -132,7 +138,8 @@ typedef struct td_gemm_problem {
  * Errors: TD_ERR_INVALID_ARG (NULL pointers, negative sizes, K == 0, bad
  * dtype, layout or flags), TD_ERR_SHAPE (K % 8 != 0, or N % 8 != 0 for [K,N]),
  * TD_ERR_UNSUPPORTED (no compiled kernel for that configuration -- the
- * message lists the ones compiled; or the GPU lacks the architecture),
+ * message lists the ones compiled; or the GPU lacks the architecture; or
+ * hooks with a TD_GEMM_CUBLAS configuration, which runs cuBLAS and has none),
  * TD_ERR_CUDA (launch or tensor-map failure). Thread-safe. */
 td_status td__gemm_cuda_run(const td_gemm_problem *problem, const td_gemm_config *config,
                             unsigned hooks_flags, const td_gemm_hooks *hooks, void *stream);
@@ -144,6 +151,17 @@ td_status td__gemm_cuda_run(const td_gemm_problem *problem, const td_gemm_config
  * TD_ERR_INVALID_ARG for sms < 0. Thread-safe. */
 td_status td__gemm_cuda_run_sms(const td_gemm_problem *problem, const td_gemm_config *config, int sms,
                                 void *stream);
+
+/** Runs C = A * B with cuBLAS (cublasGemmEx, fp32 accumulation) on `stream`:
+ * what td__gemm_cuda_run does for a TD_GEMM_CUBLAS configuration. The layouts
+ * and the K % 8 rule are those of the tiles, so either engine can serve a
+ * problem. Uses one cuBLAS handle per thread and device, created on first use
+ * and destroyed when the thread exits. Errors: TD_ERR_CUDA (handle creation
+ * or the GEMM failed), TD_ERR_INVALID_ARG. Thread-safe. */
+td_status td__gemm_cublas_run(const td_gemm_problem *problem, void *stream);
+
+/** Names a configuration for reports: "cuBLAS", or e.g. "sm90 128x256x64 s4 c1 g8". */
+void td__gemm_config_name(const td_gemm_config *config, char *buf, size_t cap);
 
 /** Workspace bytes a problem needs under `config` (0 unless split_k > 1). */
 size_t td__gemm_cuda_workspace_size(const td_gemm_problem *problem, const td_gemm_config *config);
@@ -176,7 +194,8 @@ td_status td__gemm_cuda_check_diag(const td__gemm_u64 *diag);
 typedef void (*td_gemm_tune_progress)(void *user, int index, int count, const td_gemm_config *cfg,
                                       double ms, double tflops, td_status status);
 
-/** Times every configuration compiled for (arch, dtype, layout) on an M x N x K
+/** Times every configuration compiled for (arch, dtype, layout), and cuBLAS
+ * as one more candidate (TD_GEMM_CUBLAS), on an M x N x K
  * problem with random data (device memory allocated and freed here): 3
  * warm-up launches, then the mean of `iters` back-to-back launches. Writes the
  * fastest to *best and its rate to *best_tflops. Errors: TD_ERR_INVALID_ARG

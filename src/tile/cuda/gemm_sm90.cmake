@@ -11,10 +11,11 @@ if(TD_HAVE_CUDA AND NOT TARGET tdist_gemm_cuda)
     ${TD_GEMM_DIR}/gemm_sm90_kernels_nk.cu
     ${TD_GEMM_DIR}/gemm_sm90_kernels_kn.cu
     ${TD_GEMM_DIR}/gemm_sm80.cu
-    ${TD_GEMM_DIR}/gemm_sm90_tune.c)
+    ${TD_GEMM_DIR}/gemm_sm90_tune.c
+    ${TD_GEMM_DIR}/gemm_cublas.c)
   set_target_properties(tdist_gemm_cuda PROPERTIES CUDA_STANDARD 17 CUDA_STANDARD_REQUIRED ON
     POSITION_INDEPENDENT_CODE ON)
   target_include_directories(tdist_gemm_cuda PUBLIC ${TD_GEMM_DIR} PRIVATE ${CMAKE_SOURCE_DIR}/src)
-  target_link_libraries(tdist_gemm_cuda PUBLIC tdist CUDA::cudart PkgConfig::CJSON)
+  target_link_libraries(tdist_gemm_cuda PUBLIC tdist CUDA::cudart CUDA::cublas PkgConfig::CJSON)
   target_compile_options(tdist_gemm_cuda PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-Xptxas=-warn-spills>)
 endif()
