@@ -103,6 +103,17 @@ typedef struct td__gemm_queue {
   char first[48];     /* configuration of the first queue GEMM, for explain */
 } td__gemm_queue;
 
+/** cpu, GEMM -> ReduceScatter cut into row blocks (one chunk per rank): the GEMM tile of
+ * a rank's own rows, held back by lower_matmul.c so that rs_core emits it as
+ * the last step of the owner's chain, accumulating onto the peers' partial
+ * sums already in the accumulator (no separate add pass after the GEMM). */
+typedef struct td__rs_fold {
+  int set;       /* a held-back tile for this rank */
+  td_value v;    /* the matmul */
+  td_task task;  /* c and the ACCUMULATE flag are filled in by rs_core */
+  td__need need; /* what its A and B rows wait for */
+} td__rs_fold;
+
 typedef struct td__lower {
   const td_program *p;
   td_compile_opts o;
@@ -121,6 +132,7 @@ typedef struct td__lower {
   int64_t one_shot_bytes;
   td_status st;        /* first error */
   td__gemm_queue gq;   /* cuda kernel queue (zero elsewhere) */
+  td__rs_fold *rs_fold; /* [rank], see td__rs_fold */
 } td__lower;
 
 struct td_compiled {

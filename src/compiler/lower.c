@@ -399,6 +399,9 @@ static void td__lower_free(td__lower *L) {
       free(L->ready[i].order);
     }
   free(L->ready);
+  for (int r = 0; L->rs_fold && r < L->n; r++)
+    td__need_free(&L->rs_fold[r].need);
+  free(L->rs_fold);
   free(L->symbuf);
   free(L->f32buf);
   td_plan_destroy(L->plan);
@@ -432,8 +435,9 @@ td_status td_program_compile(const td_program *program, const td_compile_opts *o
   L.f32buf = malloc(sizeof *L.f32buf * (nv ? nv : 1));
   /* Twice the values: slot nvals + v holds the readiness of v's hidden intermediate. */
   L.ready = calloc(nv * 2 * (size_t)L.n + 1, sizeof *L.ready);
+  L.rs_fold = calloc((size_t)L.n, sizeof *L.rs_fold);
   td_status st = td_plan_create(L.n, &L.plan);
-  if (st == TD_OK && (!L.buf || !L.symbuf || !L.f32buf || !L.ready))
+  if (st == TD_OK && (!L.buf || !L.symbuf || !L.f32buf || !L.ready || !L.rs_fold))
     st = td__error(TD_ERR_NO_MEMORY, "compile: out of memory");
   if (st != TD_OK) {
     td__lower_free(&L);

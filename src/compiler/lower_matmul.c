@@ -89,6 +89,33 @@ static uint32_t td__merge_blocks(int64_t *b, uint32_t n, int64_t keep0, int64_t 
   return out;
 }
 
+/* cpu, GEMM -> ReduceScatter along rows cut by destination (td__split_pays), one
+ * chunk per rank, whole-width tiles:
+ * the tile of the rank's own rows is held back for rs_core, which runs it last
+ * in the owner's chain with c = the accumulator and ACCUMULATE (td__rs_fold).
+ * On cpu that removes a pass over the owner's block after its last GEMM. */
+static int td__rs_fold_ok(const td__lower *L, td_value v) {
+  td_value rs = td__rs_consumer(L, v);
+  return rs >= 0 && !L->o.backend_cuda && L->n > 1 && L->chunks == 1 && L->tile_cols == 0 && !L->gq.on &&
+         L->p->vals[rs].op == TD_OP_REDUCE_SCATTER && L->p->vals[rs].dim == 0;
+}
+
+/* cpu: whether cutting matmul v's rows at the chunks of a collective hides
+ * more than it costs. Each extra OpenBLAS call packs its whole B operand
+ * again (read and written once at the memory bandwidth), while a row block
+ * can hide at most the move of one part (alpha + bytes / beta) and the wait
+ * for it. On the main job one extra call per GEMM cost 3-8% of a launch
+ * while a part moved in under 1% (docs/perf.md, 2026-11-29): there the
+ * compiler keeps one tile per GEMM, as the sequential plan does. */
+static int td__split_pays(const td__lower *L, td_value v, double part_bytes) {
+  if (L->o.backend_cuda || L->gq.on)
+    return 1;
+  const td_buffer_desc *bd = td_plan_buffer(L->plan, L->buf[L->p->vals[v].in[1]]);
+  double repack_s = 2.0 * (double)bd->rows * (double)bd->cols * 4.0 / L->model.mem_bytes_s;
+  double hidden_s = L->model.alpha_s + part_bytes / L->model.beta_bytes_s;
+  return hidden_s >= repack_s;
+}
+
 /* Row blocks of the output on `rank`, in production order, as (row0, rows) pairs. */
 static uint32_t td__blocks(td__lower *L, td_value v, int rank, int64_t rows, int64_t **out) {
   const td__val *V = &L->p->vals[v];
@@ -106,6 +133,11 @@ static uint32_t td__blocks(td__lower *L, td_value v, int rank, int64_t rows, int
       by_owner = (int64_t)td_dtype_size(V->dtype) * R * C > L->one_shot_bytes;
     }
     int parts = by_owner ? L->n : 1;
+    int64_t R, C;
+    td__val_shape(L->p, v, &R, &C);
+    double part = (double)M / parts * (double)C * (double)td_dtype_size(td_plan_buffer(L->plan, L->buf[v])->dtype);
+    if (!td__split_pays(L, v, part))
+      parts = 0; /* one tile: the collective starts after it, as in the sequential plan */
     for (int k = 1; k <= parts; k++) {
       int q = by_owner ? (rank + k) % L->n : 0;
       size_t off, len;
@@ -127,6 +159,10 @@ static uint32_t td__blocks(td__lower *L, td_value v, int rank, int64_t rows, int
   } else if (!(V->flags & TD_MATMUL_TRANSPOSE_A) && L->o.overlap) {
     n = td__visit_order(L, V->in[0], rank, b, cap);
     const td__val *A = &L->p->vals[V->in[0]];
+    int64_t AR, AC;
+    td__val_shape(L->p, V->in[0], &AR, &AC);
+    if (n > 0 && !td__split_pays(L, v, (double)AR / L->n * (double)AC * (double)td_dtype_size(A->dtype)))
+      n = 0; /* one tile after the whole operand, as in the sequential plan */
     size_t oo = 0, ol = 0;
     if (A->op == TD_OP_ALL_GATHER && A->dim == 0)
       td_chunk_range((size_t)M, L->n, rank, &oo, &ol);
@@ -225,6 +261,72 @@ static void td__queue_gemm(td__lower *L, td_task *t) {
 #endif
 }
 
+/* cpu: a 16-bit A gathered along rows is converted once into an f32 local
+ * buffer, piece by piece in the gather's visit order, by compute tasks: the
+ * rank's own rows straight from its shard (so their conversion runs while
+ * the peers' chunks are still in flight: the local chunk overlaps even when
+ * the GEMM is one tile), the others once their chunk has arrived; the GEMM
+ * tiles then read f32 rows and convert nothing. The sequential plan's
+ * conversion waits for the whole gather, like any consumer. Returns the
+ * buffer (readiness in slot nvals + a) or -1. */
+static int32_t td__f32_gathered(td__lower *L, td_value a) {
+  const td__val *A = &L->p->vals[a];
+  if (L->o.backend_cuda || A->op != TD_OP_ALL_GATHER || A->dim != 0 || A->dtype == TD_F32)
+    return -1;
+  if (L->f32buf[a] >= 0)
+    return L->f32buf[a];
+  const td_buffer_desc *d = td_plan_buffer(L->plan, L->buf[a]);
+  char name[40];
+  snprintf(name, sizeof name, "%.26s.f32", d->name);
+  int32_t fb = td__buffer(L, name, TD_BUF_LOCAL, TD_F32, d->rows, d->cols);
+  if (fb < 0)
+    return -1;
+  td_value x = A->in[0];
+  int whole = td__whole(L, a);
+  td__need need = {0};
+  int64_t *order = malloc(sizeof *order * 2 * ((size_t)L->n * (size_t)L->chunks + 1));
+  if (!order) {
+    L->st = td__error(TD_ERR_NO_MEMORY, "compile: out of memory");
+    return -1;
+  }
+  for (int r = 0; r < L->n && L->st == TD_OK; r++) {
+    uint32_t nb = whole ? 0 : td__visit_order(L, a, r, order, (uint32_t)L->n * (uint32_t)L->chunks + 1);
+    if (nb == 0) {
+      order[0] = 0, order[1] = d->rows;
+      nb = 1;
+    }
+    size_t own_off, own_len;
+    td_chunk_range((size_t)d->rows, L->n, r, &own_off, &own_len);
+    for (uint32_t bi = 0; bi < nb; bi++) {
+      int64_t r0 = order[2 * bi], rows = order[2 * bi + 1];
+      if (rows <= 0)
+        continue;
+      int own = !whole && r0 >= (int64_t)own_off && r0 + rows <= (int64_t)(own_off + own_len);
+      td__need_clear(&need);
+      td_task t = {.kind = TD_TASK_EWISE, .worker = TD_WORKER_COMPUTE, .op = TD_EW_COPY, .alpha = 1.0f};
+      if (own) {
+        td__need_rows(L, &need, x, r, r0 - (int64_t)own_off, rows, td__whole(L, x));
+        t.a = td__view(L->buf[x], TD_PEER_SELF, r0 - (int64_t)own_off, 0, rows, d->cols);
+      } else {
+        td__need_rows(L, &need, a, r, r0, rows, whole);
+        t.a = td__view(L->buf[a], TD_PEER_SELF, r0, 0, rows, d->cols);
+      }
+      t.b.buf = -1;
+      t.c = td__view(fb, TD_PEER_SELF, r0, 0, rows, d->cols);
+      char lab[40];
+      td__val_label(L->p, a, lab, sizeof lab);
+      td__label(&t, "f32 %.10s r%lld", lab, (long long)r0);
+      uint32_t idx = td__emit(L, r, &t, &need, NULL, 0);
+      td__ready_task(L, L->p->nvals + a, r, r0, rows, idx);
+      td__ready_order(L, L->p->nvals + a, r, r0, rows);
+    }
+  }
+  free(order);
+  td__need_free(&need);
+  L->f32buf[a] = fb;
+  return fb;
+}
+
 td_status td__lower_matmul(td__lower *L, td_value v) {
   const td_program *p = L->p;
   const td__val *V = &p->vals[v];
@@ -264,9 +366,17 @@ td_status td__lower_matmul(td__lower *L, td_value v) {
    * first tiles start at once instead of after the local copy into the
    * gather buffer. */
   td_value own_src = -1;
-  if (A->op == TD_OP_ALL_GATHER && A->dim == 0 && !ta && L->o.overlap)
+  int32_t abuf = L->buf[a];
+  td_value a_rv = a;
+  int32_t fa = ta ? -1 : td__f32_gathered(L, a);
+  if (fa >= 0) { /* own rows included: read the f32 staging */
+    abuf = fa;
+    a_rv = p->nvals + a;
+  } else if (A->op == TD_OP_ALL_GATHER && A->dim == 0 && !ta && L->o.overlap) {
     own_src = A->in[0];
+  }
   td_value gelu = td__fused_gelu(L, v);
+  int fold = td__rs_fold_ok(L, v);
   int32_t cbuf = gelu >= 0 ? L->buf[gelu] : L->buf[v];
   td__need need = {0};
   char lab[40];
@@ -303,19 +413,31 @@ td_status td__lower_matmul(td__lower *L, td_value v) {
           if (own)
             td__need_rows(L, &need, own_src, r, i - (int64_t)own_off, m, td__whole(L, own_src));
           else
-            td__need_rows(L, &need, a, r, i, m, whole_a);
+            td__need_rows(L, &need, a_rv, r, i, m, fa >= 0 ? 0 : whole_a);
           td__need_rows(L, &need, b_rv, r, 0, INT64_MAX / 4, 1);
           td_task t = {.kind = TD_TASK_GEMM, .worker = TD_WORKER_COMPUTE, .alpha = 1.0f};
           t.op = (ta ? TD_GEMM_TRANS_A : 0) | (tb ? TD_GEMM_TRANS_B : 0) | (gelu >= 0 ? TD_GEMM_GELU : 0);
           t.a = ta ? td__view(L->buf[a], TD_PEER_SELF, aK0, i, (int64_t)kl, m)
                    : own ? td__view(L->buf[own_src], TD_PEER_SELF, i - (int64_t)own_off, aK0, m, (int64_t)kl)
-                         : td__view(L->buf[a], TD_PEER_SELF, i, aK0, m, (int64_t)kl);
+                         : td__view(abuf, TD_PEER_SELF, i, aK0, m, (int64_t)kl);
           t.b = tb ? td__view(bbuf, TD_PEER_SELF, j, bK0, nn, (int64_t)kl)
                    : td__view(bbuf, TD_PEER_SELF, bK0, j, (int64_t)kl, nn);
           t.c = td__view(cbuf, TD_PEER_SELF, i, j, m, nn);
           if (L->gq.on)
             td__queue_gemm(L, &t);
           td__label(&t, "%s %.8s r%lld c%lld", gelu >= 0 ? "mm+gelu" : "mm", lab, (long long)i, (long long)j);
+          size_t fo, fl;
+          td_chunk_range((size_t)orows, L->n, r, &fo, &fl);
+          if (fold && i == (int64_t)fo && m == (int64_t)fl && j == 0 && nn == ocols) { /* for rs_core */
+            td__rs_fold *f = &L->rs_fold[r];
+            f->set = 1, f->v = v, f->task = t;
+            td__need_clear(&f->need);
+            for (uint32_t d = 0; d < need.ndeps; d++)
+              td__need_task(&f->need, need.deps[d]);
+            for (uint32_t w = 0; w < need.nwaits; w++)
+              td__need_wait(&f->need, need.waits[w].signal, need.waits[w].value);
+            continue;
+          }
           uint32_t idx = td__emit(L, r, &t, &need, NULL, 0);
           td__ready_task(L, gelu >= 0 ? gelu : v, r, i, m, idx);
         }

@@ -11,7 +11,10 @@
  * last). Pushes and reductions interleave on the comm worker (push to r+k,
  * then reduce what came from r-k): each reduction only waits for a peer's
  * push that sits earlier in that peer's queue, so no order of workers can
- * deadlock. Used by reduce_scatter and by the first half of all_reduce. */
+ * deadlock. Used by reduce_scatter and by the first half of all_reduce.
+ * On cpu, when lower_matmul.c held back the producing GEMM tile of the
+ * owner's rows (td__rs_fold), that tile is the chain's last step: it
+ * accumulates straight into the accumulator, so no add pass follows it. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -76,36 +79,51 @@ td_status td__rs_core(td__lower *L, const char *tag, td_value src_rv, int32_t sr
   for (int r = 0; r < n && L->st == TD_OK; r++) {
     for (int j = 0; j < chunks; j++)
       chain[j] = UINT32_MAX;
-    for (int k = 1; k < n; k++) {
-      int q = (r + k) % n, s = (r - k + n) % n;
-      for (int j = 0; j < chunks; j++) { /* push my partial of q's block */
-        td__rs_piece(&g, q, j, &r0, &rows, &c0, &cols, &lr0);
-        if (!rows || !cols)
-          continue;
-        td__need_clear(&need);
-        td__need_rows(L, &need, src_rv, r, r0, rows, whole_src);
-        td_task t = {.kind = TD_TASK_COPY, .worker = TD_WORKER_COMM};
-        t.a = td__view(src_buf, TD_PEER_SELF, r0, c0, rows, cols);
-        t.b.buf = -1;
-        t.c = td__view(recv, q, (int64_t)r * g.slot_rows + lr0, 0, rows, cols);
-        td_raise raise = {sig[r * chunks + j], q, 1};
-        td__label(&t, "rs c%d ->%d", j, q);
-        td__emit(L, r, &t, &need, &raise, 1);
-      }
-      for (int j = 0; j < chunks; j++) { /* reduce what s sent for my block */
-        td__rs_piece(&g, r, j, &r0, &rows, &c0, &cols, &lr0);
-        if (!rows || !cols)
-          continue;
-        td__need_clear(&need);
-        td__need_task(&need, chain[j]);
-        td__need_wait(&need, sig[s * chunks + j], 1);
-        td_task t = {.kind = chain[j] == UINT32_MAX ? TD_TASK_COPY : TD_TASK_REDUCE,
-                     .worker = TD_WORKER_COMM, .op = TD_SUM};
-        t.a = td__view(recv, TD_PEER_SELF, (int64_t)s * g.slot_rows + lr0, 0, rows, cols);
-        t.b.buf = -1;
-        t.c = td__view(acc, TD_PEER_SELF, lr0, 0, rows, cols);
-        td__label(&t, "rs %s c%d <-%d", chain[j] == UINT32_MAX ? "copy" : "add", j, s);
-        chain[j] = td__emit(L, r, &t, &need, NULL, 0);
+    /* When the partials for all peers are ready at once (one producing task,
+     * or the own tile held back by td__rs_fold), every push goes first, so
+     * none waits in the comm queue behind a reduction that waits for a peer
+     * (pushes depend only on local tasks, so this order cannot deadlock). */
+    td__need_clear(&need); /* all partials ready at once (one producing task)? */
+    td__need_rows(L, &need, src_rv, r, 0, INT64_MAX / 4, 1);
+    int folded = L->rs_fold[r].set && L->rs_fold[r].v == src_rv;
+    int pushes_first = folded || (need.ndeps <= 1 && need.nwaits == 0);
+    /* A 16-bit result: the last step adds the own partial and rounds in one
+     * element-wise pass (c = a + b into the result); with one peer its slot is
+     * that pass's a, so no copy into the accumulator is made at all. */
+    int fuse_last = acc != dst_buf && !folded, slot_direct = fuse_last && n == 2;
+    int last = pushes_first ? 1 : 2;
+    for (int pass = pushes_first ? 0 : 2; pass <= last; pass++) { /* 0 pushes, 1 reductions, 2 both */
+      for (int k = 1; k < n; k++) {
+        int q = (r + k) % n, s = (r - k + n) % n;
+        for (int j = 0; pass != 1 && j < chunks; j++) { /* push my partial of q's block */
+          td__rs_piece(&g, q, j, &r0, &rows, &c0, &cols, &lr0);
+          if (!rows || !cols)
+            continue;
+          td__need_clear(&need);
+          td__need_rows(L, &need, src_rv, r, r0, rows, whole_src);
+          td_task t = {.kind = TD_TASK_COPY, .worker = TD_WORKER_COMM};
+          t.a = td__view(src_buf, TD_PEER_SELF, r0, c0, rows, cols);
+          t.b.buf = -1;
+          t.c = td__view(recv, q, (int64_t)r * g.slot_rows + lr0, 0, rows, cols);
+          td_raise raise = {sig[r * chunks + j], q, 1};
+          td__label(&t, "rs c%d ->%d", j, q);
+          td__emit(L, r, &t, &need, &raise, 1);
+        }
+        for (int j = 0; pass != 0 && !slot_direct && j < chunks; j++) { /* reduce what s sent for my block */
+          td__rs_piece(&g, r, j, &r0, &rows, &c0, &cols, &lr0);
+          if (!rows || !cols)
+            continue;
+          td__need_clear(&need);
+          td__need_task(&need, chain[j]);
+          td__need_wait(&need, sig[s * chunks + j], 1);
+          td_task t = {.kind = chain[j] == UINT32_MAX ? TD_TASK_COPY : TD_TASK_REDUCE,
+                       .worker = TD_WORKER_COMM, .op = TD_SUM};
+          t.a = td__view(recv, TD_PEER_SELF, (int64_t)s * g.slot_rows + lr0, 0, rows, cols);
+          t.b.buf = -1;
+          t.c = td__view(acc, TD_PEER_SELF, lr0, 0, rows, cols);
+          td__label(&t, "rs %s c%d <-%d", chain[j] == UINT32_MAX ? "copy" : "add", j, s);
+          chain[j] = td__emit(L, r, &t, &need, NULL, 0);
+        }
       }
     }
     for (int j = 0; j < chunks; j++) { /* my own partial, computed last */
@@ -114,15 +132,41 @@ td_status td__rs_core(td__lower *L, const char *tag, td_value src_rv, int32_t sr
         continue;
       td__need_clear(&need);
       td__need_task(&need, chain[j]);
-      td__need_rows(L, &need, src_rv, r, r0, rows, whole_src);
-      td_task t = {.kind = chain[j] == UINT32_MAX ? TD_TASK_COPY : TD_TASK_REDUCE,
-                   .worker = TD_WORKER_COMM, .op = TD_SUM};
-      t.a = td__view(src_buf, TD_PEER_SELF, r0, c0, rows, cols);
-      t.b.buf = -1;
-      t.c = td__view(acc, TD_PEER_SELF, lr0, 0, rows, cols);
-      td__label(&t, "rs %s c%d own", chain[j] == UINT32_MAX ? "copy" : "add", j);
-      chain[j] = td__emit(L, r, &t, &need, NULL, 0);
-      if (acc != dst_buf) { /* round the f32 sum into the result */
+      const td__rs_fold *f = &L->rs_fold[r];
+      if (f->set && f->v == src_rv && dim == 0 && chunks == 1 && f->task.c.rows == rows && f->task.c.cols == cols) {
+        /* the own GEMM tile itself, held back by lower_matmul.c: c = acc (+)= A B */
+        for (uint32_t d = 0; d < f->need.ndeps; d++)
+          td__need_task(&need, f->need.deps[d]);
+        for (uint32_t w = 0; w < f->need.nwaits; w++)
+          td__need_wait(&need, f->need.waits[w].signal, f->need.waits[w].value);
+        td_task t = f->task;
+        t.c = td__view(acc, TD_PEER_SELF, lr0, 0, rows, cols);
+        if (chain[j] != UINT32_MAX)
+          t.op |= TD_GEMM_ACCUMULATE;
+        chain[j] = td__emit(L, r, &t, &need, NULL, 0);
+      } else if (fuse_last && n > 1) { /* dst = round(acc or the peer's slot + own partial) */
+        td__need_rows(L, &need, src_rv, r, r0, rows, whole_src);
+        int s1 = (r + 1) % n; /* slot_direct: the one peer */
+        if (slot_direct)
+          td__need_wait(&need, sig[s1 * chunks + j], 1);
+        td_task t = {.kind = TD_TASK_EWISE, .worker = TD_WORKER_COMM, .op = TD_EW_ADD, .alpha = 1.0f};
+        t.a = slot_direct ? td__view(recv, TD_PEER_SELF, (int64_t)s1 * g.slot_rows + lr0, 0, rows, cols)
+                          : td__view(acc, TD_PEER_SELF, lr0, 0, rows, cols);
+        t.b = td__view(src_buf, TD_PEER_SELF, r0, c0, rows, cols);
+        t.c = td__view(dst_buf, TD_PEER_SELF, lr0, 0, rows, cols);
+        td__label(&t, "rs add+round c%d", j);
+        chain[j] = td__emit(L, r, &t, &need, NULL, 0);
+      } else {
+        td__need_rows(L, &need, src_rv, r, r0, rows, whole_src);
+        td_task t = {.kind = chain[j] == UINT32_MAX ? TD_TASK_COPY : TD_TASK_REDUCE,
+                     .worker = TD_WORKER_COMM, .op = TD_SUM};
+        t.a = td__view(src_buf, TD_PEER_SELF, r0, c0, rows, cols);
+        t.b.buf = -1;
+        t.c = td__view(acc, TD_PEER_SELF, lr0, 0, rows, cols);
+        td__label(&t, "rs %s c%d own", chain[j] == UINT32_MAX ? "copy" : "add", j);
+        chain[j] = td__emit(L, r, &t, &need, NULL, 0);
+      }
+      if (acc != dst_buf && !(fuse_last && n > 1)) { /* round the f32 sum into the result */
         td__need_clear(&need);
         td__need_task(&need, chain[j]);
         td_task e = {.kind = TD_TASK_EWISE, .worker = TD_WORKER_COMM, .op = TD_EW_COPY, .alpha = 1.0f};

@@ -4,8 +4,10 @@
  * when communication is negligible next to the GEMMs, one chunk per rank and
  * GEMM tiles merged across the peers' contiguous rows while the rank's own
  * rows stay a tile of their own (first for AG -> GEMM, last for
- * GEMM -> RS). Plans are inspected, and every variant is run against the f64
- * reference on 1-5 ranks with dims that do not divide, f32 and bf16. */
+ * GEMM -> RS, where that tile accumulates straight onto the peers' partial
+ * sums in the reduce-scatter's accumulator). Plans are inspected, and
+ * every variant is run against the f64 reference on 1-5 ranks with dims
+ * that do not divide, f32 and bf16. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -111,10 +113,11 @@ static void test_gelu_not_fused(void **state) {
   }
 }
 
-/* Communication negligible next to the GEMMs (the default model on the main
- * job's dims): one chunk per rank; the GEMM after the all-gather starts with
- * exactly the rank's own rows, the GEMM before the reduce-scatter ends with
- * them, and the peers' rows are merged into at most two tiles in between. */
+/* Communication negligible next to the GEMMs but cutting a GEMM cheap (a
+ * model with a huge memory bandwidth): one chunk per rank; the GEMM after
+ * the all-gather starts with exactly the rank's own rows, the GEMM before
+ * the reduce-scatter ends with them, and the peers' rows are merged into at
+ * most two tiles in between. */
 static void test_merged_tiles_keep_own_rows(void **state) {
   (void)state;
   const char *text = "dim M = 515, H = 256, F = 690\ninput x : bf16[M, H] shard(0)\n"
@@ -123,7 +126,8 @@ static void test_merged_tiles_keep_own_rows(void **state) {
   td_program *p = parse(text);
   td_perf_model m;
   td_perf_model_load(&m);
-  m.alpha_s = 5e-6, m.beta_bytes_s = 4e9, m.flops_s = 2e10; /* the defaults, whatever is calibrated here */
+  /* comm negligible next to the GEMMs, and repacking B free (a huge memory bandwidth): the split pays */
+  m.alpha_s = 5e-6, m.beta_bytes_s = 4e9, m.flops_s = 2e10, m.mem_bytes_s = 1e13, m.cores = 64;
   for (int n = 2; n <= 4; n++) {
     td_compiled *c = compile(p, n, 1, &m);
     int chunks;
@@ -155,8 +159,12 @@ static void test_merged_tiles_keep_own_rows(void **state) {
       assert_int_equal(first_ag->c.row0, (int64_t)off);
       assert_int_equal(first_ag->c.rows, (int64_t)len);
       assert_int_equal(first_ag->wait_count, 0); /* own rows: no signal to wait for */
-      assert_int_equal(last_rs->c.row0, (int64_t)off);
+      assert_int_equal(last_rs->a.row0, (int64_t)off); /* reads the rank's own rows of the gelu value */
       assert_int_equal(last_rs->c.rows, (int64_t)len);
+      /* ... and accumulates onto the peers' partial sums in the reduce-scatter's accumulator */
+      assert_true(last_rs->op & TD_GEMM_ACCUMULATE);
+      assert_true(last_rs->c.buf != td_compiled_buffer(c, 6));
+      assert_int_equal(last_rs->c.row0, 0);
       assert_int_equal(ag_rows, 515);
       assert_int_equal(rs_rows, 515);
       assert_in_range(ag_tiles, 2, 3);
@@ -167,6 +175,57 @@ static void test_merged_tiles_keep_own_rows(void **state) {
   td_program_destroy(p);
   for (int n = 2; n <= 5; n++)
     td_test_run_program(text, "M=67,H=16,F=45", n, NULL);
+}
+
+/* The main job with this box's calibration (alpha 2.65 us, 14.3 GB/s, 139
+ * GFLOP/s, 11.7 GB/s memory): a part moves in ~40 us while one more GEMM call
+ * repacks 5.6 MB of weights (~1 ms), so each GEMM stays one tile, as in the
+ * sequential plan; the local chunk still overlaps the gather through the f32
+ * conversion of the gathered rows (own rows first, with no wait); every push
+ * of the reduce-scatter precedes its reductions, and the last step adds and
+ * rounds in one pass. */
+static void test_minimal_plan(void **state) {
+  (void)state;
+  const char *text = "dim M = 512, H = 1024, F = 2752\ninput x : bf16[M, H] shard(0)\n"
+                     "weight w1 : bf16[H, F] shard(1)\nweight w2 : bf16[F, H] shard(0)\n"
+                     "y = reduce_scatter(matmul(gelu(matmul(all_gather(x), w1)), w2))\noutput y\n";
+  td_program *p = parse(text);
+  td_perf_model m;
+  td_perf_model_load(&m);
+  m.alpha_s = 2.65e-6, m.beta_bytes_s = 14.3e9, m.flops_s = 1.39e11, m.mem_bytes_s = 11.7e9, m.cores = 2;
+  for (int n = 2; n <= 4; n += 2) {
+    td_compiled *c = compile(p, n, 1, &m);
+    for (int r = 0; r < n; r++) {
+      const td_schedule *s = td_plan_schedule(td_compiled_plan(c), r);
+      int gg, g, eg, first_conv = -1, pushes = 0, reductions_before_last_push = 0, add_round = 0;
+      count(c, r, &gg, &g, &eg);
+      assert_int_equal(gg, 1);
+      assert_int_equal(g, 1);
+      size_t off, len;
+      td_chunk_range(512, n, r, &off, &len);
+      for (uint32_t i = 0; i < s->ntasks; i++) {
+        const td_task *t = &s->tasks[i];
+        if (first_conv < 0 && t->kind == TD_TASK_EWISE && t->op == TD_EW_COPY && t->worker == TD_WORKER_COMPUTE) {
+          first_conv = (int)i;
+          assert_int_equal(t->c.row0, (int64_t)off); /* own rows first ... */
+          assert_int_equal(t->wait_count, 0);        /* ... straight from the shard */
+          assert_int_equal(t->dep_count, 0);
+        }
+        if (t->kind == TD_TASK_COPY && t->raise_count && t->c.buf != td_compiled_buffer(c, 3))
+          pushes++;
+        if ((t->kind == TD_TASK_REDUCE || (t->kind == TD_TASK_COPY && t->wait_count)) && pushes < n - 1)
+          reductions_before_last_push++;
+        if (t->kind == TD_TASK_EWISE && t->op == TD_EW_ADD)
+          add_round++;
+      }
+      assert_true(first_conv >= 0);
+      assert_int_equal(pushes, n - 1);
+      assert_int_equal(reductions_before_last_push, 0);
+      assert_int_equal(add_round, 1);
+    }
+    td_compiled_destroy(c);
+  }
+  td_program_destroy(p);
 }
 
 /* Expensive communication (a slow link): several chunks per rank, tiles no larger than a chunk. */
@@ -195,6 +254,7 @@ int main(void) {
       cmocka_unit_test(test_gelu_not_fused),
       cmocka_unit_test(test_merged_tiles_keep_own_rows),
       cmocka_unit_test(test_costly_comm_keeps_chunks),
+      cmocka_unit_test(test_minimal_plan),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -51,6 +51,8 @@ static inline void td__st_f32(void *p, td_dtype d, int64_t k, float v) {
 void td__gelu_f32_rows(float *c, int64_t rows, int64_t cols, int64_t ld);
 /** dst[j] = (gelu ? gelu(src[j]) : src[j]) rounded once into dt, j < n. */
 void td__gelu_f32_to(const float *src, int64_t n, void *dst, td_dtype dt, int gelu);
+/** dst[j] = a[j] + b[j], j < n (dst may be a or b). */
+void td__add_f32_row(const float *a, const float *b, int64_t n, float *dst);
 /** dst[j] = src[j] as f32 for a run of n values of dtype dt (f32/f16/bf16). */
 void td__row_to_f32(const void *src, td_dtype dt, int64_t n, float *dst);
 /** The reference GELU, tanh form through libm (ewise.c, gemm_ref.c). */

@@ -98,3 +98,9 @@ void td__row_to_f32(const void *src, td_dtype dt, int64_t n, float *dst) {
   for (int64_t j = 0; j < n; j++)
     dst[j] = td_f16_to_f32(s[j]);
 }
+
+TD__VEC_CLONES
+void td__add_f32_row(const float *a, const float *b, int64_t n, float *dst) {
+  for (int64_t j = 0; j < n; j++)
+    dst[j] = a[j] + b[j];
+}

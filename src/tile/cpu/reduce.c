@@ -33,10 +33,25 @@ static int64_t td__red_i64(td_red_op op, int64_t x, int64_t y) {
   }
 }
 
+/* f32 += f32, one row: the common case of a reduce-scatter's chain, written
+ * so that it vectorises (same additions, same results as the loop below);
+ * only for views that do not overlap. */
+static void td__sum_f32_row(float *restrict c, const float *restrict a, int64_t n) {
+  for (int64_t j = 0; j < n; j++)
+    c[j] += a[j];
+}
+
 td_status td__tile_cpu_reduce(td_tile_ctx *ctx, const td_tile_args *args) {
   (void)ctx;
   const td_tile_mat *a = &args->a, *c = &args->c;
   td_red_op op = (td_red_op)args->op;
+  const char *a0 = td__elem(a, 0, 0), *a1 = c->rows ? td__elem(a, c->rows - 1, c->cols) : a0;
+  const char *c0 = td__elem(c, 0, 0), *c1 = c->rows ? td__elem(c, c->rows - 1, c->cols) : c0;
+  if (op == TD_SUM && c->dtype == TD_F32 && a->dtype == TD_F32 && (a1 <= c0 || c1 <= a0)) {
+    for (int64_t i = 0; i < c->rows; i++)
+      td__sum_f32_row((float *)td__elem(c, i, 0), (const float *)td__elem(a, i, 0), c->cols);
+    return TD_OK;
+  }
   for (int64_t i = 0; i < c->rows; i++) {
     char *cr = td__elem(c, i, 0);
     const char *ar = td__elem(a, i, 0);
