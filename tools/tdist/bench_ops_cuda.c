@@ -145,6 +145,10 @@ int bo_cuda_run(bo_base *B, char *msg, size_t ms) {
   int64_t M = B->s.m, N = B->s.n, K = B->s.k;
   switch (B->kind) {
   case TD_TP_AG_GEMM:
+    /* what a collective implies: a rank reads its peers' A only after they
+     * reached this call (the inputs of a real step change between calls) */
+    if (bo_sync_all(B, msg, ms))
+      return -1;
     for (int r = 0; r < B->n; r++)
       if (B->la[r].rows)
         BO_CU(cudaMemcpyAsync((char *)B->work + (size_t)(B->la[r].row0 * K) * es, (const void *)(uintptr_t)B->peer_a[r],

@@ -253,11 +253,11 @@ extern "C" size_t td__gemm_cuda_workspace_size(const td_gemm_problem *p, const t
  * multiprocessors (0 = all of them). */
 static td_status td__run(const td_gemm_problem *p, const td_gemm_config *cfg, unsigned flags,
                          const td_gemm_hooks *hooks, void *stream, int sm_cap) {
+  if (cfg && cfg->arch == TD_GEMM_CUBLAS && flags) /* before the hooks' own checks: the engine is the problem */
+    return td__error(TD_ERR_UNSUPPORTED, "gemm: hooks 0x%x asked of cuBLAS, which cannot wait or signal per "
+                     "tile; use a compiled sm_90/sm_80 configuration", flags);
   TD_CHECK(td__check(p, cfg, flags, hooks));
   if (cfg->arch == TD_GEMM_CUBLAS) {
-    if (flags)
-      return td__error(TD_ERR_UNSUPPORTED, "gemm: hooks 0x%x asked of cuBLAS, which cannot wait or signal per "
-                       "tile; use a compiled sm_90/sm_80 configuration", flags);
     if (sm_cap > 0)
       return td__error(TD_ERR_UNSUPPORTED, "gemm: cuBLAS cannot be limited to %d multiprocessors", sm_cap);
     return td__gemm_cublas_run(p, stream);
