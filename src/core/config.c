@@ -58,18 +58,11 @@ static const td__cfg_var td__vars[] = {
      "without a GPU"},
     {"TD_CUDA_TARGET_NAME", TD__CFG_STR, NULL, 0, 0, NULL,
      "with TD_CUDA_TARGET_SM: the GPU name whose tuning-cache entries the compiler uses (e.g. NVIDIA H200)"},
-    {"TD_CUDA_GEMM_QUEUE", TD__CFG_INT, "1", 0, 1, NULL,
-     "1: cuda plans run whole GEMMs as Hopper GEMM kernels on the executor's kernel queue (sm_90 with "
-     "tdist_gemm_cuda linked); 0: fine tiles on the persistent kernel"},
-    {"TD_CUDA_TARGET_SM", TD__CFG_INT, NULL, 0, 1000, NULL,
-     "compute capability x 10 the compiler plans cuda for instead of the visible GPU (e.g. 90), for explain "
-     "without a GPU"},
-    {"TD_CUDA_TARGET_NAME", TD__CFG_STR, NULL, 0, 0, NULL,
-     "with TD_CUDA_TARGET_SM: the GPU name whose tuning-cache entries the compiler uses (e.g. NVIDIA H200)"},
     {"TD_OPS_FUSED", TD__CFG_INT, "1", 0, 1, NULL,
      "0: AUTO never picks the fused cuda variant of the operators (ops.h); 1: it does where it applies"},
     {"TD_OPS_FUSED_TILE", TD__CFG_STR, NULL, 0, 0, NULL,
-     "fused operators: GEMM tile BMxBN or BMxBNcC (a compiled one; default: tuning cache, then by shape)"},
+     "fused operators' GEMM launches: cublas, tiles (our tiles, by shape), or a compiled tile BMxBN / BMxBNcC; "
+     "default: the tuning cache's entry, else cuBLAS"},
     {"TD_OPS_FUSED_AG_GEMMS", TD__CFG_INT, "0", 0, 8, NULL,
      "fused ag_gemm: GEMMs per call, 1 (all rows), 3 (own, after, before) or 8 (one per rank); 0 = by shape"},
 };
