@@ -100,8 +100,39 @@ static void test_doctor(void **state) {
   assert_non_null(strstr(out, "doctor: 1 configuration variable does not parse"));
 }
 
+static int dump_all(FILE *f) {
+  td_config_dump(f);
+  return 0;
+}
+
+/* Every variable is one row of the table: a name listed twice would be
+ * parsed by the first row and documented by both. */
+static void test_rows_unique(void **state) {
+  (void)state;
+  static char out[1 << 16];
+  capture(dump_all, out, sizeof out);
+  int rows = 0;
+  for (char *line = out; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+    if (strncmp(line, "TD_", 3) != 0)
+      continue;
+    rows++;
+    char name[64];
+    size_t len = strcspn(line, " \n");
+    assert_true(len < sizeof name);
+    memcpy(name, line, len);
+    name[len] = 0;
+    int seen = 0;
+    for (char *l2 = out; l2 && *l2; l2 = strchr(l2, '\n') ? strchr(l2, '\n') + 1 : NULL)
+      seen += strncmp(l2, name, len) == 0 && (l2[len] == ' ' || l2[len] == '\n');
+    if (seen != 1)
+      fprintf(stderr, "%s is listed %d times\n", name, seen);
+    assert_int_equal(seen, 1);
+  }
+  assert_true(rows >= 10);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_unknown), cmocka_unit_test(test_check_all),
-                                     cmocka_unit_test(test_doctor)};
+                                     cmocka_unit_test(test_doctor), cmocka_unit_test(test_rows_unique)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
