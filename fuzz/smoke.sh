@@ -21,6 +21,7 @@ CJSON_LIBS=$(pkg-config --libs libcjson 2>/dev/null || echo -lcjson)
   "$SRC"/src/compiler/program.c "$SRC"/src/compiler/parse.c "$SRC"/src/compiler/lower*.c \
   "$SRC"/src/compiler/model.c "$SRC"/src/compiler/explain.c \
   "$SRC"/src/exec/schedule.c "$SRC"/src/exec/schedule_validate.c "$SRC"/src/exec/schedule_text.c \
+  "$SRC"/src/exec/gemm_queue_cfg.c \
   $CJSON_LIBS -lm -o "$OUT/parse_fuzz"
 cp "$SRC"/fuzz/corpus/* "$SRC"/examples/*.td "$OUT/corpus/" 2>/dev/null || true
 exec "$OUT/parse_fuzz" -max_total_time="$SECS" -max_len=4096 -timeout=10 -rss_limit_mb=2048 \
