@@ -127,6 +127,7 @@ typedef struct td__lower {
   int *nuses;          /* per value: number of consuming ops */
   int32_t *consumer;   /* per value: the (last) consuming value */
   int chunks;          /* sub-chunks per rank part */
+  int one_queue;       /* cpu: every task on the compute workers (model.c) */
   int64_t tile_rows, tile_cols;
   int compute_workers, comm_workers;
   int64_t one_shot_bytes;

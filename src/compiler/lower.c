@@ -179,6 +179,8 @@ uint32_t td__emit(td__lower *L, int rank, td_task *task, const td__need *need,
     return UINT32_MAX;
   }
   uint32_t idx;
+  if (L->one_queue) /* model.c: no comm workers; schedule order is a safe single-queue order */
+    task->worker = TD_WORKER_COMPUTE;
   td_status st = td_plan_add_task(L->plan, rank, task, need ? need->deps : NULL, need ? need->ndeps : 0,
                                   need ? need->waits : NULL, need ? need->nwaits : 0, raises, nraises, &idx);
   if (st != TD_OK) {

@@ -196,6 +196,16 @@ void td__model_choose(td__lower *L) {
   int negligible = !L->o.backend_cuda && part_bytes > 0 && comm_s < 0.05 * gemm_s;
   if (negligible)
     chunks = 1;
+  /* And with more threads than cores (ranks x (compute + comm workers)), a
+   * comm worker has no core of its own: each of its tasks waits for a compute
+   * worker's time slice (seen as 0.1-0.2 ms hand-offs at each collective on
+   * the main job) while there is nothing worth hiding. Then every task runs on
+   * the compute workers in schedule order (a topological order that every
+   * rank emits alike, so single-queue execution cannot deadlock: a wait is
+   * always on a raise that its peer emits earlier in the same collective). */
+  L->one_queue = negligible && !L->o.comm_workers && n * (L->compute_workers + 1) > cores;
+  if (L->one_queue)
+    L->comm_workers = 0;
   L->chunks = L->o.chunks_per_rank ? L->o.chunks_per_rank : (chunks < 1 ? 1 : chunks > 4 ? 4 : chunks);
   /* Tile rows: at least ~20 task overheads of work per GEMM tile, and enough
    * tiles per chunk to keep every compute worker busy. */
