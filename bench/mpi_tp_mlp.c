@@ -1,11 +1,17 @@
 /* SPDX-License-Identifier: Apache-2.0
  * Baseline for the main job: the sequence-parallel MLP of examples/tp_mlp.td
- * with Open MPI and OpenBLAS, the way a careful MPI user writes it:
- *   X = MPI_Allgatherv(x)                  (bf16 on the wire, as tdist sends)
- *   H = gelu(X W1_r)                       (cblas_sgemm, f32; rounded to bf16 like tdist's values)
+ * with Open MPI and OpenBLAS, the way a careful MPI user writes it, with the
+ * same dtype handling as tdist's cpu plan (so that the comparison is fair):
+ *   X = MPI_Allgatherv(x)                  (bf16 on the wire, as tdist sends; then f32)
+ *   H = gelu(X W1_r)                       (cblas_sgemm, f32; H stays f32, as tdist keeps
+ *                                           16-bit local intermediates in f32)
  *   P = H W2_r                             (cblas_sgemm, f32 partial sums)
- *   y = MPI_Reduce_scatter(P, sum)         (f32: MPI has no bf16 sum)
- * Weights are converted to f32 once, outside the timed loop; every
+ *   y = bf16(MPI_Reduce_scatter(P, sum))   (f32 sums, as tdist's; rounded once to bf16)
+ * GELU is the same tanh formula as tdist's, through libm tanhf as plain C
+ * would write it; TD_MPI_GELU=fast uses instead the exp form that tdist's
+ * tiles vectorise, 0.5 (1 + tanh u) = 1 / (1 + exp(-2u)), written out here,
+ * to show what of tdist's lead is the GELU loop. Weights are converted to
+ * f32 once, outside the timed loop (tdist prepacks them when binding); every
  * collective completes before the next GEMM starts (no overlap).
  *   mpirun -n N td_mpi_tp_mlp M H F [iters] [seed]
  * Prints one line: ranks, dims, the median over iterations of the max over
@@ -94,6 +100,9 @@ int main(int argc, char **argv) {
   for (long i = 0; i < fl * H; i++)
     w2[i] = round_bf16((float)(uniform(&s) / sqrt((double)F)));
   double *times = malloc(sizeof *times * (size_t)(iters + 1));
+  uint16_t *yb = malloc(sizeof *yb * (size_t)(xl * H + 1));
+  const char *gm = getenv("TD_MPI_GELU");
+  int fast = gm && !strcmp(gm, "fast");
   const float k = 0.7978845608f;
   for (int it = -1; it < iters; it++) { /* it = -1: warm-up */
     MPI_Barrier(MPI_COMM_WORLD);
@@ -104,16 +113,24 @@ int main(int argc, char **argv) {
     if (fl > 0) {
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)M, (int)fl, (int)H, 1.0f, Xf, (int)H, w1,
                   (int)fl, 0.0f, h, (int)fl);
-      for (long i = 0; i < M * fl; i++) {
-        float v = round_bf16(h[i]);
-        h[i] = round_bf16(0.5f * v * (1.0f + tanhf(k * (v + 0.044715f * v * v * v))));
-      }
+      if (fast)
+        for (long i = 0; i < M * fl; i++) {
+          float v = h[i], t = -2.0f * k * (v + 0.044715f * v * v * v);
+          h[i] = v < -10.0f ? 0.0f : v / (1.0f + expf(t < 87.0f ? t : 87.0f));
+        }
+      else
+        for (long i = 0; i < M * fl; i++) {
+          float v = h[i];
+          h[i] = 0.5f * v * (1.0f + tanhf(k * (v + 0.044715f * v * v * v)));
+        }
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)M, (int)H, (int)fl, 1.0f, h, (int)fl, w2,
                   (int)H, 0.0f, P, (int)H);
     } else {
       memset(P, 0, sizeof *P * (size_t)(M * H));
     }
     MPI_Reduce_scatter(P, y, rcounts, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    for (long i = 0; i < xl * H; i++)
+      yb[i] = f32_to_bf16(y[i]);
     double t = MPI_Wtime() - t0, tmax;
     MPI_Allreduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     if (it >= 0)
@@ -121,14 +138,14 @@ int main(int argc, char **argv) {
   }
   double sum = 0, all = 0;
   for (long i = 0; i < xl * H; i++)
-    sum += fabs((double)round_bf16(y[i]));
+    sum += fabs((double)bf16_to_f32(yb[i]));
   MPI_Reduce(&sum, &all, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
   qsort(times, (size_t)iters, sizeof *times, cmp);
   if (rank == 0)
-    printf("mpi_tp_mlp ranks=%d M=%ld H=%ld F=%ld iters=%d median_ms=%.3f checksum=%.6e\n", n, M, H, F, iters,
-           times[iters / 2] * 1e3, all);
+    printf("mpi_tp_mlp ranks=%d M=%ld H=%ld F=%ld iters=%d gelu=%s median_ms=%.3f checksum=%.6e\n", n, M, H, F,
+           iters, fast ? "fast" : "libm", times[iters / 2] * 1e3, all);
   free(x), free(X), free(Xf), free(w1), free(w2), free(h), free(P), free(y);
-  free(counts), free(displs), free(rcounts), free(times);
+  free(counts), free(displs), free(rcounts), free(times), free(yb);
   MPI_Finalize();
   return 0;
 }

@@ -1,11 +1,13 @@
 #!/bin/sh
 # Benchmark of the main job, all in one run: tdist's overlapped plan and its
 # sequential baseline (`tdist run`) and the same math with Open MPI +
-# OpenBLAS (bench/mpi_tp_mlp.c), for examples/tp_mlp.td at 2 and 4 ranks.
+# OpenBLAS (bench/mpi_tp_mlp.c; libm GELU, and TD_MPI_GELU=fast: the exp form
+# tdist's tiles use), for examples/tp_mlp.td at 2 and 4 ranks.
 #   scripts/bench-main.sh [BUILD] [ITERS] [ROUNDS]
-# Each round runs every configuration once, alternating, so that load from
-# other processes hits all of them alike; the table gives each one's median
-# over rounds of its median over ITERS launches.
+# Each round runs every configuration once, in turn (tdist runs its two plans
+# alternately inside one process), so that load from other processes hits all
+# of them alike; the table gives each one's median over rounds of its median
+# over ITERS launches, and the range of the 1-minute load average seen.
 set -eu
 BUILD=${1:-build}
 ITERS=${2:-10}
@@ -13,25 +15,33 @@ ROUNDS=${3:-3}
 M=512 H=1024 F=2752
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
+mpi() { # ranks gelu round
+  TD_MPI_GELU=$2 mpirun --allow-run-as-root --oversubscribe -x TD_MPI_GELU -n "$1" "$BUILD/bin/td_mpi_tp_mlp" \
+    "$M" "$H" "$F" "$ITERS" | sed -n 's/.*median_ms=\([0-9.]*\).*/\1/p' > "$TMP/mpi_$2_$1_$3.txt"
+}
 for r in $(seq "$ROUNDS"); do
   for n in 2 4; do
-    "$BUILD/bin/tdist" run examples/tp_mlp.td --ranks "$n" --iters "$ITERS" --json "$TMP/td_${n}_$r.json" >/dev/null
-    mpirun --allow-run-as-root --oversubscribe -n "$n" "$BUILD/bin/td_mpi_tp_mlp" "$M" "$H" "$F" "$ITERS" \
-      | sed -n 's/.*median_ms=\([0-9.]*\).*/\1/p' > "$TMP/mpi_${n}_$r.txt"
+    cut -d' ' -f1 /proc/loadavg >> "$TMP/load.txt"
+    "$BUILD/bin/tdist" run examples/tp_mlp.td --ranks "$n" --iters "$ITERS" --rounds 1 \
+      --json "$TMP/td_${n}_$r.json" >/dev/null
+    mpi "$n" libm "$r"
+    mpi "$n" fast "$r"
   done
 done
 python3 - "$TMP" "$ROUNDS" <<'PY'
 import json, statistics, sys
 tmp, rounds = sys.argv[1], int(sys.argv[2])
-print("ranks  overlapped_ms  sequential_ms  mpi_openblas_ms  vs_sequential  vs_mpi  comm_hidden")
+load = [float(x) for x in open(f"{tmp}/load.txt")]
+print(f"load average (1 min) during the run: {min(load):.2f} .. {max(load):.2f}")
+print("ranks  overlapped_ms  sequential_ms  mpi_openblas_ms  mpi_fast_gelu_ms  vs_sequential  vs_mpi  vs_mpi_fast")
 for n in (2, 4):
-    ov, sq, mpi, hid = [], [], [], []
+    ov, sq, mpi, mpf = [], [], [], []
     for r in range(1, rounds + 1):
         j = json.load(open(f"{tmp}/td_{n}_{r}.json"))
         ov.append(j["overlapped"]["seconds"] * 1e3)
         sq.append(j["sequential"]["seconds"] * 1e3)
-        hid.append(j["overlapped"].get("comm_hidden_share", 0))
-        mpi.append(float(open(f"{tmp}/mpi_{n}_{r}.txt").read()))
-    o, s, m = statistics.median(ov), statistics.median(sq), statistics.median(mpi)
-    print(f"{n:5d}  {o:13.2f}  {s:13.2f}  {m:15.2f}  {s/o:12.2f}x  {m/o:5.2f}x  {statistics.median(hid)*100:10.0f}%")
+        mpi.append(float(open(f"{tmp}/mpi_libm_{n}_{r}.txt").read()))
+        mpf.append(float(open(f"{tmp}/mpi_fast_{n}_{r}.txt").read()))
+    o, s, m, f = (statistics.median(x) for x in (ov, sq, mpi, mpf))
+    print(f"{n:5d}  {o:13.2f}  {s:13.2f}  {m:15.2f}  {f:16.2f}  {s/o:12.3f}x  {m/o:5.2f}x  {f/o:10.2f}x")
 PY
