@@ -196,6 +196,10 @@ int td__fallback(const td__lower *L, td_value v);
  * R x C is the global shape. */
 td_status td__ag_core(td__lower *L, const char *tag, td_value src_rv, int32_t src_buf, int whole_src,
                       td_value dst_rv, int32_t dst_buf, int dim, int64_t R, int64_t C);
+/** cpu: whether every reader of all_gather v takes the rank's own rows from its
+ * shard (f32 staging of lower_matmul.c), so the local copy into the gather
+ * buffer is dead work. */
+int td__ag_own_rows_unread(const td__lower *L, td_value v);
 td_status td__rs_core(td__lower *L, const char *tag, td_value src_rv, int32_t src_buf, int whole_src,
                       td_value dst_rv, int32_t dst_buf, int dim, int64_t R, int64_t C);
 

@@ -53,8 +53,10 @@ td_status td__ag_core(td__lower *L, const char *tag, td_value src_rv, int32_t sr
   td__need need = {0};
   for (int r = 0; r < n && L->st == TD_OK; r++) {
     int64_t lr0, lrows, gr0, gc0, gcols;
-    /* Own part first: a local copy into this rank's gather buffer. */
-    for (int j = 0; j < chunks; j++) {
+    /* Own part first: a local copy into this rank's gather buffer (unless
+     * no reader takes the own rows from there). */
+    int own_copy = !(dst_rv < L->p->nvals && td__ag_own_rows_unread(L, dst_rv));
+    for (int j = 0; own_copy && j < chunks; j++) {
       td__ag_piece(n, chunks, dim, R, C, r, j, &lr0, &lrows, &gr0, &gc0, &gcols);
       if (!lrows || !gcols)
         continue;

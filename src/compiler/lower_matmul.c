@@ -327,6 +327,21 @@ static int32_t td__f32_gathered(td__lower *L, td_value a) {
   return fb;
 }
 
+int td__ag_own_rows_unread(const td__lower *L, td_value v) {
+  const td__val *V = &L->p->vals[v];
+  if (L->o.backend_cuda || !L->o.overlap || V->op != TD_OP_ALL_GATHER || V->dim != 0 || V->dtype == TD_F32 ||
+      V->is_output || td__whole(L, v))
+    return 0;
+  int readers = 0;
+  for (td_value u = v + 1; u < L->p->nvals; u++) {
+    const td__val *U = &L->p->vals[u];
+    if (U->in[1] == v || (U->in[0] == v && (U->op != TD_OP_MATMUL || (U->flags & TD_MATMUL_TRANSPOSE_A))))
+      return 0;
+    readers += U->in[0] == v;
+  }
+  return readers > 0;
+}
+
 td_status td__lower_matmul(td__lower *L, td_value v) {
   const td_program *p = L->p;
   const td__val *V = &p->vals[v];

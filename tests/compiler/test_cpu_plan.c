@@ -181,7 +181,8 @@ static void test_merged_tiles_keep_own_rows(void **state) {
  * GFLOP/s, 11.7 GB/s memory): a part moves in ~40 us while one more GEMM call
  * repacks 5.6 MB of weights (~1 ms), so each GEMM stays one tile, as in the
  * sequential plan; the local chunk still overlaps the gather through the f32
- * conversion of the gathered rows (own rows first, with no wait); every push
+ * conversion of the gathered rows (own rows first, with no wait, and no
+ * copy of them into the gather buffer); every push
  * of the reduce-scatter precedes its reductions, and the last step adds and
  * rounds in one pass. */
 static void test_minimal_plan(void **state) {
@@ -224,6 +225,19 @@ static void test_minimal_plan(void **state) {
       assert_int_equal(add_round, 1);
     }
     td_compiled_destroy(c);
+    /* The own rows reach the GEMM from the shard, so the overlapped plan makes
+     * no local copy into the gather buffer; the sequential plan, which reads
+     * the whole gathered value after the collective, does. */
+    for (int overlap = 0; overlap < 2; overlap++) {
+      c = compile(p, n, overlap, &m);
+      const td_schedule *s = td_plan_schedule(td_compiled_plan(c), 0);
+      int own_copies = 0;
+      for (uint32_t i = 0; i < s->ntasks; i++)
+        own_copies += s->tasks[i].kind == TD_TASK_COPY && !s->tasks[i].raise_count &&
+                      s->tasks[i].c.buf == td_compiled_buffer(c, 3) && s->tasks[i].c.peer == TD_PEER_SELF;
+      assert_int_equal(own_copies, overlap ? 0 : 1);
+      td_compiled_destroy(c);
+    }
   }
   td_program_destroy(p);
 }
