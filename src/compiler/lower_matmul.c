@@ -276,9 +276,10 @@ static int32_t td__f32_gathered(td__lower *L, td_value a) {
   if (L->f32buf[a] >= 0)
     return L->f32buf[a];
   const td_buffer_desc *d = td_plan_buffer(L->plan, L->buf[a]);
+  const int64_t drows = d->rows, dcols = d->cols; /* d moves when a buffer is added */
   char name[40];
   snprintf(name, sizeof name, "%.26s.f32", d->name);
-  int32_t fb = td__buffer(L, name, TD_BUF_LOCAL, TD_F32, d->rows, d->cols);
+  int32_t fb = td__buffer(L, name, TD_BUF_LOCAL, TD_F32, drows, dcols);
   if (fb < 0)
     return -1;
   td_value x = A->in[0];
@@ -292,11 +293,11 @@ static int32_t td__f32_gathered(td__lower *L, td_value a) {
   for (int r = 0; r < L->n && L->st == TD_OK; r++) {
     uint32_t nb = whole ? 0 : td__visit_order(L, a, r, order, (uint32_t)L->n * (uint32_t)L->chunks + 1);
     if (nb == 0) {
-      order[0] = 0, order[1] = d->rows;
+      order[0] = 0, order[1] = drows;
       nb = 1;
     }
     size_t own_off, own_len;
-    td_chunk_range((size_t)d->rows, L->n, r, &own_off, &own_len);
+    td_chunk_range((size_t)drows, L->n, r, &own_off, &own_len);
     for (uint32_t bi = 0; bi < nb; bi++) {
       int64_t r0 = order[2 * bi], rows = order[2 * bi + 1];
       if (rows <= 0)
@@ -306,13 +307,13 @@ static int32_t td__f32_gathered(td__lower *L, td_value a) {
       td_task t = {.kind = TD_TASK_EWISE, .worker = TD_WORKER_COMPUTE, .op = TD_EW_COPY, .alpha = 1.0f};
       if (own) {
         td__need_rows(L, &need, x, r, r0 - (int64_t)own_off, rows, td__whole(L, x));
-        t.a = td__view(L->buf[x], TD_PEER_SELF, r0 - (int64_t)own_off, 0, rows, d->cols);
+        t.a = td__view(L->buf[x], TD_PEER_SELF, r0 - (int64_t)own_off, 0, rows, dcols);
       } else {
         td__need_rows(L, &need, a, r, r0, rows, whole);
-        t.a = td__view(L->buf[a], TD_PEER_SELF, r0, 0, rows, d->cols);
+        t.a = td__view(L->buf[a], TD_PEER_SELF, r0, 0, rows, dcols);
       }
       t.b.buf = -1;
-      t.c = td__view(fb, TD_PEER_SELF, r0, 0, rows, d->cols);
+      t.c = td__view(fb, TD_PEER_SELF, r0, 0, rows, dcols);
       char lab[40];
       td__val_label(L->p, a, lab, sizeof lab);
       td__label(&t, "f32 %.10s r%lld", lab, (long long)r0);
