@@ -122,7 +122,7 @@ void td__cuda_ce_release(td__cuda_exec *cx) {
   const uint64_t epoch = cx->exec->epoch;
   for (uint32_t k = 0; k < cx->nce; k++)
     cudaMemcpy((void *)(uintptr_t)(cx->plan.ce_go + 8u * cx->ce_tasks[k]), &epoch, 8, cudaMemcpyHostToDevice);
-  cudaStreamSynchronize(cx->ce_stream);
+  td__cuda_stream_wait(cx, cx->ce_stream, "the copy-engine queue (release)");
   cudaGetLastError();
 }
 

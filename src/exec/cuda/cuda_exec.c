@@ -385,9 +385,17 @@ static td_status td__cuda_destroy(td_exec *e) {
   if (!cx)
     return TD_OK;
   cudaSetDevice(cx->device);
-  cudaStreamSynchronize(cx->stream);
+  td__cuda_stream_wait(cx, cx->stream, "the persistent kernel (destroy)");
   /* No peer may still read or raise into this arena when it is freed. */
   td_status st = td_team_barrier(e->team);
+  if (cx->stuck) { /* freeing memory that blocked work may still use would wait for it forever */
+    if (cx->rec)
+      td_symm_free(e->team, cx->rec);
+    e->impl = NULL;
+    return st == TD_OK ? td__error(TD_ERR_TIMEOUT, "cuda executor: rank %d: destroyed with GPU work that never "
+                                   "finished; its device memory is left to the process's exit", e->rank)
+                       : st;
+  }
   if (cx->rec) {
     td_status st2 = td_symm_free(e->team, cx->rec);
     if (st == TD_OK)

@@ -60,6 +60,7 @@ typedef struct td__cuda_exec {
   int uploaded;
   td_dev_trace *h_trace;   /* [ntasks] */
   /* copy-engine queue (copy_engine.c) */
+  int stuck;               /* a host wait hit its deadline: GPU work may never finish; destroy waits no more */
   int ce_enabled;          /* stream memory operations usable: CE copies go to ce_stream */
   cudaStream_t ce_stream;
   uint32_t *ce_tasks;      /* indices of CE proxy tasks, schedule order */
@@ -147,6 +148,17 @@ td_status td__cuda_exec_run_grid(td_exec *exec);
 /** Rebuilds and uploads the task table if the bindings changed since the
  * last upload. Errors: TD_ERR_CUDA, TD_ERR_INTERNAL. */
 td_status td__cuda_exec_upload(td__cuda_exec *cx);
+
+/** Waits for stream `s` under a host deadline (twice the executor's
+ * timeout plus 2 s): TD_OK when its work finished; TD_ERR_CUDA (naming
+ * `what`) when it failed; TD_ERR_TIMEOUT, with the likely cause (streams
+ * blocked in CUDA's hardware queues) and its remedy, when it did not finish,
+ * which also marks the executor stuck; TD_ERR_STATE once stuck
+ * (stream_wait.c). */
+td_status td__cuda_stream_wait(td__cuda_exec *cx, cudaStream_t s, const char *what);
+
+/** The host deadline of td__cuda_stream_wait, in milliseconds. */
+int64_t td__cuda_host_deadline_ms(const td__cuda_exec *cx);
 
 /** Formats a CUDA error as TD_ERR_CUDA naming the call and the rank. */
 td_status td__cuda_fail(const td_exec *e, const char *what, cudaError_t err);

@@ -154,21 +154,23 @@ td_status td__cuda_run(td_exec *e) {
   if (ce == cudaSuccess && e->opts.trace)
     ce = cudaMemcpyAsync(cx->h_trace, (void *)(uintptr_t)cx->plan.trace, s->ntasks * sizeof(td_dev_trace),
                          cudaMemcpyDeviceToHost, cx->stream);
-  if (ce == cudaSuccess)
-    ce = cudaStreamSynchronize(cx->stream);
+  td_status wst = ce == cudaSuccess ? td__cuda_stream_wait(cx, cx->stream, "the persistent kernel")
+                                     : td__cuda_fail(e, "the persistent kernel", ce);
   const int64_t t1 = td__clock_ns(CLOCK_MONOTONIC);
   td_status kq_st = TD_OK;
-  if (ce != cudaSuccess || diag.failed || ce_st != TD_OK) {
+  if (cx->stuck)
+    return wst; /* releasing the queues would wait on the same blocked hardware queues */
+  if (wst != TD_OK || diag.failed || ce_st != TD_OK) {
     td__cuda_ce_release(cx); /* nothing may stay queued on a wait that no kernel will satisfy */
     td__cuda_kq_release(cx);
   } else {
     if (cx->ce_enabled && cx->nce > 0)
-      ce = cudaStreamSynchronize(cx->ce_stream);
-    if (ce == cudaSuccess)
+      wst = td__cuda_stream_wait(cx, cx->ce_stream, "the copy-engine queue");
+    if (wst == TD_OK)
       kq_st = td__cuda_kq_sync(cx);
   }
-  if (ce != cudaSuccess)
-    return td__cuda_fail(e, "the persistent kernel", ce);
+  if (wst != TD_OK)
+    return wst;
   if (ce_st != TD_OK)
     return ce_st;
   if (kq_st != TD_OK)
@@ -201,9 +203,7 @@ td_status td__cuda_exec_run_grid(td_exec *e) {
   void *args[] = {&tasks};
   ce = cudaLaunchKernel((const void *)cx->grid_kernel, td__dim((int)e->sched->ntasks),
                         td__dim(cx->spec.threads), args, 0, cx->stream);
-  if (ce == cudaSuccess)
-    ce = cudaStreamSynchronize(cx->stream);
   if (ce != cudaSuccess)
     return td__cuda_fail(e, "the tile grid kernel", ce);
-  return TD_OK;
+  return td__cuda_stream_wait(cx, cx->stream, "the tile grid kernel");
 }

@@ -249,16 +249,13 @@ void td__cuda_kq_release(td__cuda_exec *cx) {
       cudaMemcpy((void *)(uintptr_t)(cx->plan.ce_go + 8u * cx->kq_tasks[role][k]), &epoch, 8,
                  cudaMemcpyHostToDevice);
   for (int role = 0; role < 2; role++)
-    cudaStreamSynchronize(cx->kq_stream[role]);
+    td__cuda_stream_wait(cx, cx->kq_stream[role], "a kernel-queue kernel (release)");
   cudaGetLastError();
 }
 
 td_status td__cuda_kq_sync(td__cuda_exec *cx) {
-  for (int role = 0; cx->kq_enabled && role < 2; role++) {
-    cudaError_t ce = cudaStreamSynchronize(cx->kq_stream[role]);
-    if (ce != cudaSuccess)
-      return td__cuda_fail(cx->exec, "a kernel-queue kernel", ce);
-  }
+  for (int role = 0; cx->kq_enabled && role < 2; role++)
+    TD_CHECK(td__cuda_stream_wait(cx, cx->kq_stream[role], "a kernel-queue kernel"));
   return TD_OK;
 }
 
