@@ -49,14 +49,16 @@ static td_status work_rank(td_world *w, int rank, void *arg) {
   return TD_OK;
 }
 
-/* Counts /dev/shm entries whose name starts with "tdist-rt-<tag>-". */
+/* Counts /dev/shm entries of this test process's job "<tag>": named
+ * "tdist-rt-<tag>-<pid>", so a concurrent run of the same test (another
+ * checkout's ctest on the same machine) does not count. */
 static int leftovers(const char *tag) {
-  char prefix[64];
-  snprintf(prefix, sizeof prefix, "tdist-rt-%s-", tag);
+  char name[96];
+  snprintf(name, sizeof name, "tdist-rt-%s-%ld", tag, (long)getpid());
   DIR *d = opendir("/dev/shm");
   int count = 0;
   for (struct dirent *e; d && (e = readdir(d));)
-    count += strncmp(e->d_name, prefix, strlen(prefix)) == 0;
+    count += strcmp(e->d_name, name) == 0;
   if (d)
     closedir(d);
   return count;
