@@ -5,7 +5,7 @@
 # tdist's tiles use), for examples/tp_mlp.td at 2 and 4 ranks.
 #   scripts/bench-main.sh [BUILD] [ITERS] [ROUNDS]
 # Each round runs every configuration once, in turn (tdist runs its two plans
-# alternately inside one process), so that load from other processes hits all
+# twice inside one process, O S then S O), so that load from other processes hits all
 # of them alike; the table gives each one's median over rounds of its median
 # over ITERS launches, and the range of the 1-minute load average seen.
 set -eu
@@ -22,7 +22,7 @@ mpi() { # ranks gelu round
 for r in $(seq "$ROUNDS"); do
   for n in 2 4; do
     cut -d' ' -f1 /proc/loadavg >> "$TMP/load.txt"
-    "$BUILD/bin/tdist" run examples/tp_mlp.td --ranks "$n" --iters "$ITERS" --rounds 1 \
+    "$BUILD/bin/tdist" run examples/tp_mlp.td --ranks "$n" --iters "$ITERS" --rounds 2 \
       --json "$TMP/td_${n}_$r.json" >/dev/null
     mpi "$n" libm "$r"
     mpi "$n" fast "$r"
