@@ -75,6 +75,11 @@ set(td__pc_seen "")
 foreach(item IN LISTS td__pc_deps)
   td__pc_item("${item}" td__pc_flags td__pc_seen)
 endforeach()
+# nvcc-compiled objects in the library (operators, the nccl transport) call
+# the C++ runtime (guards of function statics, exception personality).
+if(TD_HAVE_CUDA)
+  list(APPEND td__pc_flags "-lstdc++")
+endif()
 list(REMOVE_DUPLICATES td__pc_flags)
 list(JOIN td__pc_flags " " TD_PC_LIBS_PRIVATE)
 

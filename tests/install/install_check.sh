@@ -34,4 +34,12 @@ if command -v ldd >/dev/null && ldd "$tmp/hello_static" | grep -q libtdist; then
   fail "the static program loads libtdist.so"
 fi
 "$tmp/hello_static" | grep -q "pc_hello ok" || fail "static program failed"
+
+# Static again with a program that calls the operators: in a CUDA build that
+# pulls in nvcc-compiled objects, which need the C++ runtime (Libs.private).
+ops_src=$(dirname "$src")/../../examples/tp_mlp_ops.c
+if [ -f "$ops_src" ]; then
+  $cc -o "$tmp/ops_static" "$ops_src" $(pkg-config --cflags tdist) $static_libs || fail "static build of tp_mlp_ops.c failed (flags: $static_libs)"
+  "$tmp/ops_static" 2 37 >"$tmp/ops.log" 2>&1 || { cat "$tmp/ops.log" >&2; fail "static tp_mlp_ops failed"; }
+fi
 echo "install_check: ok ($pc)"
