@@ -152,8 +152,12 @@ td_status td_ll_all_reduce_create(td_team *team, size_t count, td_dtype dtype,
                                   const td_tp_opts *opts, td_tp_op **out);
 
 /* Common errors of the calls below: TD_ERR_INVALID_ARG (NULL op, an operand
- * NULL (even where this rank's part is empty), src and dst overlapping,
- * an operator of another kind: names both kinds), TD_ERR_TIMEOUT (a wait
+ * NULL (even where this rank's part is empty), C sharing a byte with A or
+ * B (src and dst for ll_all_reduce: no in-place calls; names the operands
+ * and their byte ranges), an operator of another kind: names both kinds;
+ * NULL and overlapping operands are checked collectively: every rank of a
+ * multi-rank team refuses the call, naming the rank at fault, nothing runs
+ * and the operator stays usable), TD_ERR_TIMEOUT (a wait
  * passed its deadline: names rank, task and signal), TD_ERR_PEER_FAILED,
  * TD_ERR_CUDA. Every rank of the team must make the same number of calls.
  * After an error other than TD_ERR_INVALID_ARG (TD_ERR_STATE afterwards) the handle can only be

@@ -248,6 +248,74 @@ td_status td__tp_create(td_team *team, const td__tp_desc *d, const td_tp_opts *o
   return TD_OK;
 }
 
+/* Bytes operand i of this rank occupies (0 when the operator has none). */
+static size_t td__tp_operand_bytes(const td_tp_op *op, int i) {
+  if (op->bufs[i] < 0)
+    return 0;
+  const td_buffer_desc *bd = td_plan_buffer(op->plan, op->bufs[i]);
+  return (size_t)bd->rows * (size_t)bd->cols * td_dtype_size(bd->dtype);
+}
+
+/* What this rank alone can tell about a call's operands: none NULL, and C
+ * (written) sharing no byte with A or B (read). An overlap makes every
+ * variant compute from operands it has already overwritten (or, for the
+ * overlapped plans, from chunks peers are still reading), so it is refused
+ * rather than run. */
+static td_status td__tp_call_check(const td_tp_op *op, const void *const ptr[3]) {
+  const char *kn = td_tp_kind_name(op->d.kind);
+  int ar = op->d.kind == TD_TP_ALL_REDUCE;
+  const char *names[3] = {ar ? "src" : "A", "B", ar ? "dst" : "C"};
+  for (int i = 0; i < 3; i++)
+    if (op->bufs[i] >= 0 && !ptr[i])
+      return td__error(TD_ERR_INVALID_ARG, "%s: operand %s is NULL on rank %d; pass a buffer of %zu bytes "
+                       "(td_tp_operand)", kn, names[i], op->rank, td__tp_operand_bytes(op, i));
+  uintptr_t c0 = (uintptr_t)ptr[2];
+  size_t cn = td__tp_operand_bytes(op, 2);
+  for (int i = 0; i < 2; i++) {
+    uintptr_t x0 = (uintptr_t)ptr[i];
+    size_t xn = td__tp_operand_bytes(op, i);
+    if (xn && cn && x0 < c0 + cn && c0 < x0 + xn)
+      return td__error(TD_ERR_INVALID_ARG, "%s: rank %d: operand %s [%p, %p) (%zu bytes) overlaps operand %s "
+                       "[%p, %p) (%zu bytes); %s is written while %s is read, so in-place calls are refused: pass "
+                       "separate buffers", kn, op->rank, names[2], ptr[2], (void *)(c0 + cn), cn, names[i],
+                       ptr[i], (void *)(x0 + xn), xn, names[2], names[i]);
+  }
+  return TD_OK;
+}
+
+/* The verdict of one call, exchanged so that a bad operand on one rank makes
+ * every rank refuse the call (nothing started, the operator stays usable)
+ * instead of leaving the others to wait for it until their deadline. */
+typedef struct td__tp_call_rec {
+  int32_t status;
+  char msg[300];
+} td__tp_call_rec;
+
+static td_status td__tp_call_agree(td_tp_op *op, td_status mine) {
+  const char *kn = td_tp_kind_name(op->d.kind);
+  td__tp_call_rec rec, *all = calloc((size_t)op->nranks, sizeof *all);
+  if (!all) /* peers meet the exchange's deadline, which names this rank */
+    return td__error(TD_ERR_NO_MEMORY, "%s: rank %d: out of memory for the operand check", kn, op->rank);
+  memset(&rec, 0, sizeof rec);
+  rec.status = (int32_t)mine;
+  if (mine != TD_OK)
+    snprintf(rec.msg, sizeof rec.msg, "%s", td_last_error());
+  td_status st = td_all_gather(op->team, all, &rec, sizeof rec, TD_U8);
+  if (st != TD_OK) {
+    free(all);
+    op->failed = 1; /* the team is broken: peers may be anywhere */
+    td__error_prefix("%s: exchanging the operand check: ", kn);
+    return st;
+  }
+  st = mine;
+  for (int r = 0; r < op->nranks && st == TD_OK; r++)
+    if (all[r].status != TD_OK)
+      st = td__error((td_status)all[r].status, "%s: rank %d refused the call, so this rank did too: %s", kn, r,
+                     all[r].msg);
+  free(all);
+  return st;
+}
+
 td_status td__tp_run(td_tp_op *op, td_tp_kind kind, void *c, const void *a, const void *b) {
   if (!op)
     return td__error(TD_ERR_INVALID_ARG, "%s: op is NULL", td_tp_kind_name(kind));
@@ -259,24 +327,13 @@ td_status td__tp_run(td_tp_op *op, td_tp_kind kind, void *c, const void *a, cons
   if (op->failed)
     return td__error(TD_ERR_STATE, "%s: an earlier call failed; the operator can only be destroyed", kn);
   const void *ptr[3] = {a, b, c};
-  static const char *const names[3] = {"A", "B", "C"};
-  for (int i = 0; i < 3; i++)
-    if (op->bufs[i] >= 0 && !ptr[i]) {
-      const td_buffer_desc *bd = td_plan_buffer(op->plan, op->bufs[i]);
-      size_t bytes = (size_t)bd->rows * (size_t)bd->cols * td_dtype_size(bd->dtype);
-      return td__error(TD_ERR_INVALID_ARG, "%s: operand %s is NULL on rank %d; pass a buffer of %zu bytes "
-                       "(td_tp_operand)", kn, op->d.kind == TD_TP_ALL_REDUCE ? (i ? "dst" : "src") : names[i],
-                       op->rank, bytes);
-    }
-  if (op->d.kind == TD_TP_ALL_REDUCE) {
-    size_t bytes = op->d.count * td_dtype_size(op->d.dtype);
-    const char *x = a, *y = c;
-    if (x < y + bytes && y < x + bytes)
-      return td__error(TD_ERR_INVALID_ARG, "all_reduce: src %p and dst %p overlap (%zu bytes each); pass "
-                       "separate buffers", a, (void *)c, bytes);
-  }
+  td_status st = td__tp_call_check(op, ptr);
+  if (op->nranks > 1 && (st = td__tp_call_agree(op, st)) != TD_OK)
+    return st;
+  if (st != TD_OK)
+    return st;
   if (op->fused) {
-    td_status st = td__tp_fused_run(op, c, a, b);
+    st = td__tp_fused_run(op, c, a, b);
     if (st != TD_OK && st != TD_ERR_INVALID_ARG) {
       op->failed = 1;
       td__error_prefix("%s: ", kn);
@@ -285,12 +342,12 @@ td_status td__tp_run(td_tp_op *op, td_tp_kind kind, void *c, const void *a, cons
   }
   for (int i = 0; i < 3; i++)
     if (op->bufs[i] >= 0 && ptr[i] != op->bound[i]) {
-      td_status st = td_exec_bind(op->exec, op->bufs[i], (void *)ptr[i]);
+      st = td_exec_bind(op->exec, op->bufs[i], (void *)ptr[i]);
       if (st != TD_OK)
         return st;
       op->bound[i] = ptr[i];
     }
-  td_status st = td_exec_run(op->exec);
+  st = td_exec_run(op->exec);
   if (st != TD_OK) {
     op->failed = 1;
     td__error_prefix("%s: ", kn);

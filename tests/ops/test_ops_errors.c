@@ -134,7 +134,7 @@ static td_status call_errors(td_world *w, int rank, void *arg) {
   EXPECT(td_ag_gemm(ag, NULL, a, b), TD_ERR_INVALID_ARG, "operand C is NULL");
   EXPECT(td_gemm_rs(ag, c, a, b), TD_ERR_INVALID_ARG, "gemm_rs: the operator was created as ag_gemm; call td_ag_gemm");
   EXPECT(td_gemm_ar(ar, c, a, b), TD_ERR_INVALID_ARG, "created as all_reduce; call td_ll_all_reduce");
-  EXPECT(td_ll_all_reduce(ar, a + 8, a), TD_ERR_INVALID_ARG, "all_reduce: src");
+  EXPECT(td_ll_all_reduce(ar, a + 8, a), TD_ERR_INVALID_ARG, "overlaps operand src [");
   EXPECT(td_ll_all_reduce(ar, c, NULL), TD_ERR_INVALID_ARG, "operand src is NULL");
   td_tp_layout l;
   EXPECT(td_tp_operand(ag, TD_TP_C, 1, &l), TD_ERR_INVALID_ARG, "rank 1 (0..0) out of range");

@@ -1,0 +1,169 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Operators whose output shares memory with an input: for every kind and
+ * every variant it accepts on cpu, one rank passes C overlapping A (or B;
+ * dst overlapping src for all-reduce) and every rank must refuse the call
+ * with TD_ERR_INVALID_ARG (the faulty rank naming both operands and their
+ * byte ranges, its peers naming the faulty rank), with nothing run: the next
+ * call with separate buffers then gives the right result. Before the fix the
+ * overlapped variants returned TD_OK with wrong values. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tdist/tdist.h"
+
+enum { NR = 2 };
+
+typedef struct alias_case {
+  td_tp_kind kind;
+  td_tp_variant variant;
+  int bad_rank;
+  int with_b;        /* 1: C overlaps B instead of A */
+  int skipped;       /* out: the variant does not apply to the kind */
+  td_status got[NR]; /* out: the aliased call's status per rank */
+  char msg[NR][600];
+  int good_ok[NR];   /* out: the call after it ran and was right */
+} alias_case;
+
+static td_status alias_create(td_team *t, const alias_case *c, td_tp_op **op) {
+  td_tp_opts o;
+  td_tp_opts_init(&o);
+  o.variant = c->variant;
+  o.timeout_ms = 10000;
+  switch (c->kind) {
+  case TD_TP_AG_GEMM: return td_ag_gemm_create(t, 8, 6, 4, TD_F32, &o, op);
+  case TD_TP_GEMM_RS: return td_gemm_rs_create(t, 8, 6, 4, TD_F32, &o, op);
+  case TD_TP_GEMM_AR: return td_gemm_ar_create(t, 8, 6, 4, TD_F32, &o, op);
+  default: return td_ll_all_reduce_create(t, 48, TD_F32, &o, op);
+  }
+}
+
+static td_status alias_call(td_tp_op *op, td_tp_kind kind, void *c, const void *a, const void *b) {
+  switch (kind) {
+  case TD_TP_AG_GEMM: return td_ag_gemm(op, c, a, b);
+  case TD_TP_GEMM_RS: return td_gemm_rs(op, c, a, b);
+  case TD_TP_GEMM_AR: return td_gemm_ar(op, c, a, b);
+  default: return td_ll_all_reduce(op, c, a);
+  }
+}
+
+static float *alias_alloc(size_t bytes, float v) {
+  size_t n = bytes / sizeof(float) + 16;
+  float *p = malloc(n * sizeof *p);
+  for (size_t i = 0; p && i < n; i++)
+    p[i] = v;
+  return p;
+}
+
+static td_status alias_rank(td_world *w, int rank, void *arg) {
+  alias_case *c = arg;
+  td_tp_op *op = NULL;
+  td_status st = alias_create(td_world_team(w), c, &op);
+  if (st == TD_ERR_INVALID_ARG && strstr(td_last_error(), "does not apply")) {
+    c->skipped = 1;
+    return TD_OK;
+  }
+  if (st != TD_OK)
+    return st;
+  td_tp_layout la, lb, lc;
+  td_tp_operand(op, TD_TP_A, rank, &la);
+  td_tp_operand(op, TD_TP_B, rank, &lb);
+  td_tp_operand(op, TD_TP_C, rank, &lc);
+  /* Every input element is 1, so each output element is K (GEMMs: a sum
+   * over K of 1 * 1, however it is split) or the rank count (all-reduce). */
+  float *a = alias_alloc(la.bytes + lc.bytes, 1.0f), *b = alias_alloc(lb.bytes + lc.bytes, 1.0f);
+  float *out = alias_alloc(lc.bytes, -7.0f);
+  float want = c->kind == TD_TP_ALL_REDUCE ? (float)NR : 4.0f;
+  void *bad_c = c->with_b ? (void *)(b + 1) : (void *)(a + 1);
+  void *cc = rank == c->bad_rank ? bad_c : out;
+  c->got[rank] = alias_call(op, c->kind, cc, a, b);
+  snprintf(c->msg[rank], sizeof c->msg[rank], "%s", td_last_error());
+  st = alias_call(op, c->kind, out, a, b);
+  int ok = st == TD_OK;
+  for (int64_t i = 0; ok && i < lc.rows; i++)
+    for (int64_t j = 0; ok && j < lc.cols; j++)
+      ok = out[i * lc.ld + j] == want;
+  c->good_ok[rank] = ok;
+  td_status d = td_tp_destroy(op);
+  free(a), free(b), free(out);
+  return st != TD_OK ? st : d;
+}
+
+static void run_case(td_tp_kind kind, td_tp_variant v, int bad_rank, int with_b) {
+  alias_case c = {.kind = kind, .variant = v, .bad_rank = bad_rank, .with_b = with_b};
+  td_status st = td_local_world_run(NR, NULL, alias_rank, &c);
+  if (st != TD_OK)
+    fail_msg("%s %s: %s: %s", td_tp_kind_name(kind), td_tp_variant_name(v), td_status_name(st), td_last_error());
+  if (c.skipped)
+    return;
+  int ar = kind == TD_TP_ALL_REDUCE;
+  char who[64];
+  snprintf(who, sizeof who, "rank %d", bad_rank);
+  for (int r = 0; r < NR; r++) {
+    const char *m = c.msg[r];
+    if (c.got[r] != TD_ERR_INVALID_ARG)
+      fail_msg("%s %s rank %d: aliased call gave %s (%s)", td_tp_kind_name(kind), td_tp_variant_name(v), r,
+               td_status_name(c.got[r]), m);
+    if (!strstr(m, td_tp_kind_name(kind)) || !strstr(m, who) ||
+        !strstr(m, ar ? "operand dst [" : "operand C [") ||
+        !strstr(m, ar ? "overlaps operand src [" : with_b ? "overlaps operand B [" : "overlaps operand A [") ||
+        !strstr(m, "bytes") || !strstr(m, "pass separate buffers"))
+      fail_msg("%s %s rank %d: message '%s'", td_tp_kind_name(kind), td_tp_variant_name(v), r, m);
+    if (r != bad_rank && !strstr(m, "refused the call"))
+      fail_msg("%s %s rank %d: peer message '%s'", td_tp_kind_name(kind), td_tp_variant_name(v), r, m);
+    if (!c.good_ok[r])
+      fail_msg("%s %s rank %d: the call after the refusal was wrong", td_tp_kind_name(kind),
+               td_tp_variant_name(v), r);
+  }
+}
+
+static void test_every_kind_and_variant(void **state) {
+  (void)state;
+  for (int k = 0; k < TD_TP_KIND_COUNT; k++)
+    for (int v = TD_TP_AUTO; v <= TD_TP_TWO_SHOT; v++)
+      run_case((td_tp_kind)k, (td_tp_variant)v, v % NR, 0);
+}
+
+static void test_c_overlaps_b(void **state) {
+  (void)state;
+  for (int k = TD_TP_AG_GEMM; k <= TD_TP_GEMM_AR; k++)
+    run_case((td_tp_kind)k, TD_TP_AUTO, 1, 1);
+}
+
+/* One rank: the same check, no exchange; the exact byte count is named. */
+static td_status single_rank(td_world *w, int rank, void *arg) {
+  (void)rank, (void)arg;
+  td_tp_op *op = NULL;
+  td_status st = td_gemm_ar_create(td_world_team(w), 4, 4, 4, TD_F32, NULL, &op);
+  if (st != TD_OK)
+    return st;
+  float buf[64] = {0};
+  int ok = td_gemm_ar(op, buf + 15, buf, buf + 32) == TD_ERR_INVALID_ARG &&
+           strstr(td_last_error(), "(64 bytes) overlaps operand A") != NULL;
+  ok &= td_gemm_ar(op, buf + 16, buf, buf + 32) == TD_OK; /* adjacent, not overlapping */
+  td_tp_destroy(op);
+  return ok ? TD_OK : TD_ERR_CHECK_FAILED;
+}
+
+static void test_single_rank_edges(void **state) {
+  (void)state;
+  td_status st = td_local_world_run(1, NULL, single_rank, NULL);
+  if (st != TD_OK)
+    fail_msg("%s: %s", td_status_name(st), td_last_error());
+  assert_int_equal(st, TD_OK);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_every_kind_and_variant),
+      cmocka_unit_test(test_c_overlaps_b),
+      cmocka_unit_test(test_single_rank_edges),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
