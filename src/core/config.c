@@ -2,6 +2,7 @@
  * The one table of tdist's environment variables (core layer). Parsing, error
  * messages and `tdist doctor` all read this table, so a variable documented
  * here is a variable that works. Add a row to add a variable. */
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <unistd.h>
@@ -18,7 +19,7 @@ typedef struct {
   td__cfg_type type;
   const char *def; /* default as text; NULL = unset */
   int64_t min, max;
-  const char *allowed; /* for strings: comma-separated allowed values, or NULL = any */
+  const char *allowed; /* comma-separated allowed values (strings, or integers of an int variable), or NULL = any */
   const char *desc;
 } td__cfg_var;
 
@@ -63,7 +64,7 @@ static const td__cfg_var td__vars[] = {
     {"TD_OPS_FUSED_TILE", TD__CFG_STR, NULL, 0, 0, NULL,
      "fused operators' GEMM launches: cublas, tiles (our tiles, by shape), or a compiled tile BMxBN / BMxBNcC; "
      "default: the tuning cache's entry, else cuBLAS"},
-    {"TD_OPS_FUSED_AG_GEMMS", TD__CFG_INT, "0", 0, 8, NULL,
+    {"TD_OPS_FUSED_AG_GEMMS", TD__CFG_INT, "0", 0, 8, "0,1,3,8",
      "fused ag_gemm: GEMMs per call, 1 (all rows), 3 (own, after, before) or 8 (one per rank); 0 = by shape"},
 };
 enum { TD__NVARS = sizeof td__vars / sizeof td__vars[0] };
@@ -107,6 +108,20 @@ static td_status td__parse_int(const td__cfg_var *v, const char *text, int64_t *
   x *= mult;
   if (x < v->min || x > v->max)
     goto range;
+  if (v->allowed) { /* an integer from a list: "0,1,3,8" */
+    for (const char *p = v->allowed; *p;) {
+      char *e = NULL;
+      long long a = strtoll(p, &e, 10);
+      if (e == p)
+        break;
+      if (a == x) {
+        *out = x;
+        return TD_OK;
+      }
+      p = *e == ',' ? e + 1 : e;
+    }
+    return td__error(TD_ERR_INVALID_ARG, "%s='%s' is not allowed; allowed: %s", v->name, text, v->allowed);
+  }
   *out = x;
   return TD_OK;
 bad:
@@ -178,7 +193,7 @@ static size_t td__edit_distance(const char *a, const char *b) {
     size_t diag = row[0];
     row[0] = i;
     for (size_t j = 1; j <= lb; j++) {
-      size_t up = row[j], best = diag + (a[i - 1] != b[j - 1]);
+      size_t up = row[j], best = diag + (toupper((unsigned char)a[i - 1]) != toupper((unsigned char)b[j - 1]));
       if (up + 1 < best)
         best = up + 1;
       if (row[j - 1] + 1 < best)

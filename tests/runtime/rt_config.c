@@ -41,6 +41,10 @@ static void test_unknown(void **state) {
   assert_int_equal(n, base + 2);
   assert_non_null(strstr(out, "TD_TIMEOUT_MSS (not a tdist variable; did you mean TD_TIMEOUT_MS?)"));
   assert_non_null(strstr(out, "TD_ZZZ_NOTHING_LIKE_IT (not a tdist variable)\n"));
+  setenv("TD_timeout_ms", "5", 1); /* case is a typo too */
+  capture(td_config_unknown, out, sizeof out);
+  assert_non_null(strstr(out, "TD_timeout_ms (not a tdist variable; did you mean TD_TIMEOUT_MS?)"));
+  unsetenv("TD_timeout_ms");
   /* a table variable is never reported */
   setenv("TD_TIMEOUT_MS", "1000", 1);
   assert_int_equal(td_config_unknown(NULL), base + 2);
@@ -57,8 +61,10 @@ static void test_check_all(void **state) {
   setenv("TD_SYMM_HEAP_SIZE", "1T", 1);
   setenv("TD_TRANSPORT", "carrier-pigeon", 1);
   setenv("TD_COLL_SINGLE_COPY", "1", 1);
+  setenv("TD_OPS_FUSED_AG_GEMMS", "5", 1); /* in range, not in the list */
   int n = capture(td_config_check_all, out, sizeof out);
-  assert_int_equal(n, 3);
+  assert_int_equal(n, 4);
+  assert_non_null(strstr(out, "TD_OPS_FUSED_AG_GEMMS='5' is not allowed; allowed: 0,1,3,8"));
   assert_non_null(strstr(out, "TD_TIMEOUT_MS='12x' is not a decimal integer"));
   assert_non_null(strstr(out, "TD_SYMM_HEAP_SIZE='1T'"));
   assert_non_null(strstr(out, "TD_TRANSPORT='carrier-pigeon' is not allowed; allowed: local,shm"));
@@ -67,7 +73,9 @@ static void test_check_all(void **state) {
   unsetenv("TD_SYMM_HEAP_SIZE");
   unsetenv("TD_TRANSPORT");
   unsetenv("TD_COLL_SINGLE_COPY");
+  setenv("TD_OPS_FUSED_AG_GEMMS", "3", 1);
   assert_int_equal(td_config_check_all(NULL), 0);
+  unsetenv("TD_OPS_FUSED_AG_GEMMS");
 }
 
 /* Runs `tdist doctor` with extra environment; returns its exit status. */
@@ -98,6 +106,32 @@ static void test_doctor(void **state) {
   assert_int_equal(doctor("TD_CUDA_DEVICE=-1", out, sizeof out), 1);
   assert_non_null(strstr(out, "TD_CUDA_DEVICE='-1' is out of range; allowed 0 to 1024"));
   assert_non_null(strstr(out, "doctor: 1 configuration variable does not parse"));
+  assert_int_equal(doctor("", out, sizeof out), 0);
+  assert_non_null(strstr(out, "cores online"));
+  assert_non_null(strstr(out, "/dev/shm"));
+  assert_non_null(strstr(out, "BLAS"));
+  assert_non_null(strstr(out, "CUDA"));
+  /* doctor takes no arguments */
+  char cmd[8192];
+  snprintf(cmd, sizeof cmd, "'%s' doctor --bogus 2>&1", path);
+  FILE *p = popen(cmd, "r");
+  assert_non_null(p);
+  size_t len = fread(out, 1, sizeof out - 1, p);
+  out[len] = 0;
+  int st = pclose(p);
+  assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 2);
+  assert_non_null(strstr(out, "unexpected argument '--bogus'"));
+  /* every other command refuses a bad variable before any work, naming it */
+  snprintf(cmd, sizeof cmd, "env TD_CPU_COMPUTE_WORKERS=-3 TD_TRANSPORT=ib '%s' explain x.td --ranks 2 2>&1", path);
+  p = popen(cmd, "r");
+  assert_non_null(p);
+  len = fread(out, 1, sizeof out - 1, p);
+  out[len] = 0;
+  st = pclose(p);
+  assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 2);
+  assert_non_null(strstr(out, "tdist explain: the environment has configuration variables that do not parse"));
+  assert_non_null(strstr(out, "TD_CPU_COMPUTE_WORKERS='-3' is out of range"));
+  assert_non_null(strstr(out, "TD_TRANSPORT='ib' is not allowed; allowed: local,shm"));
 }
 
 static int dump_all(FILE *f) {

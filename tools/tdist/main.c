@@ -44,8 +44,17 @@ int main(int argc, char **argv) {
     return 0;
   }
   for (int i = 0; i < TD__NCOMMANDS; i++)
-    if (!strcmp(argv[1], td__commands[i].name))
+    if (!strcmp(argv[1], td__commands[i].name)) {
+      /* A variable that does not parse is an error before any work, even if
+       * this command would not read it (doctor reports them itself). */
+      if (strcmp(argv[1], "doctor") != 0 && td_config_check_all(NULL) > 0) {
+        fprintf(stderr, "tdist %s: the environment has configuration variables that do not parse:\n", argv[1]);
+        td_config_check_all(stderr);
+        fprintf(stderr, "(`tdist doctor` lists every variable and what it allows)\n");
+        return 2;
+      }
       return td__commands[i].main(argc - 1, argv + 1);
+    }
   fprintf(stderr, "tdist: unknown command '%s'\n", argv[1]);
   td__usage(stderr);
   return 2;
