@@ -24,6 +24,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "cli_common.h"
 #include "out_check.h"
 #include "bench.h"
 #include "tdist/tdist.h"
@@ -53,11 +54,12 @@ static void bc_usage(FILE *out) {
   fprintf(out,
           "usage: tdist bench coll [--ranks N] [--op all_gather|reduce_scatter|all_reduce|all_to_all|all]\n"
           "                        [--min BYTES] [--max BYTES] [--iters K] [--json FILE] [--staged] [--no-mpi]\n"
-          "  --ranks N   rank processes on this host (default 2)\n"
+          "  --ranks N   rank processes on this host, 1..256 (default 2)\n"
           "  --op        collective to time; repeatable or comma-separated (default all)\n"
           "  --min/--max sizes in bytes, doubling, K/M/G suffixes (default 8 .. 256M); the size is\n"
           "              nccl-tests': the whole N-rank buffer for all_gather, reduce_scatter, all_to_all\n"
-          "  --iters K   calls per timed round (default: ~32 MiB of traffic, 2..1000); %d rounds, median\n"
+          "  --iters K   calls per timed round, 1..1000000 (default: ~32 MiB of traffic, 2..1000);\n"
+          "              %d rounds, median\n"
           "  --repeat R  run both sides R times, alternating, and keep each size's best time (default 1;\n"
           "              use 3+ on a shared machine)\n"
           "  --json FILE also write the results as JSON\n"
@@ -98,11 +100,10 @@ static int bc_parse(int argc, char **argv, bc_opts *o, int *worker) {
     } else if (!strcmp(a, "--no-mpi")) {
       o->no_mpi = 1;
     } else if (v && !strcmp(a, "--ranks")) {
-      o->ranks = atoi(v), i++;
-      if (o->ranks < 1 || o->ranks > 256) {
-        fprintf(stderr, "tdist bench coll: --ranks %s: give 1..256\n", v);
+      long long x;
+      if (!td_cli_int("tdist bench coll", a, v, 1, 256, &x))
         return -1;
-      }
+      o->ranks = (int)x, i++;
     } else if (v && (!strcmp(a, "--min") || !strcmp(a, "--max"))) {
       if (td_bench_parse_bytes(v, !strcmp(a, "--min") ? &o->min : &o->max)) {
         fprintf(stderr, "tdist bench coll: %s %s: give bytes, e.g. 8, 64K, 256M\n", a, v);
@@ -110,17 +111,15 @@ static int bc_parse(int argc, char **argv, bc_opts *o, int *worker) {
       }
       i++;
     } else if (v && !strcmp(a, "--iters")) {
-      o->iters = atoi(v), i++;
-      if (o->iters < 1) {
-        fprintf(stderr, "tdist bench coll: --iters %s: give a positive count\n", v);
+      long long x;
+      if (!td_cli_int("tdist bench coll", a, v, 1, 1000000, &x))
         return -1;
-      }
+      o->iters = (int)x, i++;
     } else if (v && !strcmp(a, "--repeat")) {
-      o->repeat = atoi(v), i++;
-      if (o->repeat < 1 || o->repeat > 100) {
-        fprintf(stderr, "tdist bench coll: --repeat %s: give 1..100\n", v);
+      long long x;
+      if (!td_cli_int("tdist bench coll", a, v, 1, 100, &x))
         return -1;
-      }
+      o->repeat = (int)x, i++;
     } else if (v && !strcmp(a, "--json")) {
       o->json = v, i++;
     } else if (v && !strcmp(a, "--op")) {
@@ -494,12 +493,7 @@ static int bc_write_json(const bc_opts *o, bc_row rows[][BC_MAX_ROWS], const int
       cJSON_AddItemToArray(res, e);
     }
   char *text = cJSON_Print(root);
-  FILE *f = text ? fopen(o->json, "w") : NULL;
-  int rc = !f || fputs(text, f) < 0;
-  if (f)
-    rc |= fclose(f) != 0;
-  if (rc)
-    fprintf(stderr, "tdist bench coll: cannot write %s: %s\n", o->json, strerror(errno));
+  int rc = td_cli_write_text("tdist bench coll", o->json, text) != 0;
   cJSON_free(text);
   cJSON_Delete(root);
   return rc;

@@ -24,6 +24,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "cli_common.h"
 #include "out_check.h"
 #include "bench.h"
 #include "tdist/tdist.h"
@@ -65,11 +66,12 @@ static void be_usage(FILE *out) {
           "                        [--json FILE]\n"
           "  One f32 GEMM (default 4096^3) as T independent row-block tiles run by the CPU executor\n"
           "  with W compute workers, against one multi-threaded OpenBLAS sgemm with W threads.\n"
-          "  --tiles T    GEMM tasks (default: one per worker)\n"
-          "  --workers W  executor compute workers and OpenBLAS threads (default: online cores)\n"
-          "  --iters I    timed runs per side, after one warm-up (default 5)\n"
+          "  --size N, --m M, --n N, --k K   dims, 1..65536\n"
+          "  --tiles T    GEMM tasks, 1..1048576, at most M (default: one per worker)\n"
+          "  --workers W  executor compute workers and OpenBLAS threads, 1..1024 (default: online cores)\n"
+          "  --iters I    timed runs per side, after one warm-up, 1..100000 (default 5)\n"
           "  --json FILE  also write the results as JSON\n"
-          "  --micro N    instead: per-task cost of N empty tasks per run (1 rank, W workers), and\n"
+          "  --micro N    instead: per-task cost of N (1..1000000) empty tasks per run (1 rank, W workers), and\n"
           "               the latency of a signal hop between 2 ranks (N/10 round trips)\n");
 }
 
@@ -86,12 +88,20 @@ static int be_parse(int argc, char **argv, be_opts *o) {
       fprintf(stderr, "tdist bench exec: option '%s' needs a value\n", a);
       return 2;
     }
-    long long x = atoll(v);
+    /* Ranges: dims up to 65536 (the three f32 matrices must fit in memory),
+     * workers as the executor allows, --micro within one plan's task count. */
+    static const struct { const char *name; long long lo, hi; } opts[] = {
+        {"--size", 1, 65536}, {"--m", 1, 65536}, {"--n", 1, 65536}, {"--k", 1, 65536},
+        {"--tiles", 1, 1 << 20}, {"--workers", 1, 1024}, {"--iters", 1, 100000}, {"--micro", 1, 1000000}};
+    long long x = 0;
+    int which = -1;
+    for (int j = 0; j < (int)(sizeof opts / sizeof opts[0]); j++)
+      if (!strcmp(a, opts[j].name))
+        which = j;
+    if (which >= 0 && !td_cli_int("tdist bench exec", a, v, opts[which].lo, opts[which].hi, &x))
+      return 2;
     if (!strcmp(a, "--json")) {
       o->json = v;
-    } else if (x < 1) {
-      fprintf(stderr, "tdist bench exec: %s %s: give a positive integer\n", a, v);
-      return 2;
     } else if (!strcmp(a, "--size")) {
       o->m = o->n = o->k = x;
     } else if (!strcmp(a, "--m")) {
@@ -198,7 +208,8 @@ static td_status be_rank(td_world *w, int rank, void *arg) {
   return st != TD_OK ? st : dst;
 }
 
-static void be_write_json(const be_state *s, double tb, double te) {
+/* Returns 0, or -1 after printing why the file could not be written. */
+static int be_write_json(const be_state *s, double tb, double te) {
   cJSON *root = cJSON_CreateObject();
   cJSON_AddStringToObject(root, "bench", "exec");
   cJSON_AddStringToObject(root, "tdist_version", td_version());
@@ -215,11 +226,10 @@ static void be_write_json(const be_state *s, double tb, double te) {
   cJSON_AddNumberToObject(root, "executor_fastest_s", s->t_exec[0]);
   cJSON_AddNumberToObject(root, "max_rel_diff", s->max_rel_diff);
   char *text = cJSON_Print(root);
-  FILE *f = text ? fopen(s->o.json, "w") : NULL;
-  if (!f || fputs(text, f) < 0 || fclose(f) != 0)
-    fprintf(stderr, "tdist bench exec: cannot write %s\n", s->o.json);
+  int rc = td_cli_write_text("tdist bench exec", s->o.json, text);
   free(text);
   cJSON_Delete(root);
+  return rc;
 }
 
 /* ---- per-task overhead (--micro) ---- */
@@ -357,12 +367,10 @@ int td_bench_exec(int argc, char **argv) {
   printf("%-28s %12.2f %10.1f %12.2f\n", "CPU executor (tiles)", te * 1e3, gflop / te, me * 1e3);
   printf("overhead: %+.2f %% (medians), %+.2f %% (fastest runs)   max relative difference: %.2e\n",
          (te / tb - 1.0) * 100.0, (me / mb - 1.0) * 100.0, s.max_rel_diff);
-  if (o->json)
-    be_write_json(&s, tb, te);
-  int bad = !(s.max_rel_diff < 1e-3);
+  int bad = !(s.max_rel_diff < 1e-3), unwritten = o->json && be_write_json(&s, tb, te);
   if (bad)
     fprintf(stderr, "tdist bench exec: the executor's result differs from OpenBLAS's (max rel %.3g)\n",
             s.max_rel_diff);
   free(s.a), free(s.b), free(s.c_blas), free(s.c_exec), free(s.t_blas), free(s.t_exec);
-  return bad;
+  return bad || unwritten;
 }

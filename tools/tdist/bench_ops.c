@@ -20,6 +20,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "cli_common.h"
 #include "out_check.h"
 #include "bench.h"
 #include "bench_ops.h"
@@ -30,9 +31,12 @@ typedef struct bo_opts {
   td_tp_kind kind;
   int cuda, ranks, iters, warmup, chunks, compute_workers, comm_workers;
   td_dtype dt;
-  const char *json, *models, *ms, *variants;
+  const char *json, *models, *variants;
+  long long ms[BO_MAX_SHAPES]; /* M of each model row (--m) */
+  int nms;
   int64_t m, n, k;
   const char *sizes;
+  int no_base_note; /* 1: no baseline exists for this backend and dtype (said once above the table) */
 } bo_opts;
 
 typedef struct bo_side {
@@ -167,8 +171,12 @@ static td_status bo_rank(td_world *w, int rank, void *arg) {
   void *a = NULL, *b = NULL;
   if (!lay) {
     st = TD_ERR_INVALID_ARG;
-    if (rank == 0)
-      snprintf(bc->msg, sizeof bc->msg, "no tdist side could be created");
+    if (rank == 0) {
+      snprintf(bc->msg, sizeof bc->msg, "no tdist side could be created (see their rows)");
+      bc->side[0].ok = 0; /* the baseline takes its operand layouts from a tdist side */
+      snprintf(bc->side[0].msg, sizeof bc->side[0].msg, "not run: it needs a tdist side's operand layouts and "
+               "none could be created");
+    }
   } else {
     td_tp_operand(lay, TD_TP_A, rank, &la);
     td_tp_operand(lay, TD_TP_B, rank, &lb);
@@ -334,24 +342,37 @@ static int bo_run_case(const bo_opts *o, const bo_shape *shape, cJSON *results) 
     cJSON_AddStringToObject(j, "variant", s == 0 ? "sequential (outside tdist)" : td_tp_variant_name(sd->ran));
     if (!sd->ok || st != TD_OK) {
       cJSON_AddStringToObject(j, "error", sd->msg[0] ? sd->msg : "case failed");
+      /* a missing baseline is said once above the table (no_base_note) */
+      const char *why = s == 0 && o->no_base_note ? "none (see above)" : sd->msg[0] ? sd->msg : bc.msg;
       printf("| %-22s | %-16s | %-12s | n/a | n/a | n/a | n/a | n/a | n/a | %s |\n", bc.s.name, sd->name,
-             s == 0 ? "sequential" : td_tp_variant_name(sd->ran), sd->msg[0] ? sd->msg : bc.msg);
+             s == 0 ? "sequential" : td_tp_variant_name(sd->ran), why);
     } else {
       double tf = flops > 0 ? flops / sd->p50 * 1e-12 : 0;
       /* all_reduce: algorithm bandwidth in GB/s in the same column. */
       double rate = o->kind == TD_TP_ALL_REDUCE ? (double)(bc.s.count * td_dtype_size(o->dt)) / sd->p50 * 1e-9 : tf;
       if (o->kind == TD_TP_ALL_REDUCE)
         cJSON_AddNumberToObject(j, "algbw_gb_s", rate);
-      double sp = base50 > 0 ? base50 / sd->p50 : 0;
+      /* Without a baseline there is no speedup, and the differences are
+       * against tdist auto: none for auto itself (it would be 0 by
+       * construction), so those cells say so instead of a number. */
+      int refside = bc.side[0].ok ? 0 : 1;
+      char spt[16] = "-", dft[16] = "n/a";
       cJSON_AddNumberToObject(j, "p50_s", sd->p50);
       cJSON_AddNumberToObject(j, "p99_s", sd->p99);
       cJSON_AddNumberToObject(j, "tflops", tf);
-      cJSON_AddNumberToObject(j, "speedup_vs_baseline", sp);
+      if (base50 > 0) {
+        cJSON_AddNumberToObject(j, "speedup_vs_baseline", base50 / sd->p50);
+        snprintf(spt, sizeof spt, "%6.3f", base50 / sd->p50);
+      }
       cJSON_AddNumberToObject(j, "memory_bytes_per_rank", (double)sd->mem_bytes);
-      cJSON_AddNumberToObject(j, "max_rel_diff", s == 0 ? 0 : sd->max_rel_diff);
-      printf("| %-22s | %-16s | %-12s | %9.3f | %9.3f | %7.3f | %6.3f | %8.1f | %8.2e | |\n", bc.s.name, sd->name,
-             s == 0 ? "sequential" : td_tp_variant_name(sd->ran), sd->p50 * 1e3, sd->p99 * 1e3, rate, sp,
-             (double)sd->mem_bytes / 1048576.0, s == 0 ? 0.0 : sd->max_rel_diff);
+      if (s != refside && s != 0) {
+        cJSON_AddNumberToObject(j, "max_rel_diff", sd->max_rel_diff);
+        cJSON_AddStringToObject(j, "diff_against", refside ? "tdist auto" : "baseline");
+        snprintf(dft, sizeof dft, "%8.2e", sd->max_rel_diff);
+      }
+      printf("| %-22s | %-16s | %-12s | %9.3f | %9.3f | %7.3f | %6s | %8.1f | %8s | |\n", bc.s.name, sd->name,
+             s == 0 ? "sequential" : td_tp_variant_name(sd->ran), sd->p50 * 1e3, sd->p99 * 1e3, rate, spt,
+             (double)sd->mem_bytes / 1048576.0, dft);
     }
     cJSON_AddItemToArray(js, j);
   }
@@ -362,10 +383,43 @@ static int bo_run_case(const bo_opts *o, const bo_shape *shape, cJSON *results) 
 }
 
 /* (N, K) of the field's layer set; N and K are global, sharded by the operator. */
-static const struct { const char *name; int64_t n, k; } bo_models[] = {
-    {"llama3.1-8b", 14336, 4096},  {"llama3.1-70b", 28672, 8192}, {"llama3.1-405b", 53248, 16384},
-    {"qwen2-72b", 29568, 8192},    {"gpt3-175b", 49152, 12288},
+/* cpu = 1: the CPU-sized set, the default of --backend cpu (the GPU-sized
+ * models take hours on a few cores); 'all' means the cpu = 0 ones. */
+static const struct { const char *name; int64_t n, k; int cpu; } bo_models[] = {
+    {"llama3.1-8b", 14336, 4096, 0},  {"llama3.1-70b", 28672, 8192, 0}, {"llama3.1-405b", 53248, 16384, 0},
+    {"qwen2-72b", 29568, 8192, 0},    {"gpt3-175b", 49152, 12288, 0},   {"cpu-small", 2048, 1024, 1},
+    {"cpu-medium", 4096, 2048, 1},
 };
+
+/* Whether `name` is one token of the comma-separated list. */
+static int bo_in_list(const char *list, const char *name) {
+  size_t n = strlen(name);
+  for (const char *p = list; p && *p;) {
+    const char *q = strchr(p, ',');
+    size_t len = q ? (size_t)(q - p) : strlen(p);
+    if (len == n && !strncmp(p, name, n))
+      return 1;
+    p = q ? q + 1 : NULL;
+  }
+  return 0;
+}
+
+/* Every token of --models names a model, 'all' or 'check'; prints the first that does not. */
+static int bo_models_valid(const char *cmd, const char *list) {
+  char buf[256];
+  snprintf(buf, sizeof buf, "%s", list);
+  for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    int found = !strcmp(t, "all") || !strcmp(t, "check");
+    for (size_t i = 0; i < sizeof bo_models / sizeof bo_models[0]; i++)
+      found |= !strcmp(t, bo_models[i].name);
+    if (!found) {
+      fprintf(stderr, "%s: --models expects all, check or model names (llama3.1-8b, llama3.1-70b, "
+              "llama3.1-405b, qwen2-72b, gpt3-175b, cpu-small, cpu-medium), got '%s'\n", cmd, t);
+      return 0;
+    }
+  }
+  return 1;
+}
 
 static int bo_shapes(const bo_opts *o, bo_shape *out) {
   int ns = 0;
@@ -387,18 +441,16 @@ static int bo_shapes(const bo_opts *o, bo_shape *out) {
     snprintf(out[0].name, sizeof out[0].name, "custom");
     return 1;
   }
-  char ms[128];
   for (size_t i = 0; i < sizeof bo_models / sizeof bo_models[0]; i++) {
-    if (strcmp(o->models, "all") && !strstr(o->models, bo_models[i].name))
+    if (!bo_in_list(o->models, bo_models[i].name) && !(bo_in_list(o->models, "all") && !bo_models[i].cpu))
       continue;
-    snprintf(ms, sizeof ms, "%s", o->ms);
-    for (char *tok = strtok(ms, ","); tok && ns < BO_MAX_SHAPES; tok = strtok(NULL, ",")) {
-      out[ns] = (bo_shape){.m = atoll(tok), .n = bo_models[i].n, .k = bo_models[i].k};
+    for (int j = 0; j < o->nms && ns < BO_MAX_SHAPES - 1; j++) {
+      out[ns] = (bo_shape){.m = o->ms[j], .n = bo_models[i].n, .k = bo_models[i].k};
       snprintf(out[ns].name, sizeof out[ns].name, "%s", bo_models[i].name);
       ns++;
     }
   }
-  if (strstr(o->models, "check") || !strcmp(o->models, "all")) { /* the correctness case */
+  if (bo_in_list(o->models, "check") || bo_in_list(o->models, "all")) { /* the correctness case */
     out[ns] = (bo_shape){.m = 4091 * (int64_t)o->ranks, .n = 5120, .k = 1024};
     snprintf(out[ns].name, sizeof out[ns].name, "check 4091xR");
     ns++;
@@ -418,20 +470,42 @@ static void bo_usage(FILE *f, const char *kind) {
           "on cuda auto is fused wherever it applies). Models: llama3.1-8b,\n"
           "llama3.1-70b, llama3.1-405b, qwen2-72b,\n"
           "gpt3-175b (N, K global) with M from --m (default 1024,4096,8192), and 'check' (M = 4091 x\n"
-          "ranks, N = 5120, K = 1024). all_reduce sizes default 8K,64K,512K,4M,64M.\n"
+          "ranks, N = 5120, K = 1024); 'all' is these. On --backend cpu the default is instead the\n"
+          "CPU-sized set cpu-small (N 2048, K 1024) and cpu-medium (N 4096, K 2048) with M 512,2048\n"
+          "(the models above take hours on a few cores; ask for them with --models or --m).\n"
+          "all_reduce sizes default 8K,64K,512K,4M,64M. Ranges: --ranks 1..64, --iters 1..100000,\n"
+          "--warmup 0..10000, --chunks 0..64, --compute-workers/--comm-workers 0..1024 (0: chosen),\n"
+          "--m and --shape dims 1..1048576. --shape/--m/--models apply to the GEMM operators only,\n"
+          "--sizes to all_reduce only. A line on stderr reports each case as it starts.\n"
           "Ranks are threads of one process; on cuda they share the GPU: correctness and overhead,\n"
           "not interconnect speed.\n",
           kind);
 }
 
+/* Integer options: name, range, and where the value goes. */
+typedef struct bo_int_opt {
+  const char *name;
+  long long lo, hi;
+  int *dst;
+} bo_int_opt;
+
 static int bo_main(td_tp_kind kind, int argc, char **argv) {
   bo_opts o = {.kind = kind, .ranks = 2, .iters = 20, .warmup = 3, .dt = TD_F32, .models = "all",
-               .ms = "1024,4096,8192", .sizes = "8K,64K,512K,4M,64M"};
+               .sizes = "8K,64K,512K,4M,64M"};
   o.variants = kind == TD_TP_AG_GEMM   ? "sequential,sm,copy_engine,ring"
                : kind == TD_TP_GEMM_RS ? "sequential,sm"
                : kind == TD_TP_GEMM_AR ? "sequential,one_shot,two_shot"
                                        : "one_shot,two_shot";
-  int dtype_set = 0;
+  char cmd[64];
+  snprintf(cmd, sizeof cmd, "tdist bench %s", argv[0]);
+  const bo_int_opt ints[] = {{"--ranks", 1, 64, &o.ranks},
+                             {"--iters", 1, 100000, &o.iters},
+                             {"--warmup", 0, 10000, &o.warmup},
+                             {"--chunks", 0, 64, &o.chunks},
+                             {"--compute-workers", 0, 1024, &o.compute_workers},
+                             {"--comm-workers", 0, 1024, &o.comm_workers}};
+  int dtype_set = 0, models_set = 0, gemm_only = 0, ar_only = 0;
+  const char *gemm_opt = NULL;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -443,24 +517,21 @@ static int bo_main(td_tp_kind kind, int argc, char **argv) {
       return 2;
     }
     i++;
-    if (!strcmp(a, "--backend")) {
+    const bo_int_opt *io = NULL;
+    for (size_t j = 0; j < sizeof ints / sizeof ints[0]; j++)
+      if (!strcmp(a, ints[j].name))
+        io = &ints[j];
+    if (io) {
+      long long x;
+      if (!td_cli_int(cmd, a, v, io->lo, io->hi, &x))
+        return 2;
+      *io->dst = (int)x;
+    } else if (!strcmp(a, "--backend")) {
       if (strcmp(v, "cpu") && strcmp(v, "cuda")) {
         fprintf(stderr, "tdist bench %s: --backend %s: use cpu or cuda\n", argv[0], v);
         return 2;
       }
       o.cuda = !strcmp(v, "cuda");
-    } else if (!strcmp(a, "--ranks")) {
-      o.ranks = atoi(v);
-    } else if (!strcmp(a, "--iters")) {
-      o.iters = atoi(v);
-    } else if (!strcmp(a, "--warmup")) {
-      o.warmup = atoi(v);
-    } else if (!strcmp(a, "--chunks")) {
-      o.chunks = atoi(v);
-    } else if (!strcmp(a, "--compute-workers")) {
-      o.compute_workers = atoi(v);
-    } else if (!strcmp(a, "--comm-workers")) {
-      o.comm_workers = atoi(v);
     } else if (!strcmp(a, "--json")) {
       o.json = v;
     } else if (!strcmp(a, "--dtype")) {
@@ -472,23 +543,68 @@ static int bo_main(td_tp_kind kind, int argc, char **argv) {
     } else if (!strcmp(a, "--variants")) {
       o.variants = v;
     } else if (!strcmp(a, "--models")) {
-      o.models = v;
+      if (!bo_models_valid(cmd, v))
+        return 2;
+      o.models = v, models_set = 1, gemm_only = 1, gemm_opt = a;
     } else if (!strcmp(a, "--m")) {
-      o.ms = v;
+      if (!td_cli_int_list(cmd, a, v, ',', 1, 1 << 20, "a comma-separated list of integers", o.ms,
+                           BO_MAX_SHAPES / 2, &o.nms))
+        return 2;
+      gemm_only = 1, gemm_opt = a;
     } else if (!strcmp(a, "--sizes")) {
-      o.sizes = v;
-    } else if (!strcmp(a, "--shape")) {
-      long long m, n, k;
-      if (sscanf(v, "%lldx%lldx%lld", &m, &n, &k) != 3 || m < 1 || n < 1 || k < 1) {
-        fprintf(stderr, "tdist bench %s: --shape %s: use MxNxK, each >= 1\n", argv[0], v);
+      char list[256];
+      snprintf(list, sizeof list, "%s", v);
+      int bad = !*v || strlen(v) >= sizeof list || v[strlen(v) - 1] == ',' || strstr(v, ",,");
+      for (char *save = NULL, *t = strtok_r(list, ",", &save); t && !bad; t = strtok_r(NULL, ",", &save)) {
+        size_t bytes;
+        bad = td_bench_parse_bytes(t, &bytes) != 0 || bytes < 2;
+      }
+      if (bad) {
+        fprintf(stderr, "tdist bench %s: --sizes expects a comma-separated list of byte sizes (e.g. 8K,64K,4M; "
+                "each at least one element), got '%s'\n", argv[0], v);
         return 2;
       }
-      o.m = m, o.n = n, o.k = k;
+      o.sizes = v, ar_only = 1;
+    } else if (!strcmp(a, "--shape")) {
+      long long d[3];
+      int nd = 0;
+      if (!td_cli_int_list(cmd, a, v, 'x', 1, 1 << 20, "MxNxK", d, 3, &nd))
+        return 2;
+      if (nd != 3) {
+        fprintf(stderr, "tdist bench %s: --shape expects MxNxK (each in 1..1048576), got '%s'\n", argv[0], v);
+        return 2;
+      }
+      o.m = d[0], o.n = d[1], o.k = d[2], gemm_only = 1, gemm_opt = a;
     } else {
       fprintf(stderr, "tdist bench %s: unknown option %s\n", argv[0], a);
       bo_usage(stderr, argv[0]);
       return 2;
     }
+  }
+  if (kind == TD_TP_ALL_REDUCE && gemm_only) {
+    fprintf(stderr, "tdist bench %s: %s applies to the GEMM operators only; all_reduce takes --sizes\n", argv[0],
+            gemm_opt);
+    return 2;
+  }
+  if (kind != TD_TP_ALL_REDUCE && ar_only) {
+    fprintf(stderr, "tdist bench %s: --sizes applies to all_reduce only; the GEMM operators take --shape, --m "
+            "or --models\n", argv[0]);
+    return 2;
+  }
+  if (o.m > 0 && (o.nms || models_set)) {
+    fprintf(stderr, "tdist bench %s: --shape gives one shape; it cannot be combined with --m or --models\n",
+            argv[0]);
+    return 2;
+  }
+  int cpu_default = !o.cuda && kind != TD_TP_ALL_REDUCE && !models_set && !o.nms && !o.m;
+  if (cpu_default)
+    o.models = "cpu-small,cpu-medium";
+  if (!o.nms) {
+    const long long gpu_ms[] = {1024, 4096, 8192}, cpu_ms[] = {512, 2048};
+    const long long *dm = cpu_default ? cpu_ms : gpu_ms;
+    o.nms = cpu_default ? 2 : 3;
+    for (int j = 0; j < o.nms; j++)
+      o.ms[j] = dm[j];
   }
   if (!dtype_set && o.cuda)
     o.dt = TD_BF16;
@@ -499,10 +615,6 @@ static int bo_main(td_tp_kind kind, int argc, char **argv) {
       fprintf(stderr, "tdist bench %s: --variants: %s\n", argv[0], td_last_error());
       return 2;
     }
-  if (o.ranks < 1 || o.ranks > 64 || o.iters < 1 || o.warmup < 0) {
-    fprintf(stderr, "tdist bench %s: --ranks must be 1..64, --iters >= 1, --warmup >= 0\n", argv[0]);
-    return 2;
-  }
 #ifndef TD_HAVE_GEMM_CUDA
   if (o.cuda) {
     fprintf(stderr, "tdist bench %s: this build has no CUDA backend; use --backend cpu\n", argv[0]);
@@ -517,6 +629,7 @@ static int bo_main(td_tp_kind kind, int argc, char **argv) {
     fprintf(stderr, "tdist bench %s: no shape selected (--models, --m, --shape or --sizes malformed)\n", argv[0]);
     return 2;
   }
+  o.no_base_note = !o.cuda && o.dt != TD_F32 && kind != TD_TP_ALL_REDUCE;
   cJSON *root = cJSON_CreateObject(), *env = cJSON_AddObjectToObject(root, "environment");
   bo_env(o.cuda, env);
   cJSON_AddStringToObject(root, "operator", td_tp_kind_name(kind));
@@ -527,8 +640,15 @@ static int bo_main(td_tp_kind kind, int argc, char **argv) {
   cJSON_AddStringToObject(root, "note", o.cuda ? "ranks share one GPU (local): correctness and overhead, not "
                                                  "interconnect speed" : "ranks are threads of one process");
   cJSON *results = cJSON_AddArrayToObject(root, "results");
-  printf("# tdist bench %s: backend %s, %d ranks, %s, %d iters (p50/p99 of the slowest rank per call)\n\n",
+  printf("# tdist bench %s: backend %s, %d ranks, %s, %d iters (p50/p99 of the slowest rank per call)\n",
          argv[0], o.cuda ? "cuda" : "cpu", o.ranks, td_dtype_name(o.dt), o.iters);
+  if (cpu_default)
+    printf("cpu backend: the CPU-sized default shapes (cpu-small, cpu-medium; M 512,2048); the GPU-sized models "
+           "run with --models all or --m\n");
+  if (o.no_base_note)
+    printf("no baseline on cpu for %s (OpenBLAS sgemm is f32 only): speedup '-'; max rel diff is against tdist "
+           "auto ('n/a' on auto itself)\n", td_dtype_name(o.dt));
+  printf("\n");
   printf("| case | side | variant | p50 ms | p99 ms | %s | speedup | MiB/rank | max rel diff | note |\n",
          kind == TD_TP_ALL_REDUCE ? "GB/s" : "TFLOP/s");
   printf("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n");
@@ -540,17 +660,20 @@ static int bo_main(td_tp_kind kind, int argc, char **argv) {
     else
       snprintf(label, sizeof label, "%.30s", shapes[i].name);
     snprintf(shapes[i].name, sizeof shapes[i].name, "%s", label);
+    if (kind != TD_TP_ALL_REDUCE)
+      fprintf(stderr, "tdist bench %s: case %d/%d: %s (M=%lld N=%lld K=%lld) ...\n", argv[0], i + 1, ns,
+              shapes[i].name, (long long)shapes[i].m, (long long)shapes[i].n, (long long)shapes[i].k);
+    else
+      fprintf(stderr, "tdist bench %s: case %d/%d: %s ...\n", argv[0], i + 1, ns, shapes[i].name);
+    fflush(stderr);
     rc |= bo_run_case(&o, &shapes[i], results);
   }
   if (o.json) {
     char *text = cJSON_Print(root);
-    FILE *f = fopen(o.json, "w");
-    if (!f || !text || fputs(text, f) < 0) {
-      fprintf(stderr, "tdist bench %s: cannot write %s\n", argv[0], o.json);
+    char cmd[64];
+    snprintf(cmd, sizeof cmd, "tdist bench %s", argv[0]);
+    if (td_cli_write_text(cmd, o.json, text))
       rc = 1;
-    }
-    if (f)
-      fclose(f);
     free(text);
   }
   cJSON_Delete(root);

@@ -205,7 +205,7 @@ static int bo_cpu_run(bo_base *B, char *msg, size_t ms) {
     st = td_all_reduce(t, c, w, (size_t)(B->s.m * B->s.n), TD_F32, TD_SUM);
     break;
   default:
-    st = td_all_reduce(t, c, a, B->s.count, TD_F32, TD_SUM);
+    st = td_all_reduce(t, c, a, B->s.count, B->dt, TD_SUM);
     break;
   }
   if (st != TD_OK) {
@@ -222,8 +222,8 @@ int bo_base_create(int cuda, td_tp_kind kind, const bo_shape *s, td_dtype dt, td
     snprintf(msg, ms, "baseline: at most 64 ranks");
     return -1;
   }
-  if (!cuda && dt != TD_F32) {
-    snprintf(msg, ms, "cpu baseline: f32 only (OpenBLAS sgemm)");
+  if (!cuda && dt != TD_F32 && kind != TD_TP_ALL_REDUCE) { /* all_reduce's is a host collective: any dtype */
+    snprintf(msg, ms, "cpu baseline: f32 only (OpenBLAS sgemm), %s asked", td_dtype_name(dt));
     return -1;
   }
   bo_base *B = calloc(1, sizeof *B);

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0
- * Option parsing shared by `tdist run` and `tdist explain` (tools layer); see
- * cli_common.h. One copy, so both commands accept and refuse the same input
- * with the same words. */
+ * Option parsing and output files shared by the CLI subcommands (tools
+ * layer); see cli_common.h. One copy, so every command accepts and refuses
+ * the same input with the same words. */
 #include "cli_common.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,68 @@ int td_cli_int(const char *cmd, const char *opt, const char *text, long long lo,
   }
   *out = v;
   return 1;
+}
+
+/* One item of a list: the whole of [text, text+len) must be the integer. */
+static int td__cli_item(const char *text, size_t len, long long lo, long long hi, long long *out) {
+  char buf[32];
+  if (!len || len >= sizeof buf)
+    return 0;
+  memcpy(buf, text, len);
+  buf[len] = 0;
+  char *end;
+  errno = 0;
+  long long v = strtoll(buf, &end, 10);
+  if (*end || errno || v < lo || v > hi || isspace((unsigned char)buf[0]))
+    return 0;
+  *out = v;
+  return 1;
+}
+
+int td_cli_int_list(const char *cmd, const char *opt, const char *text, char sep, long long lo, long long hi,
+                    const char *what, long long *out, int max, int *count) {
+  long long tmp[64];
+  int n = 0, ok = text != NULL && max > 0 && max <= 64;
+  for (const char *p = text; ok;) {
+    const char *q = strchr(p, sep);
+    size_t len = q ? (size_t)(q - p) : strlen(p);
+    ok = n < max && td__cli_item(p, len, lo, hi, &tmp[n]);
+    n++;
+    if (!q)
+      break;
+    p = q + 1;
+  }
+  if (!ok) {
+    fprintf(stderr, "%s: %s expects %s (each in %lld..%lld, at most %d), got '%s'\n", cmd, opt, what, lo, hi,
+            max, text ? text : "(nothing)");
+    return 0;
+  }
+  memcpy(out, tmp, (size_t)n * sizeof *out);
+  *count = n;
+  return 1;
+}
+
+int td_cli_write_text(const char *cmd, const char *path, const char *text) {
+  if (!text) {
+    fprintf(stderr, "%s: cannot write %s: out of memory\n", cmd, path);
+    return -1;
+  }
+  FILE *f = fopen(path, "w");
+  if (!f) {
+    fprintf(stderr, "%s: cannot write %s: %s\n", cmd, path, strerror(errno));
+    return -1;
+  }
+  size_t len = strlen(text);
+  int err = fwrite(text, 1, len, f) != len ? errno : 0;
+  if ((fflush(f) || ferror(f)) && !err)
+    err = errno ? errno : EIO;
+  if (fclose(f) && !err)
+    err = errno;
+  if (err) {
+    fprintf(stderr, "%s: cannot write %s: %s\n", cmd, path, strerror(err));
+    return -1;
+  }
+  return 0;
 }
 
 int td_cli_check_program_args(const char *cmd, const char *path, long long ranks,

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0
- * Option parsing shared by the CLI subcommands that take a `.td` program
- * (tools layer): `tdist run` and `tdist explain` read integers and check
- * PROGRAM / --ranks / --backend the same way, with the same messages. */
+ * Option parsing and output files shared by the CLI subcommands (tools
+ * layer): `tdist run`, `explain`, `bench` and `tune` read integers and lists
+ * of integers with one strict parser (no atoi: trailing junk, overflow and
+ * out-of-range values are refused with the same words), check PROGRAM /
+ * --ranks / --backend the same way, and report a failed output write. */
 #ifndef TD_TOOLS_CLI_COMMON_H
 #define TD_TOOLS_CLI_COMMON_H
 
@@ -13,6 +15,22 @@
  * (out untouched). A NULL text is reported as "(nothing)". */
 int td_cli_int(const char *cmd, const char *opt, const char *text, long long lo, long long hi,
                long long *out);
+
+/** Parses `text` as integers in lo..hi separated by `sep` (e.g. ',' for
+ * "1024,4096" or 'x' for "8x8x8"): at least 1 and at most `max` of them, no
+ * empty item. Writes them to out[0..*count-1] and returns 1, or prints
+ * "CMD: OPT expects WHAT (each in LO..HI), got 'TEXT'" to stderr and returns
+ * 0 (out and count untouched). `what` describes the form, e.g. "a
+ * comma-separated list of integers" or "MxNxK". */
+int td_cli_int_list(const char *cmd, const char *opt, const char *text, char sep, long long lo, long long hi,
+                    const char *what, long long *out, int max, int *count);
+
+/** Writes `text` to the file `path` (created or truncated), checking every
+ * step: open, write and close (a full disk often fails only at close).
+ * Returns 0, or prints "CMD: cannot write PATH: REASON" (strerror) to stderr
+ * and returns -1 (callers exit with status 1). NULL text counts as a failure
+ * ("out of memory"). */
+int td_cli_write_text(const char *cmd, const char *path, const char *text);
 
 /** Checks the arguments every program-taking subcommand needs: a PROGRAM
  * path (else prints "CMD: no PROGRAM given" and then `usage` to stderr),

@@ -234,13 +234,8 @@ int td_cmd_run(int argc, char **argv) {
     if (check)
       cJSON_AddBoolToObject(j, "pass", pass);
     char *text = cJSON_Print(j);
-    FILE *f = text ? fopen(json, "w") : NULL;
-    if (!f || fputs(text, f) < 0 || fputc('\n', f) < 0) {
-      fprintf(stderr, "tdist run: cannot write JSON to '%s': %s\n", json, strerror(errno));
+    if (td_cli_write_text("tdist run", json, text))
       rc = 1;
-    }
-    if (f)
-      fclose(f);
     free(text);
     cJSON_Delete(j);
   }

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_common.h"
 #include "commands.h"
 #include "tdist/tdist.h"
 #if defined(TD_HAVE_GEMM_CUDA)
@@ -21,6 +22,7 @@ static void td__tune_usage(FILE *out) {
   fprintf(out,
           "usage: tdist tune gemm --M m --N n --K k [--dtype bf16|f16] [--layout nk|kn]\n"
           "                      [--arch 90|80] [--iters N] [--no-store]\n"
+          "--M, --N, --K: 1..1048576; --iters: 1..100000 (default 20).\n"
           "Times each compiled GEMM tile configuration on an M x N x K problem (B given as\n"
           "[N,K] with --layout nk, the default, or [K,N]) and stores the fastest for this GPU,\n"
           "dtype, layout and shape class in $TD_CACHE_DIR (default ~/.cache/tdist).\n");
@@ -50,16 +52,26 @@ static int td__tune_gemm(int argc, char **argv) {
       return 0;
     } else if (!strcmp(a, "--no-store")) {
       store = 0;
-    } else if (v && (!strcmp(a, "--M") || !strcmp(a, "-M"))) {
-      m = atoi(v), i++;
-    } else if (v && (!strcmp(a, "--N") || !strcmp(a, "-N"))) {
-      n = atoi(v), i++;
-    } else if (v && (!strcmp(a, "--K") || !strcmp(a, "-K"))) {
-      k = atoi(v), i++;
-    } else if (v && !strcmp(a, "--iters")) {
-      iters = atoi(v), i++;
-    } else if (v && !strcmp(a, "--arch")) {
-      arch = atoi(v), i++;
+    } else if (v && (!strcmp(a, "--M") || !strcmp(a, "-M") || !strcmp(a, "--N") || !strcmp(a, "-N") ||
+                     !strcmp(a, "--K") || !strcmp(a, "-K") || !strcmp(a, "--iters") || !strcmp(a, "--arch"))) {
+      /* dims 1..1048576 (a GEMM the GPU holds); iters 1..100000; arch checked below */
+      long long x;
+      int dim = strcmp(a, "--iters") && strcmp(a, "--arch");
+      if (!td_cli_int("tdist tune gemm", a, v, dim ? 1 : !strcmp(a, "--iters") ? 1 : 0,
+                      dim ? 1 << 20 : !strcmp(a, "--iters") ? 100000 : 1000, &x))
+        return 2;
+      char c = a[strlen(a) - 1];
+      if (c == 'M')
+        m = (int)x;
+      else if (c == 'N')
+        n = (int)x;
+      else if (c == 'K')
+        k = (int)x;
+      else if (!strcmp(a, "--iters"))
+        iters = (int)x;
+      else
+        arch = (int)x;
+      i++;
     } else if (v && !strcmp(a, "--dtype")) {
       dtype_name = v, i++;
     } else if (v && !strcmp(a, "--layout")) {
