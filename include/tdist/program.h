@@ -178,8 +178,18 @@ typedef struct td_perf_model {
 
 /** Fills *model with the calibrated constants of this machine
  * ($TD_CACHE_DIR/calibration.json, else ~/.cache/tdist/calibration.json),
- * or with built-in defaults when there is no calibration. Never fails. */
+ * or with built-in defaults when there is no calibration (and for a value the
+ * file does not hold or holds out of range, see td_perf_model_load_checked).
+ * Never fails. */
 void td_perf_model_load(td_perf_model *model);
+/** Like td_perf_model_load, but refuses a calibration file that does not
+ * parse as a JSON object (of at most 4 KiB) or holds a value out of its sane
+ * range (alpha_s 1e-9..1, beta_bytes_s and mem_bytes_s 1e3..1e14, flops_s
+ * 1e3..1e17, task_overhead_s 1e-10..1, transcendental_s 0..1e-3, cores an
+ * integer 0..100000); td_perf_model_load skips such values instead. *model is
+ * written only on success. Errors: TD_ERR_INVALID_ARG (model NULL, or the
+ * file, key, value and allowed range named). */
+td_status td_perf_model_load_checked(td_perf_model *model);
 /** Writes *model to the calibration file; creates the folder. Writes the path
  * used into path (size >= 512) when non-NULL. Errors: TD_ERR_SYSTEM. */
 td_status td_perf_model_save(const td_perf_model *model, char *path, size_t path_size);

@@ -10,6 +10,8 @@
  * threshold; explain uses them to predict a timeline. */
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,36 +54,89 @@ static int td__calib_path(char *path, size_t size, int make_dirs) {
   return 1;
 }
 
-void td_perf_model_load(td_perf_model *m) {
+/* Sane ranges of the calibration constants: a value outside is a broken or
+ * hand-edited file (a flops_s of 1e-300 made every predicted time infinite).
+ * Wide enough for one CPU core up to a whole GPU. */
+static const struct {
+  const char *key;
+  size_t off;
+  double lo, hi;
+} td__calib_keys[] = {
+    {"alpha_s", offsetof(td_perf_model, alpha_s), 1e-9, 1.0},
+    {"beta_bytes_s", offsetof(td_perf_model, beta_bytes_s), 1e3, 1e14},
+    {"flops_s", offsetof(td_perf_model, flops_s), 1e3, 1e17},
+    {"mem_bytes_s", offsetof(td_perf_model, mem_bytes_s), 1e3, 1e14},
+    {"task_overhead_s", offsetof(td_perf_model, task_overhead_s), 1e-10, 1.0},
+    {"transcendental_s", offsetof(td_perf_model, transcendental_s), 0.0, 1e-3},
+};
+
+/* Reads the calibration file into m (defaults first). strict: refuse a file
+ * that does not parse or a value out of range; else skip such values. */
+static td_status td__model_read(td_perf_model *m, int strict) {
   td__model_defaults(m);
   char path[600];
   if (!td__calib_path(path, sizeof path, 0))
-    return;
+    return TD_OK;
   FILE *f = fopen(path, "rb");
   if (!f)
-    return;
+    return TD_OK;
   char text[4096];
   size_t n = fread(text, 1, sizeof text - 1, f);
+  int more = fgetc(f) != EOF;
   fclose(f);
   text[n] = 0;
-  cJSON *j = cJSON_Parse(text);
-  if (!j)
-    return;
-  const struct {
-    const char *key;
-    double *dst;
-  } keys[] = {{"alpha_s", &m->alpha_s},       {"beta_bytes_s", &m->beta_bytes_s},
-              {"flops_s", &m->flops_s},       {"mem_bytes_s", &m->mem_bytes_s},
-              {"task_overhead_s", &m->task_overhead_s}, {"transcendental_s", &m->transcendental_s}};
-  for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
-    cJSON *it = cJSON_GetObjectItemCaseSensitive(j, keys[i].key);
-    if (cJSON_IsNumber(it) && it->valuedouble > 0)
-      *keys[i].dst = it->valuedouble;
+  cJSON *j = more ? NULL : cJSON_Parse(text);
+  if (!j || !cJSON_IsObject(j)) {
+    cJSON_Delete(j);
+    return strict ? td__error(TD_ERR_INVALID_ARG, "calibration file '%s': %s; fix it, delete it or run "
+                              "`tdist calibrate`", path, more ? "larger than 4 KiB" : "not a JSON object")
+                  : TD_OK;
+  }
+  td_status st = TD_OK;
+  for (size_t i = 0; i < sizeof td__calib_keys / sizeof td__calib_keys[0] && st == TD_OK; i++) {
+    cJSON *it = cJSON_GetObjectItemCaseSensitive(j, td__calib_keys[i].key);
+    if (!it)
+      continue;
+    double v = cJSON_IsNumber(it) ? it->valuedouble : NAN;
+    double lo = td__calib_keys[i].lo, hi = td__calib_keys[i].hi;
+    if (v >= lo && v <= hi) /* false for NaN */
+      *(double *)((char *)m + td__calib_keys[i].off) = v;
+    else if (strict) {
+      char val[40] = "not a number";
+      if (cJSON_IsNumber(it))
+        snprintf(val, sizeof val, "%g", v);
+      st = td__error(TD_ERR_INVALID_ARG, "calibration file '%s': %s is %s; allowed: a number in [%g, %g]; "
+                     "fix it, delete it or run `tdist calibrate`", path, td__calib_keys[i].key, val, lo, hi);
+    }
   }
   cJSON *cores = cJSON_GetObjectItemCaseSensitive(j, "cores");
-  if (cJSON_IsNumber(cores) && cores->valuedouble >= 1 && cores->valuedouble < 1e5)
-    m->cores = (int)cores->valuedouble;
+  if (st == TD_OK && cores) {
+    double v = cJSON_IsNumber(cores) ? cores->valuedouble : NAN;
+    if (v >= 0 && v <= 1e5 && v == (double)(int)v) /* 0: detect */
+      m->cores = (int)v;
+    else if (strict) {
+      char val[40] = "not a number";
+      if (cJSON_IsNumber(cores))
+        snprintf(val, sizeof val, "%g", v);
+      st = td__error(TD_ERR_INVALID_ARG, "calibration file '%s': cores is %s; allowed: an integer in "
+                     "[0, 100000] (0 = detect); fix it, delete it or run `tdist calibrate`", path, val);
+    }
+  }
   cJSON_Delete(j);
+  if (st != TD_OK)
+    td__model_defaults(m);
+  return st;
+}
+
+void td_perf_model_load(td_perf_model *m) { (void)td__model_read(m, 0); }
+
+td_status td_perf_model_load_checked(td_perf_model *m) {
+  if (!m)
+    return td__error(TD_ERR_INVALID_ARG, "td_perf_model_load_checked: model is NULL");
+  td_perf_model tmp;
+  TD_CHECK(td__model_read(&tmp, 1));
+  *m = tmp;
+  return TD_OK;
 }
 
 td_status td_perf_model_save(const td_perf_model *m, char *path_out, size_t path_size) {
