@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0
  * `tdist bench coll`: option errors (exit status 2 and a message naming the
- * option), an unknown bench kind, a tiny run on 2 rank processes whose JSON
+ * option), numbers parsed strictly by bench coll, bench exec and tune gemm,
+ * JSON write failures reported (exit 1), an unknown bench kind, a tiny run on 2 rank processes whose JSON
  * has a positive time for every collective and size, and, where Open MPI and
  * the baseline program are built, a tiny run with the MPI column. */
 #include <stdarg.h>
@@ -42,12 +43,12 @@ static void expect_usage_error(const char *args, const char *needle) {
 static void test_option_errors(void **state) {
   (void)state;
   expect_usage_error("bench nope", "unknown kind 'nope'");
-  expect_usage_error("bench coll --ranks 0", "--ranks 0: give 1..256");
+  expect_usage_error("bench coll --ranks 0", "tdist bench coll: --ranks expects an integer in 1..256, got '0'");
   expect_usage_error("bench coll --op allgather", "--op allgather: give all_gather");
   expect_usage_error("bench coll --min 9x", "--min 9x: give bytes");
   expect_usage_error("bench coll --min 64 --max 8", "need 4 <= --min <= --max");
-  expect_usage_error("bench coll --iters -1", "--iters -1: give a positive count");
-  expect_usage_error("bench coll --repeat 0", "--repeat 0: give 1..100");
+  expect_usage_error("bench coll --iters -1", "--iters expects an integer in 1..1000000, got '-1'");
+  expect_usage_error("bench coll --repeat 0", "--repeat expects an integer in 1..100, got '0'");
   expect_usage_error("bench coll --frobnicate", "unknown or incomplete option '--frobnicate'");
   /* An output file that cannot be written is refused before anything runs. */
   expect_usage_error("bench coll --no-mpi --json /nonexistent-dir/x.json",
@@ -57,6 +58,45 @@ static void test_option_errors(void **state) {
   static char out[1 << 16];
   assert_int_equal(run("bench coll --no-mpi --json /nonexistent-dir/x.json", out, sizeof out), 2);
   assert_null(strstr(out, "all_gather")); /* no benchmark row was printed */
+}
+
+/* Numbers are parsed strictly (no atoi): values that used to wrap through
+ * int or lose trailing junk are refused with the option's range, by `bench
+ * coll`, `bench exec` and `tune gemm` alike. */
+static void test_strict_numbers(void **state) {
+  (void)state;
+  expect_usage_error("bench coll --ranks 4294967298", "--ranks expects an integer in 1..256, got '4294967298'");
+  expect_usage_error("bench coll --ranks 2abc", "--ranks expects an integer in 1..256, got '2abc'");
+  expect_usage_error("bench coll --iters 4294967297", "--iters expects an integer in 1..1000000, got '4294967297'");
+  expect_usage_error("bench coll --repeat ''", "--repeat expects an integer in 1..100, got ''");
+  expect_usage_error("bench exec --size 64 --tiles 2147483648",
+                     "tdist bench exec: --tiles expects an integer in 1..1048576, got '2147483648'");
+  expect_usage_error("bench exec --micro 4294967295", "--micro expects an integer in 1..1000000, got '4294967295'");
+  expect_usage_error("bench exec --workers 4294967297", "--workers expects an integer in 1..1024, got '4294967297'");
+  expect_usage_error("bench exec --size 64abc", "--size expects an integer in 1..65536, got '64abc'");
+  expect_usage_error("bench exec --iters 0", "--iters expects an integer in 1..100000, got '0'");
+  expect_usage_error("bench exec --m ' 8'", "--m expects an integer in 1..65536, got ' 8'");
+  expect_usage_error("tune gemm --M 4096x --N 8 --K 8", "tdist tune gemm: --M expects an integer in 1..1048576");
+  expect_usage_error("tune gemm --M 8 --N 8 --K 8 --iters 4294967297", "--iters expects an integer in 1..100000");
+}
+
+/* A JSON file that fails to be written (here: a full device) is an error
+ * (status 1, the file and the reason named), not a silent success. */
+static void test_json_write_failure(void **state) {
+  (void)state;
+  if (access("/dev/full", W_OK))
+    skip();
+  static char out[1 << 16];
+  int rc = run("bench exec --size 32 --iters 1 --json /dev/full", out, sizeof out);
+  if (rc != 1 || !strstr(out, "tdist bench exec: cannot write /dev/full: No space left on device"))
+    fprintf(stderr, "%s\n", out);
+  assert_int_equal(rc, 1);
+  assert_non_null(strstr(out, "tdist bench exec: cannot write /dev/full: No space left on device"));
+  assert_null(strstr(out, "differs")); /* the result itself was right */
+  rc = run("bench coll --no-mpi --ranks 2 --op all_reduce --min 64 --max 64 --iters 2 --json /dev/full", out,
+           sizeof out);
+  assert_int_equal(rc, 1);
+  assert_non_null(strstr(out, "tdist bench coll: cannot write /dev/full: No space left on device"));
 }
 
 static void test_tiny_run_json(void **state) {
@@ -117,7 +157,8 @@ static void test_with_mpi(void **state) {
 int main(void) {
   const char *bin = getenv("TD_BIN_DIR");
   snprintf(tdist_bin, sizeof tdist_bin, "%s/tdist", bin ? bin : ".");
-  const struct CMUnitTest tests[] = {cmocka_unit_test(test_option_errors), cmocka_unit_test(test_tiny_run_json),
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_option_errors), cmocka_unit_test(test_strict_numbers),
+                                     cmocka_unit_test(test_json_write_failure), cmocka_unit_test(test_tiny_run_json),
                                      cmocka_unit_test(test_with_mpi)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0
  * `tdist bench ag_gemm|gemm_rs|gemm_ar|all_reduce` on cpu: option errors
- * (exit status 2 and a message naming the option), and a tiny run of each
+ * (exit status 2 and a message naming the option and its range), runs with
+ * no baseline (bf16), the CPU-sized defaults and per-case progress, a JSON
+ * write that fails (exit 1), and a tiny run of each
  * operator whose JSON holds the environment and, per side, a positive p50,
  * p99 >= p50 and a result equal to the baseline's within f32 rounding. */
 #include <setjmp.h>
@@ -41,14 +43,37 @@ static void expect_usage_error(const char *args, const char *needle) {
 static void test_option_errors(void **state) {
   (void)state;
   expect_usage_error("bench ag_gemm --backend gpu", "--backend gpu: use cpu or cuda");
-  expect_usage_error("bench ag_gemm --ranks 0", "--ranks must be 1..64");
-  expect_usage_error("bench gemm_rs --shape 3x4", "--shape 3x4: use MxNxK, each >= 1");
+  expect_usage_error("bench ag_gemm --ranks 0", "tdist bench ag_gemm: --ranks expects an integer in 1..64, got '0'");
+  expect_usage_error("bench gemm_rs --shape 3x4", "tdist bench gemm_rs: --shape expects MxNxK (each in 1..1048576)");
   expect_usage_error("bench gemm_ar --dtype q8", "dtype 'q8'");
   expect_usage_error("bench ag_gemm --variants sm,fast", "--variants: variant 'fast' is unknown");
-  expect_usage_error("bench all_reduce --sizes 9x", "no shape selected");
-  expect_usage_error("bench ag_gemm --models nothing", "no shape selected");
+  expect_usage_error("bench all_reduce --sizes 9x", "--sizes expects a comma-separated list of byte sizes");
+  expect_usage_error("bench ag_gemm --models nothing", "--models expects all, check or model names");
   expect_usage_error("bench ag_gemm --frobnicate 1", "unknown option --frobnicate");
   expect_usage_error("bench ag_gemm --iters", "--iters needs a value");
+}
+
+/* Numbers parsed strictly with the option's range (no atoi wrap-around or
+ * trailing junk), lists refused as a whole, options that do not apply to
+ * the operator refused instead of ignored. */
+static void test_strict_options(void **state) {
+  (void)state;
+  expect_usage_error("bench ag_gemm --ranks 4294967298", "--ranks expects an integer in 1..64, got '4294967298'");
+  expect_usage_error("bench gemm_ar --iters 4294967297", "--iters expects an integer in 1..100000, got '4294967297'");
+  expect_usage_error("bench ag_gemm --shape 8x8x8abc", "--shape expects MxNxK");
+  expect_usage_error("bench ag_gemm --shape 8x8x8x8", "--shape expects MxNxK");
+  expect_usage_error("bench ag_gemm --shape 8x-8x8", "got '8x-8x8'");
+  expect_usage_error("bench ag_gemm --m 0,abc", "--m expects a comma-separated list of integers (each in 1..1048576");
+  expect_usage_error("bench ag_gemm --m 64,", "got '64,'");
+  expect_usage_error("bench gemm_rs --chunks 100000", "--chunks expects an integer in 0..64, got '100000'");
+  expect_usage_error("bench ag_gemm --compute-workers 5000", "--compute-workers expects an integer in 0..1024");
+  expect_usage_error("bench ag_gemm --comm-workers -1", "--comm-workers expects an integer in 0..1024, got '-1'");
+  expect_usage_error("bench all_reduce --warmup 1x", "--warmup expects an integer in 0..10000, got '1x'");
+  expect_usage_error("bench all_reduce --shape 8x8x8", "--shape applies to the GEMM operators only");
+  expect_usage_error("bench all_reduce --m 64", "--m applies to the GEMM operators only");
+  expect_usage_error("bench ag_gemm --sizes 8K", "--sizes applies to all_reduce only");
+  expect_usage_error("bench all_reduce --sizes 8K,,64K", "--sizes expects a comma-separated list of byte sizes");
+  expect_usage_error("bench gemm_ar --shape 8x8x8 --m 64", "cannot be combined with --m or --models");
 }
 
 static cJSON *load_json(const char *path) {
@@ -90,7 +115,12 @@ static void tiny(const char *kind, const char *shape_args, int nsides) {
       assert_null(cJSON_GetObjectItem(s, "error"));
       double p50 = cJSON_GetObjectItem(s, "p50_s")->valuedouble, p99 = cJSON_GetObjectItem(s, "p99_s")->valuedouble;
       assert_true(p50 > 0 && p99 >= p50);
-      assert_true(cJSON_GetObjectItem(s, "max_rel_diff")->valuedouble < 1e-4);
+      /* every side but the baseline is compared with it */
+      cJSON *d = cJSON_GetObjectItem(s, "max_rel_diff");
+      if (!strcmp(cJSON_GetObjectItem(s, "side")->valuestring, "baseline"))
+        assert_null(d);
+      else
+        assert_true(d && d->valuedouble < 1e-4);
     }
   }
   cJSON_Delete(j);
@@ -106,12 +136,89 @@ static void test_tiny_runs(void **state) {
   tiny("gemm_rs", "--shape 37x20x16 --variants none", 2); /* baseline and auto only */
 }
 
+/* bf16 on cpu has no baseline (OpenBLAS sgemm is f32): the table shows no
+ * speedup ('-') and no difference of auto against itself ('n/a'), says why
+ * once, and the JSON leaves those fields out; the other variants are
+ * compared with auto. */
+static void test_no_baseline(void **state) {
+  (void)state;
+  char json[256], args[1024];
+  snprintf(json, sizeof json, "/tmp/td_ops_bench_nobase_%ld.json", (long)getpid());
+  snprintf(args, sizeof args, "bench ag_gemm --ranks 2 --iters 2 --warmup 0 --dtype bf16 --variants sm "
+           "--shape 16x8x8 --json %s", json);
+  static char out[1 << 16];
+  int rc = run(args, out, sizeof out);
+  if (rc != 0)
+    fprintf(stderr, "%s\n", out);
+  assert_int_equal(rc, 0);
+  const char *note = strstr(out, "no baseline on cpu for bf16 (OpenBLAS sgemm is f32 only)");
+  assert_non_null(note);
+  assert_null(strstr(note + 1, "no baseline on cpu")); /* said once */
+  assert_non_null(strstr(out, "none (see above)"));
+  assert_null(strstr(out, "0.000 |      0.0")); /* no zero speedup */
+  assert_null(strstr(out, "no tdist side could be created"));
+  const char *autorow = strstr(out, "| tdist auto ");
+  assert_non_null(autorow);
+  assert_non_null(strstr(autorow, "|      - |"));
+  assert_non_null(strstr(autorow, "|      n/a |"));
+  cJSON *j = load_json(json);
+  cJSON *sides = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "results"), 0), "sides"), *s;
+  assert_int_equal(cJSON_GetArraySize(sides), 3);
+  int compared = 0;
+  cJSON_ArrayForEach(s, sides) {
+    const char *name = cJSON_GetObjectItem(s, "side")->valuestring;
+    assert_null(cJSON_GetObjectItem(s, "speedup_vs_baseline"));
+    if (!strcmp(name, "tdist sm")) {
+      cJSON *d = cJSON_GetObjectItem(s, "max_rel_diff");
+      assert_true(d && d->valuedouble < 2e-2);
+      assert_string_equal(cJSON_GetObjectItem(s, "diff_against")->valuestring, "tdist auto");
+      compared = 1;
+    } else {
+      assert_null(cJSON_GetObjectItem(s, "max_rel_diff"));
+    }
+  }
+  assert_true(compared);
+  cJSON_Delete(j);
+  unlink(json);
+  /* all_reduce's cpu baseline is a host collective: it exists for bf16 too */
+  rc = run("bench all_reduce --ranks 2 --iters 2 --warmup 0 --dtype bf16 --sizes 4K --variants none", out,
+           sizeof out);
+  assert_int_equal(rc, 0);
+  assert_null(strstr(out, "sgemm"));
+  assert_null(strstr(out, "n/a | n/a"));
+}
+
+/* The cpu backend's defaults are CPU-sized (the help says so), each case is
+ * announced as it starts, and a failed JSON write is an error. */
+static void test_cpu_defaults_progress_json(void **state) {
+  (void)state;
+  static char out[1 << 16];
+  assert_int_equal(run("bench ag_gemm --help", out, sizeof out), 0);
+  assert_non_null(strstr(out, "On --backend cpu the default is instead the\nCPU-sized set cpu-small"));
+  int rc = run("bench gemm_rs --ranks 2 --iters 1 --warmup 0 --models cpu-small --m 16,24 --variants none", out,
+               sizeof out);
+  if (rc != 0)
+    fprintf(stderr, "%s\n", out);
+  assert_int_equal(rc, 0);
+  assert_non_null(strstr(out, "tdist bench gemm_rs: case 1/2: cpu-small M=16 (M=16 N=2048 K=1024) ..."));
+  assert_non_null(strstr(out, "tdist bench gemm_rs: case 2/2: cpu-small M=24"));
+  if (access("/dev/full", W_OK))
+    return;
+  rc = run("bench gemm_ar --ranks 2 --iters 1 --warmup 0 --shape 8x8x8 --variants none --json /dev/full", out,
+           sizeof out);
+  assert_int_equal(rc, 1);
+  assert_non_null(strstr(out, "tdist bench gemm_ar: cannot write /dev/full: No space left on device"));
+}
+
 int main(void) {
   const char *bin = getenv("TD_BIN_DIR");
   snprintf(tdist_bin, sizeof tdist_bin, "%s/tdist", bin ? bin : ".");
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_option_errors),
       cmocka_unit_test(test_tiny_runs),
+      cmocka_unit_test(test_strict_options),
+      cmocka_unit_test(test_no_baseline),
+      cmocka_unit_test(test_cpu_defaults_progress_json),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

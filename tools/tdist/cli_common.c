@@ -14,7 +14,7 @@ int td_cli_int(const char *cmd, const char *opt, const char *text, long long lo,
   char *end;
   errno = 0;
   long long v = text ? strtoll(text, &end, 10) : 0;
-  if (!text || !*text || *end || errno || v < lo || v > hi) {
+  if (!text || !*text || isspace((unsigned char)*text) || *end || errno || v < lo || v > hi) {
     fprintf(stderr, "%s: %s expects an integer in %lld..%lld, got '%s'\n", cmd, opt, lo, hi,
             text ? text : "(nothing)");
     return 0;
