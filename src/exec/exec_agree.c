@@ -132,8 +132,9 @@ static td_status td__agree_wait(td__agree *a, const td__agree_slot *s, int p, in
                      td__agree_op_name(op), a->rank, p, round, (long long)timeout_ms, a->round);
   if (st == TD_ERR_TIMEOUT)
     return td__error(TD_ERR_TIMEOUT, "%s: rank %d: rank %d did not join this collective call within %lld ms "
-                     "(call %" PRIu64 " of this executor); every rank must make the same executor calls in "
-                     "the same order", td__agree_op_name(op), a->rank, p, (long long)timeout_ms, a->round);
+                     "(call %" PRIu64 " of this executor): it is slower than the timeout (TD_TIMEOUT_MS), "
+                     "stuck, or in other calls; every rank must make the same executor calls in the same order",
+                     td__agree_op_name(op), a->rank, p, (long long)timeout_ms, a->round);
   return TD_OK;
 }
 
