@@ -185,6 +185,14 @@ static td_status td__simulate(const td_compiled *c, td__sim *S) {
     double dur = td__model_task_seconds(&c->model, plan, t);
     if (bk == 0)
       dur *= share; /* compute workers of all ranks sharing fewer cores */
+    if (!(dur >= 0 && best + dur < 1e30)) { /* NaN or huge: constants out of range (model given in C) */
+      st = td__error(TD_ERR_INVALID_ARG, "explain: rank %d task %u (%s): predicted time %g s is not a finite "
+                     "time; the perf model's constants must be positive finite numbers (alpha_s %g, "
+                     "beta_bytes_s %g, flops_s %g, mem_bytes_s %g, task_overhead_s %g, transcendental_s %g)",
+                     br, i, t->label, best + dur, c->model.alpha_s, c->model.beta_bytes_s, c->model.flops_s,
+                     c->model.mem_bytes_s, c->model.task_overhead_s, c->model.transcendental_s);
+      goto out;
+    }
     S->start[br][i] = best;
     S->end[br][i] = best + dur;
     freeat[(2 * br + bk) * 64 + bw] = best + dur;
@@ -363,9 +371,11 @@ td_status td_compiled_explain(const td_compiled *c, FILE *out) {
         const td_task *t = &s->tasks[i];
         if (td__class(t) != k)
           continue;
-        int c0 = (int)(S.start[r][i] / S.makespan_s * W), c1 = (int)(S.end[r][i] / S.makespan_s * W);
+        /* Clamped: the simulation keeps times finite, but a column must never leave the row. */
+        double f0 = S.start[r][i] / S.makespan_s * W, f1 = S.end[r][i] / S.makespan_s * W;
+        int c0 = f0 > 0 ? (f0 < W - 1 ? (int)f0 : W - 1) : 0, c1 = f1 > 0 ? (f1 < W - 1 ? (int)f1 : W - 1) : 0;
         static const char sym[] = "-GCREN";
-        for (int col = c0; col <= c1 && col < W; col++)
+        for (int col = c0; col <= c1; col++)
           row[col] = (unsigned)t->kind < 6 ? sym[t->kind] : '?';
       }
       fprintf(out, "  %-7s |%s|\n", k == 0 ? "compute" : "comm", row);

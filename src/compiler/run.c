@@ -6,6 +6,8 @@
  * launches, reads the trace summary, and compares every output with the f64
  * reference. This is what `tdist run` and the compiler tests use. */
 #include <math.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -25,7 +27,22 @@ typedef struct td__run {
   void ***bufs;      /* [rank][buffer] caller-bound memory, NULL for executor-owned */
   double *times;     /* [iter * n + rank] seconds */
   int64_t *comm_ns, *hidden_ns;
+  /* The first rank whose own call failed (rank + 1; 0: none), claimed before
+   * it takes part in td_exec_destroy: its peers then fail too (a call-order
+   * or peer-failed message), and td_local_world_run would report whichever
+   * rank returned first, which is not the cause. */
+  _Atomic int first_fail;
+  td_status first_status;
+  char first_msg[1024];
 } td__run;
+
+static void td__run_failed(td__run *R, int rank, td_status st) {
+  int none = 0;
+  if (atomic_compare_exchange_strong(&R->first_fail, &none, rank + 1)) {
+    R->first_status = st;
+    snprintf(R->first_msg, sizeof R->first_msg, "%s", td_last_error());
+  }
+}
 
 static uint64_t td__splitmix(uint64_t *s) {
   uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
@@ -68,8 +85,11 @@ static td_status td__rank_main(td_world *world, int rank, void *arg) {
   td_compiled_choices(R->c, &eo.compute_workers, &eo.comm_workers, NULL, NULL, NULL);
   eo.trace = 1;
   td_exec *ex = NULL;
-  TD_CHECK(td_exec_create(plan, td_world_team(world), &eo, &ex));
-  td_status st = TD_OK;
+  td_status st = td_exec_create(plan, td_world_team(world), &eo, &ex);
+  if (st != TD_OK) {
+    td__run_failed(R, rank, st);
+    return st;
+  }
   int nb = td_plan_nbuffers(plan);
   void **mem = R->bufs[rank]; /* what gets bound: host buffers, or device copies on cuda */
 #ifdef TD_HAVE_CUDA_EXEC
@@ -126,6 +146,8 @@ static td_status td__rank_main(td_world *world, int rank, void *arg) {
     }
   }
 #endif
+  if (st != TD_OK)
+    td__run_failed(R, rank, st);
   td_status st2 = td_exec_destroy(ex);
 #ifdef TD_HAVE_CUDA_EXEC
   for (int32_t b = 0; dev && b < nb; b++)
@@ -165,12 +187,17 @@ td_status td_program_run(const td_program *p, const td_program_run_opts *o, td_p
   co.overlap = o->overlap;
   if (cuda)
     co.backend_cuda = 1; /* buffers in the program's dtypes */
+  td_perf_model model;
+  if (!co.model) { /* a broken calibration file is refused here, not silently skipped */
+    TD_CHECK(td_perf_model_load_checked(&model));
+    co.model = &model;
+  }
   td_compiled *c = NULL;
   TD_CHECK(td_program_compile(p, &co, &c));
   const td_plan *plan = td_compiled_plan(c);
   int n = o->nranks, nb = td_plan_nbuffers(plan);
   td_value nv = p->nvals;
-  td__run R = {c, o, NULL, NULL, NULL, NULL};
+  td__run R = {.c = c, .o = o};
   double **global = calloc((size_t)nv, sizeof *global); /* reference inputs */
   double **ref = calloc((size_t)nv, sizeof *ref);
   double **parts = calloc((size_t)nv * n, sizeof *parts); /* partial inputs: each rank's addend */
@@ -285,6 +312,10 @@ td_status td_program_run(const td_program *p, const td_program_run_opts *o, td_p
     td_world_opts wo;
     td_world_opts_init(&wo);
     st = td_local_world_run(n, &wo, td__rank_main, &R);
+    int f = atomic_load(&R.first_fail) - 1;
+    if (st != TD_OK && f >= 0) /* the cause, not the rank that returned first */
+      st = td__error(R.first_status, "rank %d failed first, with %s: %s", f, td_status_name(R.first_status),
+                     R.first_msg);
   }
   td_program_run_result res = {0, -1, 0, 0, 1};
   if (st == TD_OK) {

@@ -79,8 +79,15 @@ int td_cmd_explain(int argc, char **argv) {
     td_program_destroy(prog);
     return 2;
   }
+  td_perf_model model;
+  if (td_perf_model_load_checked(&model) != TD_OK) { /* a broken calibration file is refused, not used */
+    fprintf(stderr, "tdist explain: %s\n", td_last_error());
+    td_program_destroy(prog);
+    return 1;
+  }
   td_compile_opts co;
   td_compile_opts_init(&co);
+  co.model = &model;
   co.nranks = (int)ranks;
   co.overlap = !sequential;
   co.chunks_per_rank = (int)chunks;
