@@ -82,6 +82,10 @@ static void test_run_errors(void **state) {
   expect("run small.td --ranks 1 --iters 1 --rounds 1 --json /nonexistent/dir/r.json", 2,
          "tdist run: --json /nonexistent/dir/r.json cannot be written");
   expect("run --help", 0, "usage: tdist run PROGRAM.td --ranks N [options]");
+  /* A JSON write that fails after the run (full device) is an error, not a silent exit 0. */
+  if (!access("/dev/full", W_OK))
+    expect("run small.td --ranks 1 --iters 1 --rounds 1 --json /dev/full", 1,
+           "tdist run: cannot write /dev/full: No space left on device");
 }
 
 static void test_run_ok(void **state) {
