@@ -26,6 +26,10 @@
 
 enum { T_EOF, T_NL, T_NAME, T_NUM, T_PUNCT };
 enum { TD__MAX_DEPTH = 64 };
+#define TD__DIM_MAX 1e15
+/* Elements of one value: 2^48 (1 PiB of f32) keeps every byte count and
+ * index product far from int64 overflow. */
+#define TD__VALUE_MAX_ELEMS 281474976710656.0
 
 typedef struct td__tok {
   int kind;
@@ -86,7 +90,7 @@ static int td__lex(td__parser *ps) {
   t.s = c;
   t.line = ps->line;
   t.col = ps->col;
-  if (c >= ps->end || *c == '\0') {
+  if (c >= ps->end) { /* a NUL byte is not an end: it falls to "unexpected byte 0x00" below */
     t.kind = T_EOF;
   } else if (*c == '\n') {
     t.kind = T_NL;
@@ -142,7 +146,7 @@ static int td__lex(td__parser *ps) {
       return 0;
     }
     c = d;
-  } else if (strchr("()[],:=", *c)) {
+  } else if (*c && strchr("()[],:=", *c)) { /* strchr finds the terminator for NUL */
     t.kind = T_PUNCT;
     t.len = 1;
     c++;
@@ -372,7 +376,12 @@ static int td__stmt_dim(td__parser *ps) {
     td__name(&nt, name);
     if (!td__lex(ps) || !td__expect(ps, "=", "after the dim name"))
       return 0;
-    if (ps->tok.kind != T_NUM || !ps->tok.is_int || ps->tok.num < 1 || ps->tok.num > 1e15) {
+    if (ps->tok.kind == T_NUM && ps->tok.is_int && ps->tok.num > TD__DIM_MAX) {
+      td__perr(ps, &ps->tok, "dim %s = %s is too large: at most %.0f (1e15)", name,
+               td__tokstr(&ps->tok, b, sizeof b), TD__DIM_MAX);
+      return 0;
+    }
+    if (ps->tok.kind != T_NUM || !ps->tok.is_int || ps->tok.num < 1) {
       td__perr(ps, &ps->tok, "expected a positive integer for dim %s, found %s", name,
                td__tokstr(&ps->tok, b, sizeof b));
       return 0;
@@ -389,8 +398,12 @@ static int td__dimtext(td__parser *ps, char out[TD__NAME_MAX]) {
   char b[64];
   if (ps->tok.kind == T_NAME) {
     td__name(&ps->tok, out);
-  } else if (ps->tok.kind == T_NUM && ps->tok.is_int && ps->tok.num >= 1 && ps->tok.num <= 1e15) {
+  } else if (ps->tok.kind == T_NUM && ps->tok.is_int && ps->tok.num >= 1 && ps->tok.num <= TD__DIM_MAX) {
     snprintf(out, TD__NAME_MAX, "%lld", (long long)ps->tok.num);
+  } else if (ps->tok.kind == T_NUM && ps->tok.is_int && ps->tok.num > TD__DIM_MAX) {
+    td__perr(ps, &ps->tok, "dim %s is too large: at most %.0f (1e15)", td__tokstr(&ps->tok, b, sizeof b),
+             TD__DIM_MAX);
+    return 0;
   } else {
     td__perr(ps, &ps->tok, "expected a dim name or a positive integer, found %s",
              td__tokstr(&ps->tok, b, sizeof b));
@@ -551,6 +564,37 @@ static int td__stmt(td__parser *ps) {
   return td__assign(ps, &first, 0);
 }
 
+/* What the whole file must hold, with a location even when it is empty:
+ * an output (at the end of file), and values of a size the compiler can
+ * plan (at the value). */
+static int td__check_whole(td__parser *ps) {
+  const td_program *p = ps->p;
+  int outputs = 0;
+  for (td_value v = 0; v < p->nvals; v++) {
+    outputs += p->vals[v].is_output != 0;
+    int64_t R, C;
+    td__val_shape(p, v, &R, &C);
+    if ((double)R * (double)C > TD__VALUE_MAX_ELEMS) {
+      td__tok at = {.line = p->vals[v].loc.line, .col = p->vals[v].loc.col};
+      char lab[40];
+      td__perr(ps, &at, "value %s is [%lld, %lld] = %.3g elements: too large, at most 2^48 (%.3g) per value",
+               td__val_label(p, v, lab, sizeof lab), (long long)R, (long long)C, (double)R * (double)C,
+               TD__VALUE_MAX_ELEMS);
+      return 0;
+    }
+  }
+  if (p->nvals == 0) {
+    td__perr(ps, &ps->tok, "empty program (only blank lines and comments): a program needs an input, e.g. "
+             "`input x : f32[M, K] shard(0)`, and `output NAME`");
+    return 0;
+  }
+  if (!outputs) {
+    td__perr(ps, &ps->tok, "program has no output: mark one with `output NAME` (or `output NAME = expression`)");
+    return 0;
+  }
+  return 1;
+}
+
 td_status td_program_parse(const char *text, size_t length, const char *filename, td_program **out) {
   if (!text || !out)
     return td__error(TD_ERR_INVALID_ARG, "td_program_parse: text or out is NULL");
@@ -568,6 +612,8 @@ td_status td_program_parse(const char *text, size_t length, const char *filename
     if (ok && ps.tok.kind == T_NL)
       ok = td__lex(&ps);
   }
+  if (ok)
+    ok = td__check_whole(&ps);
   td_status st = ok ? td_program_check(ps.p) : (ps.st != TD_OK ? ps.st : TD_ERR_PARSE);
   if (st != TD_OK) {
     td_program_destroy(ps.p);
