@@ -61,6 +61,19 @@ static td_status td__perr(td__parser *ps, const td__tok *at, const char *fmt, ..
   return ps->st;
 }
 
+/* The same with TD_ERR_SHAPE: what the whole program lacks or sizes it cannot have. */
+static td_status td__perr_shape(td__parser *ps, const td__tok *at, const char *fmt, ...) TD__PRINTF(3, 4);
+
+static td_status td__perr_shape(td__parser *ps, const td__tok *at, const char *fmt, ...) {
+  char msg[400];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  ps->st = td__error(TD_ERR_SHAPE, "%s:%d:%d: %s", ps->file, at->line, at->col, msg);
+  return ps->st;
+}
+
 /* How a token is shown in messages: 'text', end of line, end of file. */
 static const char *td__tokstr(const td__tok *t, char *buf, size_t size) {
   if (t->kind == T_EOF)
@@ -577,19 +590,19 @@ static int td__check_whole(td__parser *ps) {
     if ((double)R * (double)C > TD__VALUE_MAX_ELEMS) {
       td__tok at = {.line = p->vals[v].loc.line, .col = p->vals[v].loc.col};
       char lab[40];
-      td__perr(ps, &at, "value %s is [%lld, %lld] = %.3g elements: too large, at most 2^48 (%.3g) per value",
+      td__perr_shape(ps, &at, "value %s is [%lld, %lld] = %.3g elements: too large, at most 2^48 (%.3g) per value",
                td__val_label(p, v, lab, sizeof lab), (long long)R, (long long)C, (double)R * (double)C,
                TD__VALUE_MAX_ELEMS);
       return 0;
     }
   }
   if (p->nvals == 0) {
-    td__perr(ps, &ps->tok, "empty program (only blank lines and comments): a program needs an input, e.g. "
+    td__perr_shape(ps, &ps->tok, "empty program (only blank lines and comments): a program needs an input, e.g. "
              "`input x : f32[M, K] shard(0)`, and `output NAME`");
     return 0;
   }
   if (!outputs) {
-    td__perr(ps, &ps->tok, "program has no output: mark one with `output NAME` (or `output NAME = expression`)");
+    td__perr_shape(ps, &ps->tok, "program has no output: mark one with `output NAME` (or `output NAME = expression`)");
     return 0;
   }
   return 1;

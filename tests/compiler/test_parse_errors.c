@@ -38,7 +38,24 @@ static const td__case cases[] = {
     {"dim M = 4 5",
      TD_ERR_PARSE, "t.td:1:11: expected end of line after the statement, found '5'"},
     {"dim M = 99999999999999999999",
-     TD_ERR_PARSE, "t.td:1:9: expected a positive integer for dim M, found '99999999999999999999'"},
+     TD_ERR_PARSE, "t.td:1:9: dim M = '99999999999999999999' is too large: at most 1000000000000000 (1e15)"},
+    {"dim M = 9223372036854775807",
+     TD_ERR_PARSE, "t.td:1:9: dim M = '9223372036854775807' is too large: at most 1000000000000000 (1e15)"},
+    {"dim M = 1000000000000001",
+     TD_ERR_PARSE, "t.td:1:9: dim M = '1000000000000001' is too large: at most 1000000000000000 (1e15)"},
+    {"input x : f32[4, 2000000000000000]",
+     TD_ERR_PARSE, "t.td:1:18: dim '2000000000000000' is too large: at most 1000000000000000 (1e15)"},
+    {"dim M = 4, K = 3037000500, N = 3037000500\ninput x : f32[M, K] shard(0)\n"
+     "weight w : f32[K, N] replicated\noutput y = matmul(x, w)",
+     TD_ERR_SHAPE, "t.td:3:8: value w is [3037000500, 3037000500] = 9.22e+18 elements: too large, at most 2^48 (2.81e+14) per value"},
+    {"input x : f32[1000000000000000, 1000]\noutput y = gelu(x)",
+     TD_ERR_SHAPE, "t.td:1:7: value x is [1000000000000000, 1000] = 1e+18 elements: too large, at most 2^48 (2.81e+14) per value"},
+    {"",
+     TD_ERR_SHAPE, "t.td:1:1: empty program (only blank lines and comments): a program needs an input, e.g. `input x : f32[M, K] shard(0)`, and `output NAME`"},
+    {"# only a comment\n\n   # another\n",
+     TD_ERR_SHAPE, "t.td:4:1: empty program (only blank lines and comments): a program needs an input, e.g. `input x : f32[M, K] shard(0)`, and `output NAME`"},
+    {"dim M = 4",
+     TD_ERR_SHAPE, "t.td:1:10: empty program (only blank lines and comments): a program needs an input, e.g. `input x : f32[M, K] shard(0)`, and `output NAME`"},
     {"input",
      TD_ERR_PARSE, "t.td:1:6: expected a name after 'input', found end of file"},
     {"input 3",
@@ -132,7 +149,7 @@ static const td__case cases[] = {
     {"input x : f32[4, 4]\ny = scale(x, .)",
      TD_ERR_PARSE, "t.td:2:14: malformed number '.'"},
     {"input x : f32[4, 4]\ny = gelu(x)",
-     TD_ERR_SHAPE, "t.td: program has no output (mark one with `output NAME`)"},
+     TD_ERR_SHAPE, "t.td:2:12: program has no output: mark one with `output NAME` (or `output NAME = expression`)"},
     {"input x : f32[4, 4]\ny = gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(gelu(x",
      TD_ERR_PARSE, "t.td:2:330: expression is nested deeper than 64 levels"},
     {"input x : f32[4, 4]\noutput y = scale(x, 1.00000000000000000000000000000000000000000000000000000000000000000001)",
@@ -168,7 +185,9 @@ static const td__case cases[] = {
     {"input x : f32[4, 4]\ninput w : f32[4] shard(1)\noutput y = rmsnorm(x, w)",
      TD_ERR_SHAPE, "t.td:3:12: rmsnorm: weight is shard(1); it must be replicated"},
     {"input x : f32[4, 4]",
-     TD_ERR_SHAPE, "t.td: program has no output (mark one with `output NAME`)"},
+     TD_ERR_SHAPE, "t.td:1:20: program has no output: mark one with `output NAME` (or `output NAME = expression`)"},
+    {"input x : f32[4, 4]\ny = gelu(x)\n# the end\n",
+     TD_ERR_SHAPE, "t.td:4:1: program has no output: mark one with `output NAME` (or `output NAME = expression`)"},
     {"input x : f32[4, 4]\noutput x",
      TD_ERR_PARSE, "t.td:2:8: output x: an input or weight cannot be an output"},
 };
@@ -209,9 +228,33 @@ static void test_parse_valid(void **state) {
   td_program_value_shape(p, last, &r, &c);
   assert_int_equal(r, 8);
   assert_int_equal(c, 6);
-  /* embedded NUL ends the text like end of file */
   td_program_destroy(p);
-  assert_int_equal(td_program_parse("input x : f32[2, 2]\noutput y = gelu(x)\0junk", 43, "n.td", &p), TD_OK);
+}
+
+/* A NUL byte is a binary byte like any other, wherever it is: it must not
+ * end the program silently (what follows it would be ignored). */
+static void test_parse_nul(void **state) {
+  (void)state;
+  static const struct {
+    const char *text;
+    size_t len;
+    const char *message;
+  } nul[] = { /* lengths count the NUL and what follows it */
+      {"input x : f32[2, 2]\noutput y = gelu(x)\n\0junk\nz = bogus(q)\n", 58, "n.td:3:1: unexpected byte 0x00"},
+      {"input x : f32[2, 2]\noutput y = gelu(x)\0junk", 43, "n.td:2:19: unexpected byte 0x00"},
+      {"\0", 1, "n.td:1:1: unexpected byte 0x00"},
+      {"input x : f32[2,\0 2]", 20, "n.td:1:17: unexpected byte 0x00"},
+  };
+  for (size_t i = 0; i < sizeof nul / sizeof nul[0]; i++) {
+    td_program *p = (td_program *)0x1;
+    assert_int_equal(td_program_parse(nul[i].text, nul[i].len, "n.td", &p), TD_ERR_PARSE);
+    assert_string_equal(td_last_error(), nul[i].message);
+    assert_ptr_equal(p, (td_program *)0x1);
+  }
+  /* In a comment it is skipped like any byte there. */
+  td_program *p = NULL;
+  assert_int_equal(td_program_parse("# a\0b\ninput x : f32[2, 2]\noutput y = gelu(x)\n", 45, "n.td", &p), TD_OK);
+  assert_non_null(p);
   td_program_destroy(p);
 }
 
@@ -227,6 +270,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_parse_errors),
       cmocka_unit_test(test_parse_valid),
+      cmocka_unit_test(test_parse_nul),
       cmocka_unit_test(test_load_missing_file),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
