@@ -68,7 +68,11 @@ td_status td__npy_load(const char *path, int64_t *rows, int64_t *cols, double **
   }
   char code[8] = "";
   if (sscanf(descr, "'%7[^']'", code) != 1 || (code[0] != '<' && code[0] != '|')) {
-    st = td__error(TD_ERR_INVALID_ARG, "'%s': dtype %.10s is not little-endian", path, descr);
+    /* The dtype as written: up to its closing quote (or a bounded prefix). */
+    const char *q = descr[0] == '\'' ? strchr(descr + 1, '\'') : NULL;
+    int len = q && q - descr < 32 ? (int)(q - descr) + 1 : 16;
+    st = td__error(TD_ERR_INVALID_ARG, "'%s': dtype %.*s is not little-endian (save with '<' byte order, e.g. "
+                   "'<f4')", path, len, descr);
     goto out;
   }
   const char *c = code + 1;
@@ -94,6 +98,26 @@ td_status td__npy_load(const char *path, int64_t *rows, int64_t *cols, double **
     goto out;
   }
   size_t count = (size_t)(d0 * d1);
+  /* The data after the header must be exactly what the header declares: more
+   * means the header does not describe the file (wrong shape or dtype). */
+  long at = ftell(f);
+  long long have = -1;
+  if (at >= 0 && fseek(f, 0, SEEK_END) == 0) {
+    long end = ftell(f);
+    have = end >= at ? (long long)(end - at) : -1;
+    if (fseek(f, at, SEEK_SET) != 0)
+      have = -1;
+  }
+  if (have < 0) {
+    st = td__error(TD_ERR_SYSTEM, "'%s': cannot find the file's size: %s", path, strerror(errno));
+    goto out;
+  }
+  if ((unsigned long long)have != (unsigned long long)count * es) {
+    st = td__error(TD_ERR_INVALID_ARG, "'%s': size mismatch: the header declares shape (%lld, %lld) of '%s', "
+                   "%llu bytes of data, but the file holds %lld bytes after the header", path, d0, d1, code,
+                   (unsigned long long)count * es, have);
+    goto out;
+  }
   raw = malloc(count * es);
   data = malloc(count * sizeof *data);
   if (!raw || !data) {

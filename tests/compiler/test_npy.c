@@ -101,13 +101,24 @@ static void test_npy_errors(void **state) {
   expect_error("x", write_npy("f.npy", "<f4", "True", "(3, 4)", x, sizeof x), TD_ERR_INVALID_ARG,
                "Fortran-order arrays are not supported (save with C order)");
   expect_error("x", write_npy("b.npy", ">f4", "False", "(3, 4)", x, sizeof x), TD_ERR_INVALID_ARG,
-               "is not little-endian");
+               "b.npy': dtype '>f4' is not little-endian (save with '<' byte order, e.g. '<f4')");
+  expect_error("x", write_npy("b8.npy", ">f8", "False", "(3, 2)", x, sizeof x), TD_ERR_INVALID_ARG,
+               "b8.npy': dtype '>f8' is not little-endian (save with '<' byte order, e.g. '<f4')");
   expect_error("x", write_npy("c.npy", "<c8", "False", "(3, 2)", x, sizeof x), TD_ERR_INVALID_ARG,
                "dtype '<c8' is not supported (f2, f4, f8, i4, i8)");
   expect_error("x", write_npy("d.npy", "<f4", "False", "(1, 3, 4)", x, sizeof x), TD_ERR_INVALID_ARG,
                "shape (1, 3, 4) is not 1-D or 2-D");
   expect_error("x", write_npy("t.npy", "<f4", "False", "(3, 4)", x, 20), TD_ERR_INVALID_ARG,
-               "file holds fewer than the 12 elements its header declares");
+               "t.npy': size mismatch: the header declares shape (3, 4) of '<f4', 48 bytes of data, but the "
+               "file holds 20 bytes after the header");
+  /* More data than declared: the header does not describe the file. */
+  float big[24] = {0};
+  expect_error("x", write_npy("e.npy", "<f4", "False", "(3, 4)", big, sizeof big), TD_ERR_INVALID_ARG,
+               "e.npy': size mismatch: the header declares shape (3, 4) of '<f4', 48 bytes of data, but the "
+               "file holds 96 bytes after the header");
+  expect_error("x", write_npy("e1.npy", "<f4", "False", "(3, 4)", big, sizeof x + 1), TD_ERR_INVALID_ARG,
+               "e1.npy': size mismatch: the header declares shape (3, 4) of '<f4', 48 bytes of data, but the "
+               "file holds 49 bytes after the header");
   const char *wrong = write_npy("w.npy", "<f4", "False", "(4, 3)", x, sizeof x);
   char msg[256];
   snprintf(msg, sizeof msg, "--input x: '%s' holds [4, 3] but x is [3, 4]", wrong);
