@@ -82,10 +82,27 @@ int td_cmd_run(int argc, char **argv) {
   int check = 0, baseline = 1, ninputs = 0;
   const char *in_names[16], *in_paths[16];
   char in_buf[16][256];
+  /* Options that take a value: the name is checked before the value (a misspelt last option is "unknown"). */
+  static const char *const valued[] = {"--ranks", "--iters", "--rounds", "--seed", "--chunks", "--tile-rows",
+                                       "--compute-workers", "--comm-workers", "--backend", "--dims", "--trace",
+                                       "--json", "--input"};
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     const char *val = i + 1 < argc ? argv[i + 1] : NULL;
-    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+    char name[32];
+    const char *eq = a[0] == '-' && a[1] == '-' ? strchr(a, '=') : NULL;
+    if (eq) { /* --opt=value: the same as --opt value */
+      snprintf(name, sizeof name, "%.*s", (int)(eq - a < 31 ? eq - a : 31), a);
+      a = name;
+      val = eq + 1;
+    }
+    int known = 0;
+    for (size_t k = 0; k < sizeof valued / sizeof valued[0]; k++)
+      known |= !strcmp(a, valued[k]);
+    if (eq && (!strcmp(a, "--check") || !strcmp(a, "--no-baseline") || !strcmp(a, "--help"))) {
+      fprintf(stderr, "tdist run: option %s takes no value\n", a);
+      return 2;
+    } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
       td__run_usage(stdout);
       return 0;
     } else if (!strcmp(a, "--check")) {
@@ -93,6 +110,10 @@ int td_cmd_run(int argc, char **argv) {
     } else if (!strcmp(a, "--no-baseline")) {
       baseline = 0;
     } else if (a[0] == '-' && a[1] == '-') {
+      if (!known) {
+        fprintf(stderr, "tdist run: unknown option '%s' (see tdist run --help)\n", a);
+        return 2;
+      }
       if (!val) {
         fprintf(stderr, "tdist run: option %s needs a value\n", a);
         return 2;
@@ -144,7 +165,7 @@ int td_cmd_run(int argc, char **argv) {
       }
       if (!ok)
         return 2;
-      i++;
+      i += !eq;
     } else if (!path) {
       path = a;
     } else {
