@@ -28,14 +28,35 @@ int td_cmd_explain(int argc, char **argv) {
   const char *path = NULL, *backend = "cpu", *dims = NULL, *dump = NULL;
   long long ranks = 0, chunks = 0, tile_rows = 0;
   int sequential = 0;
+  /* Options that take a value: the name is checked before the value, so a
+   * misspelt last option is "unknown", not "needs a value". */
+  static const char *const valued[] = {"--ranks", "--chunks", "--tile-rows", "--backend", "--dims", "--dump"};
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+    char name[32];
+    const char *eq = a[0] == '-' && a[1] == '-' ? strchr(a, '=') : NULL;
+    if (eq) { /* --opt=value: the same as --opt value */
+      snprintf(name, sizeof name, "%.*s", (int)(eq - a < 31 ? eq - a : 31), a);
+      a = name;
+      val = eq + 1;
+    }
+    int known = 0;
+    for (size_t k = 0; k < sizeof valued / sizeof valued[0]; k++)
+      known |= !strcmp(a, valued[k]);
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
       td__explain_usage(stdout);
       return 0;
     } else if (!strcmp(a, "--sequential")) {
+      if (eq) {
+        fprintf(stderr, "tdist explain: option --sequential takes no value\n");
+        return 2;
+      }
       sequential = 1;
     } else if (a[0] == '-' && a[1] == '-') {
+      if (!known) {
+        fprintf(stderr, "tdist explain: unknown option '%s' (see tdist explain --help)\n", a);
+        return 2;
+      }
       if (!val) {
         fprintf(stderr, "tdist explain: option %s needs a value\n", a);
         return 2;
@@ -59,7 +80,7 @@ int td_cmd_explain(int argc, char **argv) {
       }
       if (!ok)
         return 2;
-      i++;
+      i += !eq;
     } else if (!path) {
       path = a;
     } else {
