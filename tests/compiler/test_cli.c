@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -82,6 +83,12 @@ static void test_run_errors(void **state) {
   expect("run small.td --ranks 1 --iters 1 --rounds 1 --json /nonexistent/dir/r.json", 2,
          "tdist run: --json /nonexistent/dir/r.json cannot be written");
   expect("run --help", 0, "usage: tdist run PROGRAM.td --ranks N [options]");
+  /* The option name is checked before its value; --opt=value is --opt value. */
+  expect("run small.td --ranks 2 --bogus", 2, "tdist run: unknown option '--bogus' (see tdist run --help)");
+  expect("run small.td --ranks 2 --bogus=1", 2, "tdist run: unknown option '--bogus' (see tdist run --help)");
+  expect("run small.td --ranks=0", 2, "tdist run: --ranks expects an integer in 1..64, got '0'");
+  expect("run small.td --ranks 2 --check=1", 2, "tdist run: option --check takes no value");
+  expect("run small.td --ranks=2 --iters=1 --rounds=1 --check", 0, "result: PASS");
   /* A JSON write that fails after the run (full device) is an error, not a silent exit 0. */
   if (!access("/dev/full", W_OK))
     expect("run small.td --ranks 1 --iters 1 --rounds 1 --json /dev/full", 1,
@@ -137,6 +144,96 @@ static void test_explain(void **state) {
   expect("explain small.td --ranks 3", 0, "rank 2:");
   expect("explain small.td --ranks 3 --sequential --dump plan.txt", 0, "sequential (baseline) plan");
   expect("explain small.td --ranks 2", 0, "hidden under compute");
+  expect("explain small.td --ranks 2 --bogus", 2, "tdist explain: unknown option '--bogus' (see tdist explain --help)");
+  expect("explain small.td --ranks 2 --bogus=3", 2, "tdist explain: unknown option '--bogus'");
+  expect("explain small.td --ranks 2 --sequential=1", 2, "tdist explain: option --sequential takes no value");
+  expect("explain small.td --ranks", 2, "tdist explain: option --ranks needs a value");
+  expect("explain small.td --ranks=3 --chunks=2", 0, "rank 2:");
+  /* Whole-file problems keep file:line:col. */
+  expect("explain empty.td --ranks 2", 1, "tdist explain: empty.td:1:1: empty program");
+  expect("explain comment.td --ranks 2", 1, "tdist explain: comment.td:3:1: empty program");
+  expect("explain nul.td --ranks 2", 1, "tdist explain: nul.td:3:1: unexpected byte 0x00");
+}
+
+/* A calibration file with a value out of range (flops_s 1e-300 made every
+ * predicted time infinite and explain crash) is refused by run and explain,
+ * naming file, key, value and range; td_perf_model_load skips the value. */
+static void test_bad_calibration(void **state) {
+  (void)state;
+  static const struct {
+    const char *json, *message;
+  } bad[] = {
+      {"{\"flops_s\": 1e-300}", "flops_s is 1e-300; allowed: a number in [1000, 1e+17]"},
+      {"{\"flops_s\": 1e-310}", "flops_s is 1e-310; allowed: a number in [1000, 1e+17]"},
+      {"{\"alpha_s\": -1}", "alpha_s is -1; allowed: a number in [1e-09, 1]"},
+      {"{\"beta_bytes_s\": 0}", "beta_bytes_s is 0; allowed: a number in [1000, 1e+14]"},
+      {"{\"mem_bytes_s\": \"fast\"}", "mem_bytes_s is not a number; allowed: a number in [1000, 1e+14]"},
+      {"{\"task_overhead_s\": 1e300}", "task_overhead_s is 1e+300; allowed: a number in [1e-10, 1]"},
+      {"{\"transcendental_s\": 5}", "transcendental_s is 5; allowed: a number in [0, 0.001]"},
+      {"{\"cores\": 2.5}", "cores is 2.5; allowed: an integer in [0, 100000] (0 = detect)"},
+      {"{\"cores\": -4}", "cores is -4; allowed: an integer in [0, 100000] (0 = detect)"},
+      {"not json", "calibration.json': not a JSON object"},
+  };
+  char dir[300], path[400], want[800];
+  snprintf(dir, sizeof dir, "%s/badcal", tmpdir);
+  mkdir(dir, 0755);
+  snprintf(path, sizeof path, "%s/calibration.json", dir);
+  setenv("TD_CACHE_DIR", dir, 1);
+  td_perf_model def;
+  unlink(path);
+  td_perf_model_load(&def);
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(bad[i].json, f);
+    fclose(f);
+    snprintf(want, sizeof want, "tdist explain: calibration file '%s': %s", path, bad[i].message);
+    if (strstr(bad[i].message, "JSON"))
+      snprintf(want, sizeof want, "tdist explain: calibration file '%s': not a JSON object", path);
+    expect("explain small.td --ranks 2", 1, want);
+    expect("run small.td --ranks 2 --iters 1 --rounds 1", 1, bad[i].message);
+    td_perf_model m;
+    memset(&m, 0x5a, sizeof m);
+    double mark = m.flops_s;
+    assert_int_equal(td_perf_model_load_checked(&m), TD_ERR_INVALID_ARG);
+    assert_non_null(strstr(td_last_error(), bad[i].message));
+    assert_true(m.flops_s == mark && m.alpha_s == mark); /* written only on success */
+    td_perf_model_load(&m); /* skips the bad value: every field as without a file */
+    assert_true(m.alpha_s == def.alpha_s && m.beta_bytes_s == def.beta_bytes_s && m.flops_s == def.flops_s &&
+                m.mem_bytes_s == def.mem_bytes_s && m.task_overhead_s == def.task_overhead_s &&
+                m.cores == def.cores && m.transcendental_s == def.transcendental_s);
+  }
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fputs("{\"flops_s\": 3e9, \"cores\": 0}", f);
+  fclose(f);
+  td_perf_model m;
+  assert_int_equal(td_perf_model_load_checked(&m), TD_OK);
+  assert_true(m.flops_s == 3e9 && m.cores == 0 && m.alpha_s == def.alpha_s);
+  expect("explain small.td --ranks 2", 0, "3.0 GFLOP/s per worker");
+  unsetenv("TD_CACHE_DIR");
+}
+
+/* A wait that passes TD_TIMEOUT_MS on one rank is reported as that rank's
+ * timeout, not as the call-order mistake its peers then see. With 1 ms on 4
+ * ranks a timeout is all but certain; when none happens the run must pass. */
+static void test_timeout_reported(void **state) {
+  (void)state;
+  static char out[1 << 16];
+  int rc = tdist(out, sizeof out, "run small.td --ranks 4 --iters 20 --rounds 1 --no-baseline --check --dims M=4096");
+  assert_int_equal(rc, 0);
+  setenv("TD_TIMEOUT_MS", "1", 1);
+  rc = tdist(out, sizeof out, "run small.td --ranks 4 --iters 20 --rounds 1 --no-baseline --check --dims M=4096");
+  unsetenv("TD_TIMEOUT_MS");
+  if (rc == 0) {
+    assert_non_null(strstr(out, "result: PASS"));
+  } else {
+    if (!strstr(out, "failed first, with TD_ERR_TIMEOUT"))
+      print_error("%s\n", out);
+    assert_int_equal(rc, 1);
+    assert_non_null(strstr(out, "failed first, with TD_ERR_TIMEOUT"));
+    assert_null(strstr(out, "at the same time"));
+  }
 }
 
 static void test_calibrate(void **state) {
@@ -163,11 +260,23 @@ int main(void) {
     return 1;
   write_file("small.td", small);
   write_file("bad.td", "dim M = 4\ninput x : f32[M, 4, 4]\n");
+  write_file("empty.td", "");
+  write_file("comment.td", "# nothing\n\n");
+  write_file("nul.td", "input x : f32[2, 2]\noutput y = gelu(x)\n"); /* the NUL is appended below */
+  {
+    char p[512];
+    snprintf(p, sizeof p, "%s/nul.td", tmpdir);
+    FILE *f = fopen(p, "ab");
+    fwrite("\0z = bogus(q)\n", 1, 14, f);
+    fclose(f);
+  }
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_run_errors),
       cmocka_unit_test(test_run_ok),
       cmocka_unit_test(test_explain),
       cmocka_unit_test(test_calibrate),
+      cmocka_unit_test(test_bad_calibration),
+      cmocka_unit_test(test_timeout_reported),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   char cmd[512];
