@@ -191,8 +191,39 @@ static void test_prediction(void **state) {
   td_compiled_destroy(sq);
 }
 
+/* A model given in C with constants that make times infinite (flops_s
+ * 1e-300) is an error of explain and predict, not a crash in the timeline. */
+static void test_nonfinite_model(void **state) {
+  (void)state;
+  static const double flops[] = {1e-300, 1e-310, 0.0};
+  for (size_t i = 0; i < sizeof flops / sizeof flops[0]; i++) {
+    td_program *p = NULL;
+    assert_int_equal(td_program_parse(mlp, strlen(mlp), "e.td", &p), TD_OK);
+    td_perf_model m = model;
+    m.flops_s = flops[i];
+    td_compile_opts co;
+    td_compile_opts_init(&co);
+    co.nranks = 2;
+    co.model = &m;
+    td_compiled *c = NULL;
+    assert_int_equal(td_program_compile(p, &co, &c), TD_OK);
+    FILE *out = tmpfile();
+    assert_non_null(out);
+    assert_int_equal(td_compiled_explain(c, out), TD_ERR_INVALID_ARG);
+    assert_non_null(strstr(td_last_error(), "is not a finite time; the perf model's constants must be positive "
+                                            "finite numbers"));
+    assert_non_null(strstr(td_last_error(), "explain: rank "));
+    td_prediction pr;
+    assert_int_equal(td_compiled_predict(c, &pr), TD_ERR_INVALID_ARG);
+    fclose(out);
+    td_compiled_destroy(c);
+    td_program_destroy(p);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_nonfinite_model),
       cmocka_unit_test(test_golden),
       cmocka_unit_test(test_properties),
       cmocka_unit_test(test_prediction),
