@@ -93,7 +93,8 @@ void td_exec_opts_init(td_exec_opts *opts);
  * (plan's rank count differs from the team size; or the ranks pass different
  * plans: compared by a fingerprint of buffers, signals and every rank's
  * schedule, every rank fails naming the ranks), TD_ERR_UNSUPPORTED (backend
- * not built), TD_ERR_HEAP_EXHAUSTED, TD_ERR_NO_MEMORY, TD_ERR_SYSTEM (thread
+ * not built; or a GEMM task with the cpu-only TD_GEMM_GELU epilogue on cuda),
+ * TD_ERR_HEAP_EXHAUSTED, TD_ERR_NO_MEMORY, TD_ERR_SYSTEM (thread
  * creation failed), TD_ERR_PEER_FAILED (another rank failed one of these:
  * names it and its message), TD_ERR_TIMEOUT. Ranks agree on the outcome: it
  * fails on every rank or on none, with the first failure's message.

@@ -23,7 +23,9 @@
  * so GEMM tiles need no per-tile conversion; and 16-bit values that are only
  * computed and read locally (not communicated, not outputs) are kept in f32
  * unless td_compile_opts.exact_dtypes is set. td_plan_buffer(plan,
- * td_compiled_buffer(c, v))->dtype tells which.
+ * td_compiled_buffer(c, v))->dtype tells which. On cpu a matmul whose only
+ * reader is a gelu (neither an output) is computed with the gelu in its GEMM
+ * tiles' epilogue and stores nothing: its td_compiled_buffer is -1.
  *
  * The `.td` text format, one statement per line, `#` starts a comment:
  *     dim M = 512, H = 1024            # symbolic dims with their defaults
