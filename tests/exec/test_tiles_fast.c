@@ -3,7 +3,8 @@
  * cpu table's element-wise override and as the GEMM epilogue (TD_GEMM_GELU),
  * each against its reference in td__tile_cpu_reference (libm tanhf, one
  * element at a time): f32/bf16/f16 in and out, odd and strided shapes, in
- * place, K = 0, large magnitudes and NaN. */
+ * place, K = 0, large magnitudes and NaN; and the f32 add-and-round and sum
+ * loops of the reduce-scatter. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -210,11 +211,43 @@ static void test_gemm_gelu_k_zero(void **state) {
   td__tile_ctx_free(&ctx);
 }
 
+/* f32 + f32 -> any dtype (the reduce-scatter's add-and-round step) against the
+ * reference, and the f32 sum reduce against the additions written out: both
+ * are the same single additions, so f32 results must match bit for bit. */
+static void test_add_and_sum_f32(void **state) {
+  (void)state;
+  const td_dtype dts[3] = {TD_F32, TD_BF16, TD_F16};
+  td_tile_ctx ctx = {0};
+  for (int dc = 0; dc < 3; dc++) {
+    td_tile_args args = {TD_EW_ADD, 1.0f, {0}, {0}, {0}};
+    args.a = make_mat(TD_F32, 5, 131, 3, 8.0f);
+    args.b = make_mat(TD_F32, 5, 131, 1, 8.0f);
+    args.c = make_mat(dts[dc], 5, 131, 2, 1.0f);
+    td_tile_args ref = args;
+    ref.c = clone_mat(&args.c);
+    assert_int_equal(td__tile_cpu.fn[TD_TASK_EWISE](&ctx, &args), TD_OK);
+    assert_int_equal(td__tile_cpu_reference.fn[TD_TASK_EWISE](&ctx, &ref), TD_OK);
+    for (int64_t i = 0; i < 5; i++)
+      for (int64_t j = 0; j < 131; j++)
+        assert_true(get(&args.c, i, j) == get(&ref.c, i, j));
+    free(args.a.ptr), free(args.b.ptr), free(args.c.ptr), free(ref.c.ptr);
+  }
+  td_tile_mat a = make_mat(TD_F32, 4, 77, 5, 3.0f), c = make_mat(TD_F32, 4, 77, 1, 3.0f);
+  td_tile_mat c0 = clone_mat(&c);
+  td_tile_args red = {TD_SUM, 1.0f, a, {0}, c};
+  assert_int_equal(td__tile_cpu.fn[TD_TASK_REDUCE](&ctx, &red), TD_OK);
+  for (int64_t i = 0; i < 4; i++)
+    for (int64_t j = 0; j < 77; j++)
+      assert_true(get(&c, i, j) == get(&c0, i, j) + get(&a, i, j));
+  free(a.ptr), free(c.ptr), free(c0.ptr);
+  td__tile_ctx_free(&ctx);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_ewise_gelu_and_copy), cmocka_unit_test(test_ewise_gelu_in_place),
       cmocka_unit_test(test_gelu_special_values), cmocka_unit_test(test_gemm_gelu_epilogue),
-      cmocka_unit_test(test_gemm_gelu_k_zero),
+      cmocka_unit_test(test_gemm_gelu_k_zero),     cmocka_unit_test(test_add_and_sum_f32),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

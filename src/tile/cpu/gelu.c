@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0
- * GELU and 16-bit row conversions for the fast CPU tiles (tiles layer, cpu
- * backend): the loops that the GEMM epilogue (gemm_blas.c) and the fast
- * element-wise override (ewise_fast.c) run over whole rows.
+ * GELU, 16-bit row conversions and f32 row sums for the fast CPU tiles
+ * (tiles layer, cpu backend): the loops that the GEMM epilogue (gemm_blas.c)
+ * and the fast element-wise override (ewise_fast.c) run over whole rows.
  *
  * GELU uses the same tanh form as the reference (ewise.c):
  *   gelu(x) = 0.5 x (1 + tanh(u)),  u = sqrt(2/pi) (x + 0.044715 x^3),
