@@ -67,7 +67,7 @@ static td_program_run_result td__median_result(td_program_run_result *r, int n) 
 }
 
 static void td__row(const char *name, const td_program_run_result *r, int check) {
-  char hidden[16] = "-", err[16] = "-";
+  char hidden[16] = "n/a*", err[16] = "-";
   if (r->comm_hidden >= 0)
     snprintf(hidden, sizeof hidden, "%.0f%%", 100.0 * r->comm_hidden);
   if (check)
@@ -229,6 +229,9 @@ int td_cmd_run(int argc, char **argv) {
     td__row("sequential", &sq, check);
     printf("  speedup %.3fx (sequential / overlapped)\n", ov.seconds > 0 ? sq.seconds / ov.seconds : 0.0);
   }
+  if (ov.comm_hidden < 0 || (baseline && sq.comm_hidden < 0))
+    printf("  * no task ran on a communication worker (with more ranks than cores every rank runs one thread;\n"
+           "    its transfers run between its compute tasks, so there is no per-rank overlap to measure)\n");
   int pass = !check || (ov.pass && (!baseline || sq.pass));
   if (check)
     printf("  result: %s (tolerance %.1e relative to the reference's largest magnitude)\n",
