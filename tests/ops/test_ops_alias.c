@@ -25,7 +25,7 @@ typedef struct alias_case {
   td_tp_variant variant;
   int bad_rank;
   int with_b;        /* 1: C overlaps B instead of A */
-  int skipped;       /* out: the variant does not apply to the kind */
+  int skipped[NR];   /* out, per rank (no shared write): the variant does not apply to the kind */
   td_status got[NR]; /* out: the aliased call's status per rank */
   char msg[NR][600];
   int good_ok[NR];   /* out: the call after it ran and was right */
@@ -66,7 +66,7 @@ static td_status alias_rank(td_world *w, int rank, void *arg) {
   td_tp_op *op = NULL;
   td_status st = alias_create(td_world_team(w), c, &op);
   if (st == TD_ERR_INVALID_ARG && strstr(td_last_error(), "does not apply")) {
-    c->skipped = 1;
+    c->skipped[rank] = 1;
     return TD_OK;
   }
   if (st != TD_OK)
@@ -100,7 +100,7 @@ static void run_case(td_tp_kind kind, td_tp_variant v, int bad_rank, int with_b)
   td_status st = td_local_world_run(NR, NULL, alias_rank, &c);
   if (st != TD_OK)
     fail_msg("%s %s: %s: %s", td_tp_kind_name(kind), td_tp_variant_name(v), td_status_name(st), td_last_error());
-  if (c.skipped)
+  if (c.skipped[0])
     return;
   int ar = kind == TD_TP_ALL_REDUCE;
   char who[64];
