@@ -72,15 +72,24 @@ td_status td__coll_direct_probe(td__coll *c) {
       ok = 0; /* CMA forbidden here: stage instead (not an error) */
     ok &= v == td__probe_magic(p);
   }
-  me->probe_ok = 1 + (uint64_t)ok;
+  me->probe_ok = cfg != TD_OK ? 3 : 1 + (uint64_t)ok; /* 3: this rank's TD_COLL_SINGLE_COPY is bad */
   if ((st = td_team_sync(c->team)) != TD_OK) /* every verdict is out */
     return st;
-  int all = 1;
-  for (int p = 0; p < c->size; p++)
-    all &= ((const td__coll_ctl *)c->peer_block[p])->probe_ok == 2;
+  int all = 1, bad = -1;
+  for (int p = 0; p < c->size; p++) {
+    uint64_t v = ((const td__coll_ctl *)c->peer_block[p])->probe_ok;
+    all &= v == 2;
+    if (v == 3 && bad < 0)
+      bad = p;
+  }
   c->raw_ok = all;
   /* probe_word is only read between the two syncs above */
-  return cfg;
+  if (cfg != TD_OK)
+    return cfg;
+  if (bad >= 0) /* every rank fails the same first call, not only the one with the bad value */
+    return td__error(TD_ERR_INVALID_ARG, "collectives: rank %d's TD_COLL_SINGLE_COPY does not parse (see its "
+                     "error); allowed 0 to 1", bad);
+  return TD_OK;
 }
 
 int td__coll_src_direct(const td__coll *c, const void *src, size_t bytes, td__coll_pub *pub) {

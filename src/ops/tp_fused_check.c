@@ -57,6 +57,9 @@ td_status td__tp_fused_check(const td__tp_desc *d, int nranks, const td_tp_opts 
 #ifndef TD_HAVE_OPS_FUSED
   return td__error(TD_ERR_UNSUPPORTED, "%s: the fused variant needs a build with CUDA (-DTD_WITH_CUDA=ON)", kn);
 #else
+  if (d->kind != TD_TP_ALL_REDUCE && (d->m > INT32_MAX || d->n > INT32_MAX || d->k > INT32_MAX))
+    return td__error(TD_ERR_UNSUPPORTED, "%s: the fused variant's GEMMs take M, N, K up to %d; got M=%" PRId64
+                     ", N=%" PRId64 ", K=%" PRId64, kn, INT32_MAX, d->m, d->n, d->k);
   if (nranks > 8)
     return td__error(TD_ERR_UNSUPPORTED, "%s: the fused variant runs on up to 8 ranks (one node); got %d", kn,
                      nranks);

@@ -280,6 +280,15 @@ static td_status td__tp_call_check(const td_tp_op *op, const void *const ptr[3])
                        "separate buffers", kn, op->rank, names[2], ptr[2], (void *)(c0 + cn), cn, names[i],
                        ptr[i], (void *)(x0 + xn), xn, names[2], names[i]);
   }
+  /* The fused GEMMs move 16-byte pieces (TMA, vector stores); checked here so
+   * that a misaligned operand is refused on every rank, not left to one
+   * rank's fused call while its peers wait at the first barrier. */
+  if (op->fused && op->d.kind != TD_TP_ALL_REDUCE)
+    for (int i = 0; i < 3; i++)
+      if (op->bufs[i] >= 0 && (uintptr_t)ptr[i] % 16 != 0)
+        return td__error(TD_ERR_INVALID_ARG, "%s (fused): rank %d: operand %s at %p is not 16-byte aligned; the "
+                         "fused variant needs 16-byte aligned operands (cudaMalloc returns such)", kn, op->rank,
+                         names[i], ptr[i]);
   return TD_OK;
 }
 

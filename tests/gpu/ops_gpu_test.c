@@ -299,8 +299,54 @@ static void test_fused_all_reduce_unaligned(void **state) {
     assert_int_equal(bad[r], 0);
 }
 
+/* A misaligned GEMM operand on one rank: every rank refuses the call at once
+ * (no rank waits for it at a barrier), and the next good call works. */
+static td_status misgemm_rank(td_world *w, int rank, void *arg) {
+  char (*msg)[300] = arg;
+  td_tp_opts o;
+  td_tp_opts_init(&o);
+  o.backend = TD_EXEC_CUDA;
+  o.variant = TD_TP_FUSED;
+  td_tp_op *op = NULL;
+  td_status st = td_ag_gemm_create(td_world_team(w), 256, 256, 128, TD_BF16, &o, &op);
+  if (st != TD_OK)
+    return st;
+  td_tp_layout la, lb, lc;
+  td_tp_operand(op, TD_TP_A, rank, &la);
+  td_tp_operand(op, TD_TP_B, rank, &lb);
+  td_tp_operand(op, TD_TP_C, rank, &lc);
+  char *a = g_alloc(la.bytes + 16), *b = g_alloc(lb.bytes + 16), *c = g_alloc(lc.bytes + 16);
+  if (!a || !b || !c)
+    st = TD_ERR_CUDA;
+  if (st == TD_OK) {
+    td_status bad = td_ag_gemm(op, rank == 1 ? c + 2 : c, a, b);
+    snprintf(msg[rank], sizeof msg[rank], "%s|%s", td_status_name(bad), td_last_error());
+    st = td_ag_gemm(op, c, a, b); /* still usable */
+  }
+  g_free(a), g_free(b), g_free(c);
+  td_status st2 = td_tp_destroy(op);
+  return st != TD_OK ? st : st2;
+}
+
+static void test_fused_misaligned_refused(void **state) {
+  (void)state;
+  static char msg[2][300];
+  td_world_opts wo;
+  td_world_opts_init(&wo);
+  wo.timeout_ms = 20000;
+  td_status st = td_local_world_run(2, &wo, misgemm_rank, msg);
+  if (st != TD_OK)
+    fail_msg("%s: %s", td_status_name(st), td_last_error());
+  assert_non_null(strstr(msg[1], "TD_ERR_INVALID_ARG|"));
+  assert_non_null(strstr(msg[1], "operand C at"));
+  assert_non_null(strstr(msg[1], "is not 16-byte aligned"));
+  assert_non_null(strstr(msg[0], "TD_ERR_INVALID_ARG|"));
+  assert_non_null(strstr(msg[0], "rank 1 refused the call"));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_fused_misaligned_refused),
       cmocka_unit_test(test_ag_gemm),
       cmocka_unit_test(test_gemm_rs_ar),
       cmocka_unit_test(test_all_reduce),

@@ -332,8 +332,11 @@ td_status td__tp_fused_create(td_tp_op *op) {
   if (!td__fw64)
     return td__error(TD_ERR_UNSUPPORTED, "fused: the CUDA driver lacks cuStreamWriteValue64");
   td__tp_fused *f = calloc(1, sizeof *f);
-  if (!f)
-    return td__error(TD_ERR_NO_MEMORY, "fused: out of memory");
+  if (!f) { /* still take part in the exchange below, so peers fail with it instead of at its deadline */
+    int64_t rec[TD__REC_N] = {TD_ERR_NO_MEMORY}, all[TD__MAXR * TD__REC_N];
+    td_all_gather(op->team, all, rec, TD__REC_N, TD_I64);
+    return td__error(TD_ERR_NO_MEMORY, "fused: rank %d: out of memory for the operator's state", op->rank);
+  }
   f->n = op->nranks, f->r = op->rank, f->esz = td_dtype_size(d->dtype);
   f->timeout_ms = op->opts.timeout_ms ? op->opts.timeout_ms : td_world_timeout_ms(td_team_world(op->team));
   /* one-shot (every rank reduces everything) while the reads it multiplies by
@@ -520,7 +523,7 @@ static td_status td__f_rs_ar(td_tp_op *op, td__tp_fused *f, void *c, const void 
   td_status gst = td__gemm_cuda_run(&pr, &f->cfg, 0, NULL, f->s);
   td__f_keep(&st, td__f_setv(f->s, f->ctl + TD__CTL_GDONE, e));
   td__f_keep(&st, td__f_cu(cudaEventRecord(f->ev_gdone, f->s), "cudaEventRecord"));
-  TD_CHECK(td__f_sync(op, f)); /* every partial GEMM of call e is enqueued */
+  TD_CHECK(td__f_sync_mid(op, f)); /* every partial GEMM of call e is enqueued */
   for (int p = 0; p < f->n; p++)
     if (p != r)
       td__f_keep(&st, td__f_cu(cudaStreamWaitEvent(f->s, f->peer[p]->ev_gdone, 0), "cudaStreamWaitEvent"));
@@ -541,7 +544,7 @@ static td_status td__f_rs_ar(td_tp_op *op, td__tp_fused *f, void *c, const void 
   if (op->d.kind == TD_TP_GEMM_AR && !f->one_shot) { /* all-gather of the reduced rows */
     td__f_keep(&st, td__f_setv(f->s, f->ctl + TD__CTL_RDONE, e));
     td__f_keep(&st, td__f_cu(cudaEventRecord(f->ev_rdone, f->s), "cudaEventRecord"));
-    TD_CHECK(td__f_sync(op, f)); /* every reduction of call e is enqueued */
+    TD_CHECK(td__f_sync_mid(op, f)); /* every reduction of call e is enqueued */
     for (int j = 0; j < f->n; j++) {
       int p = (int)((r + j) % f->n);
       if (p != r)
@@ -558,11 +561,20 @@ static td_status td__f_rs_ar(td_tp_op *op, td__tp_fused *f, void *c, const void 
   return gst != TD_OK ? gst : st != TD_OK ? st : fin;
 }
 
+td_status td__f_sync_mid(td_tp_op *op, td__tp_fused *f) {
+  td_status st = td__f_sync(op, f);
+  if (st != TD_OK) {
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", td_last_error());
+    td__f_finish(op, f);
+    return td__error(st, "%s", msg);
+  }
+  return TD_OK;
+}
+
 td_status td__tp_fused_run(td_tp_op *op, void *c, const void *a, const void *b) {
   td__tp_fused *f = op->fused;
-  if (op->d.kind != TD_TP_ALL_REDUCE && ((uintptr_t)a | (uintptr_t)b | (uintptr_t)c) % 16 != 0)
-    return td__error(TD_ERR_INVALID_ARG, "%s (fused): rank %d: A %p, B %p and C %p must be 16-byte aligned (as "
-                     "cudaMalloc returns)", td_tp_kind_name(op->d.kind), op->rank, a, b, c);
+  /* operand alignment is checked with the other operand checks, on every rank (tp_op.c) */
   if (__atomic_load_n(&f->poisoned, __ATOMIC_SEQ_CST))
     return td__error(TD_ERR_PEER_FAILED, "fused: rank %d: a peer's earlier call failed (timeout); the operator "
                      "can only be destroyed", op->rank);

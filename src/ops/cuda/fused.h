@@ -50,6 +50,12 @@ td_status td__f_cu(cudaError_t e, const char *what);
 void td__f_keep(td_status *first, td_status st);
 td_status td__f_sync(td_tp_op *op, td__tp_fused *f);
 td_status td__f_finish(td_tp_op *op, td__tp_fused *f);
+/** A host barrier in the middle of a call (work of this call already
+ * enqueued): td__f_sync, and when it fails, waits for this rank's streams
+ * (td__f_finish, under the deadline; the failed barrier poisoned the waits)
+ * before returning the barrier's error, so the caller never gets its buffers
+ * back while GPU work may still read or write them. */
+td_status td__f_sync_mid(td_tp_op *op, td__tp_fused *f);
 td_status td__f_setv(cudaStream_t s, uint64_t *addr, uint64_t v);
 int td__f_dt(td_dtype dt);
 /* fused_ar.c: one all-reduce call (epoch e). */

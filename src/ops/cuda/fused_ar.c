@@ -42,7 +42,7 @@ td_status td__f_all_reduce(td_tp_op *op, td__tp_fused *f, void *dst, const void 
                           f->sms, f->s);
     td__f_keep(&st, td__f_cu(cudaEventRecord(f->ev_rdone, f->s), "cudaEventRecord"));
     /* 2. every rank's reduction of call e is enqueued */
-    TD_CHECK(td__f_sync(op, f));
+    TD_CHECK(td__f_sync_mid(op, f));
     for (int j = 1; j < n; j++) {
       int p = (r + j) % n;
       const td__tp_fused *q = f->peer[p];
