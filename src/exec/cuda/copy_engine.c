@@ -70,8 +70,8 @@ td_status td__cuda_ce_setup(td__cuda_exec *cx) {
     ok = 0;
   int64_t off = 0;
   TD_CHECK(td_config_int("TD_CUDA_NO_COPY_ENGINE", &off));
-  if (!ok || !cx->ce_wait64 || !cx->ce_write64 || off)
-    return TD_OK; /* communication blocks run the copies instead */
+  if (!ok || !cx->ce_wait64 || !cx->ce_write64 || off || !cx->streams_ce_ok || n > TD__KQ_MAX_TASKS)
+    return TD_OK; /* communication blocks run the copies instead (see td__cuda_stream_plan) */
   int lo = 0, hi = 0;
   cudaDeviceGetStreamPriorityRange(&lo, &hi);
   cudaError_t ce = cudaStreamCreateWithPriority(&cx->ce_stream, cudaStreamNonBlocking, hi);
@@ -122,8 +122,7 @@ void td__cuda_ce_release(td__cuda_exec *cx) {
   const uint64_t epoch = cx->exec->epoch;
   for (uint32_t k = 0; k < cx->nce; k++)
     cudaMemcpy((void *)(uintptr_t)(cx->plan.ce_go + 8u * cx->ce_tasks[k]), &epoch, 8, cudaMemcpyHostToDevice);
-  td__cuda_stream_wait(cx, cx->ce_stream, "the copy-engine queue (release)");
-  cudaGetLastError();
+  td__cuda_stream_wait_quiet(cx, cx->ce_stream);
 }
 
 void td__cuda_ce_free(td__cuda_exec *cx) {

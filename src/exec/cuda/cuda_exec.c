@@ -14,7 +14,19 @@
  * tasks are pulled by the communication blocks, which hand their bytes to the
  * copy-engine queue (copy_engine.c) when the device supports stream memory
  * operations, and copy them on the SMs otherwise. With the kernel queue
- * (kernel_queue.c) one block per role suffices: they only hand tasks off. */
+ * (kernel_queue.c) one block per role suffices: they only hand tasks off.
+ *
+ * Streams: each rank uses up to four (persistent kernel, copy engine, two
+ * kernel-queue streams). When the most ranks on any GPU of the team times
+ * that exceeds CUDA_DEVICE_MAX_CONNECTIONS (8 when unset), parked streams can
+ * block peers' kernels in CUDA's shared hardware queues, so the kernel queue
+ * is turned off, then the copy engine; the count comes from the exchanged
+ * records, so every rank decides alike (td__cuda_stream_plan). The kernel is
+ * therefore generated after the exchange.
+ *
+ * A device marked stuck (device_stuck.h: some executor's host wait on it
+ * passed its deadline) is never synchronised again: creates on it fail, and
+ * teardown leaves its device memory to the process's exit. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +34,7 @@
 
 #include "core/error.h"
 #include "exec/cuda/cuda_exec.h"
+#include "exec/cuda/device_stuck.h"
 #include "jit/jit.h"
 #include "tdist/config.h"
 #include "tdist/rma.h"
@@ -114,12 +127,20 @@ static td_status td__exchange_arenas(td__cuda_exec *cx) {
   cudaGetLastError();
   TD_CHECK(td_team_barrier(e->team));
   cx->ranks_on_gpu = 0;
+  cx->max_ranks_per_gpu = 0;
   for (int p = 0; p < e->nranks; p++) {
     const td__cuda_rank_rec *r = td_symm_ptr(e->team, cx->rec, p);
     if (!r)
       return td_last_error()[0] ? TD_ERR_INVALID_ARG : TD_ERR_INTERNAL;
     if (strcmp(r->bus_id, cx->rec->bus_id) == 0)
       cx->ranks_on_gpu++;
+    int on_its_gpu = 0; /* the most ranks on any one GPU: the same on every rank */
+    for (int q = 0; q < e->nranks; q++) {
+      const td__cuda_rank_rec *o = td_symm_ptr(e->team, cx->rec, q);
+      on_its_gpu += o && strcmp(o->bus_id, r->bus_id) == 0;
+    }
+    if (on_its_gpu > cx->max_ranks_per_gpu)
+      cx->max_ranks_per_gpu = on_its_gpu;
     if (p == e->rank) {
       cx->peer_base[p] = r->arena;
     } else if (r->pid == cx->rec->pid) {
@@ -142,6 +163,7 @@ static td_status td__exchange_arenas(td__cuda_exec *cx) {
       cx->peer_opened[p] = 1;
     }
   }
+  td__cuda_stream_plan(cx->max_ranks_per_gpu, td__cuda_max_connections(), &cx->streams_kq_ok, &cx->streams_ce_ok);
   return TD_OK;
 }
 
@@ -298,10 +320,15 @@ static td_status td__alloc_memory(td__cuda_exec *cx) {
   return TD_OK;
 }
 
+/* With the device stuck, only host memory is freed: cudaFree, cudaLibraryUnload
+ * and cudaIpcCloseMemHandle synchronise the device and would wait forever for
+ * the stuck work (the device memory is left to the process's exit). */
 static void td__free_all(td__cuda_exec *cx) {
   if (!cx)
     return;
   td_exec *e = cx->exec;
+  if (td__cuda_device_stuck(cx->device))
+    goto host;
   if (cx->stream && cx->own_stream)
     cudaStreamDestroy(cx->stream);
   td__cuda_ce_free(cx);
@@ -315,6 +342,12 @@ static void td__free_all(td__cuda_exec *cx) {
   cudaFree(cx->tables);
   if (cx->lib)
     cudaLibraryUnload(cx->lib);
+host:
+  if (td__cuda_device_stuck(cx->device)) {
+    free(cx->ce_tasks);
+    free(cx->kq_tasks[0]);
+    free(cx->kq_tasks[1]);
+  }
   free(cx->buf_off);
   free(cx->local);
   free(cx->peer_base);
@@ -334,12 +367,16 @@ static td_status td__cuda_create(td_exec *e) {
    * local failure would be nicer; here a failing rank makes peers time out in
    * the next barrier with a message naming it. */
   td_status st = td__pick_device(cx);
-  if (st == TD_OK)
-    st = td__compile(cx);
+  if (st == TD_OK && td__cuda_device_stuck(cx->device))
+    st = td__error(TD_ERR_STATE, "cuda executor: rank %d: GPU %d has work of an earlier executor of this process "
+                   "that never finished (a host wait passed its deadline), so nothing on it can be synchronised "
+                   "any more; restart the process (and see that error's remedy)", e->rank, cx->device);
   if (st == TD_OK)
     st = td__alloc_memory(cx);
   if (st == TD_OK)
     st = td__exchange_arenas(cx);
+  if (st == TD_OK)
+    st = td__compile(cx); /* after the exchange: the stream count decides the kernel queue */
   if (st == TD_OK)
     st = td__size_grid(cx);
   if (st == TD_OK)
@@ -360,8 +397,14 @@ static td_status td__cuda_create(td_exec *e) {
   }
   if (st == TD_OK) {
     /* No peer may raise into this rank's signals before they are zeroed. */
-    cudaError_t ce = cudaDeviceSynchronize();
-    st = ce == cudaSuccess ? td_team_barrier(e->team) : td__cuda_fail(e, "cudaDeviceSynchronize", ce);
+    if (td__cuda_device_stuck(cx->device)) { /* marked meanwhile by another executor of this process */
+      st = td__error(TD_ERR_STATE, "cuda executor: rank %d: GPU %d got work that never finished (another "
+                     "executor's host wait passed its deadline) while this executor was created; its device "
+                     "memory is left to the process's exit", e->rank, cx->device);
+    } else {
+      cudaError_t ce = cudaDeviceSynchronize();
+      st = ce == cudaSuccess ? td_team_barrier(e->team) : td__cuda_fail(e, "cudaDeviceSynchronize", ce);
+    }
   }
   if (st != TD_OK) {
     if (cx->rec)
@@ -380,30 +423,40 @@ static td_status td__cuda_buffer(td_exec *e, int32_t buffer, void **out) {
   return TD_OK;
 }
 
+/* With e->abandon (peers gone or stuck) no collective call is made: the
+ * record is left to the team, as cpu_exec.c does. With the device stuck (this
+ * executor's work or another's never finished), device memory is left to the
+ * process's exit (td__free_all) and destroy says so. */
 static td_status td__cuda_destroy(td_exec *e) {
   td__cuda_exec *cx = e->impl;
   if (!cx)
     return TD_OK;
   cudaSetDevice(cx->device);
-  td__cuda_stream_wait(cx, cx->stream, "the persistent kernel (destroy)");
-  /* No peer may still read or raise into this arena when it is freed. */
-  td_status st = td_team_barrier(e->team);
-  if (cx->stuck) { /* freeing memory that blocked work may still use would wait for it forever */
-    if (cx->rec)
-      td_symm_free(e->team, cx->rec);
-    e->impl = NULL;
-    return st == TD_OK ? td__error(TD_ERR_TIMEOUT, "cuda executor: rank %d: destroyed with GPU work that never "
-                                   "finished; its device memory is left to the process's exit", e->rank)
-                       : st;
+  td__cuda_stream_wait_quiet(cx, cx->stream); /* marks it stuck when the work never ends */
+  td_status st = TD_OK;
+  if (!e->abandon) {
+    /* No peer may still read or raise into this arena when it is freed. */
+    st = td_team_barrier(e->team);
+    if (cx->rec) {
+      td_status st2 = td_symm_free(e->team, cx->rec);
+      if (st == TD_OK)
+        st = st2;
+    }
   }
-  if (cx->rec) {
-    td_status st2 = td_symm_free(e->team, cx->rec);
-    if (st == TD_OK)
-      st = st2;
-  }
+  const int stuck = cx->stuck, dev_stuck = td__cuda_device_stuck(cx->device);
+  const int rank = e->rank, dev = cx->device;
   td__free_all(cx);
   e->impl = NULL;
-  return st;
+  if (st != TD_OK)
+    return st;
+  if (stuck)
+    return td__error(TD_ERR_TIMEOUT, "cuda executor: rank %d: destroyed with GPU work that never finished; its "
+                     "device memory is left to the process's exit", rank);
+  if (dev_stuck)
+    return td__error(TD_ERR_STATE, "cuda executor: rank %d: GPU %d holds work of another executor of this process "
+                     "that never finished, and freeing device memory would wait for it forever; this executor's "
+                     "device memory is left to the process's exit", rank, dev);
+  return TD_OK;
 }
 
 td_status td__cuda_run(td_exec *e); /* cuda_run.c */

@@ -61,6 +61,9 @@ typedef struct td__cuda_exec {
   td_dev_trace *h_trace;   /* [ntasks] */
   /* copy-engine queue (copy_engine.c) */
   int stuck;               /* a host wait hit its deadline: GPU work may never finish; destroy waits no more */
+  int64_t deadline_at_ms;  /* CLOCK_MONOTONIC ms every host wait of the running launch ends by; 0 outside one */
+  int max_ranks_per_gpu;   /* most ranks on any one GPU of the team (the same on every rank) */
+  int streams_kq_ok, streams_ce_ok; /* td__cuda_stream_plan's verdict for max_ranks_per_gpu */
   int ce_enabled;          /* stream memory operations usable: CE copies go to ce_stream */
   cudaStream_t ce_stream;
   uint32_t *ce_tasks;      /* indices of CE proxy tasks, schedule order */
@@ -80,9 +83,20 @@ typedef struct td__cuda_exec {
  * TD_GEMM_QUEUE (the compiler sets it for cuda when the Hopper GEMM is there). */
 int td__cuda_kq_wanted(const td_schedule *s);
 
+/** Most tasks of one rank's schedule the kernel queue takes: each takes 3
+ * entries of CUDA's pending-launch queue (about 1k deep), and a full one
+ * blocks cudaLaunchKernel with no deadline. */
+#define TD__KQ_MAX_TASKS 256
+
+/** Whether the queue can take schedule `s`: 0 yes; 1 more than
+ * TD__KQ_MAX_TASKS tasks; 2 a task's sub-tile grid would need more than
+ * INT32_MAX blocks. Pure. */
+int td__cuda_kq_limits(const td_schedule *s);
+
 /** Decides the kernel queue before the kernel is generated: wanted by the
- * schedule, not turned off (TD_CUDA_GEMM_QUEUE=0), and stream memory
- * operations available. Sets kq_enabled and resolves ce_wait64/ce_write64.
+ * schedule, not turned off (TD_CUDA_GEMM_QUEUE=0), within the stream budget
+ * (streams_kq_ok) and td__cuda_kq_limits, and stream memory operations
+ * available. Sets kq_enabled and resolves ce_wait64/ce_write64.
  * Errors: TD_ERR_INVALID_ARG (bad TD_CUDA_GEMM_QUEUE). */
 td_status td__cuda_kq_decide(td__cuda_exec *cx);
 
@@ -95,8 +109,14 @@ td_status td__cuda_kq_setup(td__cuda_exec *cx);
  * Errors: TD_ERR_CUDA. */
 td_status td__cuda_kq_enqueue(td__cuda_exec *cx);
 
-/** After a failed launch: releases the queue's waits so its streams drain,
- * then waits for them. */
+/** After a failed launch, before either release: sets the abort word
+ * (td_dev_diag.abort) with a synchronous copy, so queue kernels released next
+ * skip their work and raises. Never fails (a failure there is a CUDA error
+ * the run already reports). */
+void td__cuda_abort(td__cuda_exec *cx);
+
+/** After a failed launch (td__cuda_abort first): releases the queue's waits
+ * so its streams drain, then waits for them quietly (the run's message stays). */
 void td__cuda_kq_release(td__cuda_exec *cx);
 
 /** Waits for the queue's streams after a good launch. Errors: TD_ERR_CUDA. */
@@ -127,8 +147,11 @@ td_status td__cuda_ce_setup(td__cuda_exec *cx);
  * ce_done = epoch), after the kernel's launch. Errors: TD_ERR_CUDA. */
 td_status td__cuda_ce_enqueue(td__cuda_exec *cx);
 
-/** After a failed launch: releases the queue's waits so its stream drains,
- * then waits for it. */
+/** After a failed launch (td__cuda_abort first): releases the queue's waits
+ * so its stream drains, then waits for it quietly. The released copies still
+ * move their bytes (a copy cannot be skipped once enqueued), but their
+ * signals are raised by the persistent kernel, which has stopped, so no peer
+ * is told the data is there. */
 void td__cuda_ce_release(td__cuda_exec *cx);
 
 void td__cuda_ce_free(td__cuda_exec *cx);
@@ -159,6 +182,31 @@ td_status td__cuda_stream_wait(td__cuda_exec *cx, cudaStream_t s, const char *wh
 
 /** The host deadline of td__cuda_stream_wait, in milliseconds. */
 int64_t td__cuda_host_deadline_ms(const td__cuda_exec *cx);
+
+/** Starts one run's host deadline: from now on every td__cuda_stream_wait
+ * (and the quiet one) ends by now + td__cuda_host_deadline_ms, however many
+ * waits the run makes; td__cuda_run_deadline_end goes back to a fresh
+ * deadline per wait (destroy, the grid baseline). */
+void td__cuda_run_deadline_start(td__cuda_exec *cx);
+void td__cuda_run_deadline_end(td__cuda_exec *cx);
+
+/** td__cuda_stream_wait for release paths: the same deadline (and marks the
+ * executor and device stuck on timeout) but sets no error message, so the
+ * run's first error stays the thread's message; returns nothing. */
+void td__cuda_stream_wait_quiet(td__cuda_exec *cx, cudaStream_t s);
+
+/** CUDA_DEVICE_MAX_CONNECTIONS as CUDA reads it: 8 when unset or not a
+ * positive number, at most 32. */
+int td__cuda_max_connections(void);
+
+/** Whether the kernel queue (*kq_ok) and the copy-engine queue (*ce_ok) may
+ * be used when `ranks_per_gpu` ranks share a GPU with `connections` hardware
+ * queues: each rank uses up to 4 streams (persistent kernel, copy engine, two
+ * queue streams), and more streams than hardware queues can deadlock (a
+ * parked stream waiting in front of a peer's kernel). The queue needs 4 per
+ * rank, the copy engine 2. Pure: callers pass the most ranks on any GPU of the
+ * team, so every rank decides alike. */
+void td__cuda_stream_plan(int ranks_per_gpu, int connections, int *kq_ok, int *ce_ok);
 
 /** Formats a CUDA error as TD_ERR_CUDA naming the call and the rank. */
 td_status td__cuda_fail(const td_exec *e, const char *what, cudaError_t err);

@@ -16,6 +16,7 @@
 
 #include "core/error.h"
 #include "exec/cuda/cuda_exec.h"
+#include "exec/cuda/device_stuck.h"
 #include "exec/schedule_internal.h"
 #include "tdist/rma.h"
 
@@ -124,7 +125,7 @@ static td_status td__collect_trace(td__cuda_exec *cx, int64_t t0, int64_t t1) {
   return TD_OK;
 }
 
-td_status td__cuda_run(td_exec *e) {
+static td_status td__run_launch(td_exec *e) {
   td__cuda_exec *cx = e->impl;
   const td_schedule *s = e->sched;
   cudaError_t ce = cudaSetDevice(cx->device);
@@ -133,6 +134,15 @@ td_status td__cuda_run(td_exec *e) {
   TD_CHECK(td__cuda_exec_upload(cx));
   if (!e->opts.skip_launch_barrier)
     TD_CHECK(td_team_barrier(e->team));
+  /* Checked after the barrier, so no peer is left waiting in it: peers launch
+   * and their device waits report this rank's missing signals. */
+  if (cx->stuck || td__cuda_device_stuck(cx->device))
+    return td__error(TD_ERR_STATE, "cuda executor: rank %d: GPU %d has earlier work that never finished (a host "
+                     "wait passed its deadline); nothing more is launched on it: destroy the executor",
+                     e->rank, cx->device);
+  /* One deadline for every host wait of this run (launch + 2 x timeout + 2 s):
+   * a failing run never outlasts what a peer's td_exec_destroy waits for it. */
+  td__cuda_run_deadline_start(cx);
   cx->plan.epoch = e->epoch;
   const int grid = cx->nblocks[0] + cx->nblocks[1];
   if (e->opts.trace)
@@ -161,6 +171,7 @@ td_status td__cuda_run(td_exec *e) {
   if (cx->stuck)
     return wst; /* releasing the queues would wait on the same blocked hardware queues */
   if (wst != TD_OK || diag.failed || ce_st != TD_OK) {
+    td__cuda_abort(cx); /* released queue kernels then skip their work and raise nothing */
     td__cuda_ce_release(cx); /* nothing may stay queued on a wait that no kernel will satisfy */
     td__cuda_kq_release(cx);
   } else {
@@ -191,6 +202,12 @@ td_status td__cuda_run(td_exec *e) {
   return st;
 }
 
+td_status td__cuda_run(td_exec *e) {
+  td_status st = td__run_launch(e);
+  td__cuda_run_deadline_end(e->impl);
+  return st;
+}
+
 td_status td__cuda_exec_run_grid(td_exec *e) {
   td__cuda_exec *cx = e->impl;
   cudaError_t ce = cudaSetDevice(cx->device);
@@ -199,6 +216,9 @@ td_status td__cuda_exec_run_grid(td_exec *e) {
   TD_CHECK(td__cuda_exec_upload(cx));
   if (e->sched->ntasks == 0)
     return TD_OK;
+  if (cx->stuck || td__cuda_device_stuck(cx->device))
+    return td__error(TD_ERR_STATE, "cuda executor: rank %d: GPU %d has earlier work that never finished; the "
+                     "tile grid kernel is not launched", e->rank, cx->device);
   void *tasks = (void *)(uintptr_t)cx->plan.tasks;
   void *args[] = {&tasks};
   ce = cudaLaunchKernel((const void *)cx->grid_kernel, td__dim((int)e->sched->ntasks),

@@ -72,7 +72,8 @@ typedef struct td_dev_diag {
   td_dev_u64 expected;  /* absolute value the wait needed (signal), or the epoch (dependency) */
   td_dev_u64 observed;  /* last value read */
   unsigned int cmp;     /* td_cmp of a signal wait */
-  unsigned int pad0;
+  unsigned int abort;   /* set by the host (before it releases the queues after a failed launch): queue
+                           kernels then skip their work and raises, so no peer sees unfinished data */
 } td_dev_diag; /* 40 bytes */
 
 /* Trace record of one task: %globaltimer at start (after its waits) and end

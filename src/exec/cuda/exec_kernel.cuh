@@ -255,7 +255,10 @@ __device__ __forceinline__ void td_kq_narrow(td_dev_view &v, td_dev_i64 r0, td_d
 }
 
 extern "C" __global__ void __launch_bounds__(TD_THREADS)
-    td_kq_tile_kernel(const td_dev_task *tasks, unsigned int ti, long long sub_rows, long long sub_cols) {
+    td_kq_tile_kernel(const td_dev_task *tasks, unsigned int ti, long long sub_rows, long long sub_cols,
+                      const td_dev_diag *diag) {
+  if (*(volatile const unsigned int *)&diag->abort)
+    return; /* released after a failed launch: inputs may be incomplete, write nothing (peers included) */
   td_dev_task t = tasks[ti];
   const td_dev_i64 ncols = (t.c.cols + sub_cols - 1) / sub_cols;
   const td_dev_i64 r0 = (td_dev_i64)(blockIdx.x / ncols) * sub_rows, c0 = (td_dev_i64)(blockIdx.x % ncols) * sub_cols;
@@ -290,13 +293,18 @@ extern "C" __global__ void __launch_bounds__(TD_THREADS)
 
 /* Kernel queue: after task ti's kernel on the same stream, make its writes
  * visible system-wide, raise its signals and mark it done (stream order puts
- * this after every block of that kernel). One thread. */
+ * this after every block of that kernel). One thread. After a failed launch
+ * the host sets diag->abort before it releases the queue: the task's inputs
+ * may be incomplete, so it raises nothing (a peer would proceed on garbage
+ * and succeed while this rank fails) and only marks itself done. */
 extern "C" __global__ void td_kq_finish_kernel(const td_dev_plan p, unsigned int ti) {
   if (threadIdx.x != 0)
     return;
   const td_dev_task *tasks = (const td_dev_task *)p.tasks;
   const td_dev_raise *raises = (const td_dev_raise *)p.raises;
-  const unsigned int first = tasks[ti].raise_first, count = tasks[ti].raise_count;
+  const unsigned int first = tasks[ti].raise_first;
+  const unsigned int count = *(volatile const unsigned int *)&((const td_dev_diag *)p.diag)->abort
+                                 ? 0u : tasks[ti].raise_count;
   __threadfence_system();
   for (unsigned int k = 0; k < count; k++) {
     const td_dev_raise r = raises[first + k];

@@ -98,12 +98,19 @@ int td__cuda_gemm_target_config(const td__cuda_gemm_target *t, td_dtype dtype, i
   if (!td__gemm_cuda_default_config)
     return -1;
   td_gemm_config c;
+  int cublas = 0;
   if (td__gemm_tune_lookup && t->gpu[0] &&
       td__gemm_tune_lookup(t->gpu, dtype, b_nk ? TD_GEMM_B_NK : TD_GEMM_B_KN, m, n, k, &c) == TD_OK &&
       c.split_k <= 1) {
-    td__gemm_qcfg q = {c.arch == TD_GEMM_SM80 ? 80 : 90, c.bm, c.bn, c.bk, c.stages, c.cluster, c.group_m};
-    *out = q;
-    return 1;
+    /* A cuBLAS entry has no tile fields and cannot be capped to the SMs no
+     * persistent block holds: the queue runs the compiled pick instead. */
+    cublas = c.arch == TD_GEMM_CUBLAS;
+    if (!cublas) {
+      td__gemm_qcfg q = {c.arch == TD_GEMM_SM80 ? 80 : 90, c.bm, c.bn, c.bk, c.stages, c.cluster, c.group_m};
+      *out = q;
+      return 1;
+    }
   }
-  return td__cuda_gemm_pick_compiled(dtype, b_nk, m, n, k, out);
+  const int r = td__cuda_gemm_pick_compiled(dtype, b_nk, m, n, k, out);
+  return r == 0 && cublas ? 2 : r;
 }

@@ -29,7 +29,10 @@ void td__cuda_gemm_target_get(td__cuda_gemm_target *out);
 /** The tile configuration of an m x n x k queue GEMM of dtype with B stored
  * [N,K] (b_nk) or [K,N]: the tuning cache's entry for (target GPU, dtype,
  * layout, shape class) when there is one (returns 1), else
- * td__cuda_gemm_pick_compiled's (returns 0); -1 when neither is available. */
+ * td__cuda_gemm_pick_compiled's (returns 0, or 2 when the cache's entry is
+ * cuBLAS (TD_GEMM_CUBLAS), which a queue task does not run: it has no tile
+ * configuration and ignores the SM cap; explain can count these apart);
+ * -1 when neither is available. */
 int td__cuda_gemm_target_config(const td__cuda_gemm_target *t, td_dtype dtype, int b_nk, int m, int n, int k,
                                 td__gemm_qcfg *out);
 

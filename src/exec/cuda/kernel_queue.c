@@ -21,8 +21,20 @@
  * the ordinary tile over a grid of sub-tiles, so every task still runs.
  *
  * If the persistent kernel fails (a deadline), the host writes every go word
- * itself so the streams drain instead of waiting forever. */
+ * itself so the streams drain instead of waiting forever; first it sets the
+ * abort word (td_dev_diag.abort, a synchronous copy: td__cuda_abort), so the
+ * released tasks skip their tile work and raise no signal (peers must not
+ * proceed on unfinished data). A Hopper GEMM already enqueued still runs, but
+ * writes only this rank's C, and its finish kernel raises nothing.
+ *
+ * Limits, checked before the kernel is generated (td__cuda_kq_decide): at most
+ * TD__KQ_MAX_TASKS queue tasks per rank (each takes 3 entries of CUDA's
+ * pending-launch queue, about 1k deep; when it is full cudaLaunchKernel blocks
+ * the host with no deadline, e.g. behind a failed persistent kernel), every
+ * task's sub-tile grid within INT32_MAX blocks, and td__cuda_stream_plan's
+ * stream budget. Otherwise the tiles run on the persistent kernel. */
 #include <cuda.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,6 +58,34 @@ int td__cuda_kq_wanted(const td_schedule *s) {
   return 0;
 }
 
+/* Sub-tile shape of task kind/rows/cols on td_kq_tile_kernel: 128 x 128 for a
+ * GEMM (the simple tile's block tile), 8 whole rows for an RMS norm, about 32K
+ * elements of whole rows for the rest. Returns the block count. */
+static long long td__kq_grid_shape(int kind, long long rows, long long cols, long long *sr, long long *sc) {
+  if (rows < 1 || cols < 1)
+    rows = cols = 1; /* a NOP or empty task: one block that returns */
+  if (kind == TD_TASK_GEMM) {
+    *sr = 128, *sc = 128;
+  } else if (kind == TD_TASK_RMSNORM) {
+    *sr = 8, *sc = cols;
+  } else {
+    *sc = cols < 32768 ? cols : 32768;
+    *sr = 32768 / *sc > 0 ? 32768 / *sc : 1;
+  }
+  return ((rows + *sr - 1) / *sr) * ((cols + *sc - 1) / *sc);
+}
+
+int td__cuda_kq_limits(const td_schedule *s) {
+  if (s->ntasks > TD__KQ_MAX_TASKS)
+    return 1;
+  for (uint32_t i = 0; i < s->ntasks; i++) {
+    long long sr, sc;
+    if (td__kq_grid_shape(s->tasks[i].kind, s->tasks[i].c.rows, s->tasks[i].c.cols, &sr, &sc) > INT32_MAX)
+      return 2;
+  }
+  return 0;
+}
+
 td_status td__cuda_kq_decide(td__cuda_exec *cx) {
   cx->kq_enabled = 0;
   if (!td__cuda_kq_wanted(cx->exec->sched))
@@ -54,6 +94,8 @@ td_status td__cuda_kq_decide(td__cuda_exec *cx) {
   TD_CHECK(td_config_int("TD_CUDA_GEMM_QUEUE", &on));
   if (!on)
     return TD_OK; /* the tiles run on the persistent kernel, however coarse */
+  if (!cx->streams_kq_ok || td__cuda_kq_limits(cx->exec->sched) != 0)
+    return TD_OK; /* too many streams on a GPU, tasks or blocks: the persistent kernel runs the tiles */
   td__attr_fn attr = (td__attr_fn)td__cuda_driver_entry("cuDeviceGetAttribute");
   cx->ce_wait64 = td__cuda_driver_entry("cuStreamWaitValue64");
   cx->ce_write64 = td__cuda_driver_entry("cuStreamWriteValue64");
@@ -172,24 +214,14 @@ static int td__hopper_fits(const td__cuda_exec *cx, const td_dev_task *d, td_gem
 /* td_kq_tile_kernel over sub-tiles: 128 x 128 for a GEMM (the simple tile's
  * block tile), about 32K elements of whole rows for the rest. */
 static td_status td__launch_grid(td__cuda_exec *cx, cudaStream_t stream, uint32_t ti, const td_dev_task *d) {
-  long long rows = d->c.rows, cols = d->c.cols, sr, sc;
-  if (rows < 1 || cols < 1) {
-    rows = cols = 1; /* a NOP or empty task: one block that returns */
-  }
-  if (d->kind == TD_TASK_GEMM) {
-    sr = 128, sc = 128;
-  } else if (d->kind == TD_TASK_RMSNORM) {
-    sr = 8, sc = cols;
-  } else {
-    sc = cols < 32768 ? cols : 32768;
-    sr = 32768 / sc > 0 ? 32768 / sc : 1;
-  }
-  const long long blocks = ((rows + sr - 1) / sr) * ((cols + sc - 1) / sc);
-  if (blocks > INT32_MAX)
-    return td__error(TD_ERR_SHAPE, "cuda executor: rank %d: task %u needs %lld blocks on the kernel queue",
+  long long sr, sc;
+  const long long blocks = td__kq_grid_shape(d->kind, d->c.rows, d->c.cols, &sr, &sc);
+  if (blocks > INT32_MAX) /* td__cuda_kq_decide refused the queue for this: a bug if reached */
+    return td__error(TD_ERR_INTERNAL, "cuda executor: rank %d: task %u needs %lld blocks on the kernel queue",
                      cx->exec->rank, ti, blocks);
   void *tasks = (void *)(uintptr_t)cx->plan.tasks;
-  void *args[] = {&tasks, &ti, &sr, &sc};
+  void *diag = (void *)(uintptr_t)cx->plan.diag;
+  void *args[] = {&tasks, &ti, &sr, &sc, &diag};
   dim3 g = {(unsigned)blocks, 1, 1}, b = {(unsigned)cx->spec.threads, 1, 1};
   cudaError_t ce = cudaLaunchKernel((const void *)cx->kq_tile_kernel, g, b, args, 0, stream);
   if (ce != cudaSuccess)
@@ -240,6 +272,16 @@ td_status td__cuda_kq_enqueue(td__cuda_exec *cx) {
   return TD_OK;
 }
 
+void td__cuda_abort(td__cuda_exec *cx) {
+  if (!cx->kq_enabled && !cx->ce_enabled)
+    return;
+  const unsigned int one = 1;
+  /* Synchronous: the abort word is in device memory before any go word the host writes next. */
+  cudaMemcpy((char *)(uintptr_t)cx->plan.diag + offsetof(td_dev_diag, abort), &one, sizeof one,
+             cudaMemcpyHostToDevice);
+  cudaGetLastError();
+}
+
 void td__cuda_kq_release(td__cuda_exec *cx) {
   if (!cx->kq_enabled)
     return;
@@ -249,8 +291,7 @@ void td__cuda_kq_release(td__cuda_exec *cx) {
       cudaMemcpy((void *)(uintptr_t)(cx->plan.ce_go + 8u * cx->kq_tasks[role][k]), &epoch, 8,
                  cudaMemcpyHostToDevice);
   for (int role = 0; role < 2; role++)
-    td__cuda_stream_wait(cx, cx->kq_stream[role], "a kernel-queue kernel (release)");
-  cudaGetLastError();
+    td__cuda_stream_wait_quiet(cx, cx->kq_stream[role]);
 }
 
 td_status td__cuda_kq_sync(td__cuda_exec *cx) {

@@ -11,12 +11,55 @@
  * on the H200 with 4 ranks, 2026-11-29). A bare cudaStreamSynchronize then
  * blocks forever; this wait turns it into TD_ERR_TIMEOUT naming the likely
  * cause and its remedy, and marks the executor stuck, so that destroy does
- * not wait on the same work again. */
+ * not wait on the same work again, and the device stuck (device_stuck.h),
+ * so that no executor of this process synchronises that device again.
+ * Within one run every host wait shares one deadline (launch + twice the
+ * executor's timeout + 2 s), so a failing run never outlasts what a peer's
+ * td_exec_destroy waits for it. */
 #include <sched.h>
+#include <stdatomic.h>
+#include <stdlib.h>
 #include <time.h>
 
 #include "core/error.h"
 #include "exec/cuda/cuda_exec.h"
+#include "exec/cuda/device_stuck.h"
+
+#define TD__MAX_DEVICES 256
+
+static atomic_int td__stuck_dev[TD__MAX_DEVICES];
+static atomic_int td__stuck_any; /* an ordinal out of range was marked */
+
+int td__cuda_device_stuck(int dev) {
+  if (atomic_load(&td__stuck_any))
+    return 1;
+  return dev >= 0 && dev < TD__MAX_DEVICES && atomic_load(&td__stuck_dev[dev]);
+}
+
+void td__cuda_mark_device_stuck(int dev) {
+  if (dev >= 0 && dev < TD__MAX_DEVICES)
+    atomic_store(&td__stuck_dev[dev], 1);
+  else
+    atomic_store(&td__stuck_any, 1);
+}
+
+int td__cuda_max_connections(void) {
+  const char *v = getenv("CUDA_DEVICE_MAX_CONNECTIONS");
+  char *end = NULL;
+  long n = v && *v ? strtol(v, &end, 10) : 0;
+  if (!v || !*v || *end || n < 1)
+    return 8; /* CUDA's default (and what it uses for a value it cannot read) */
+  return n > 32 ? 32 : (int)n; /* CUDA caps it at 32 */
+}
+
+void td__cuda_stream_plan(int ranks_per_gpu, int connections, int *kq_ok, int *ce_ok) {
+  /* Streams per rank: the persistent kernel's, the copy engine's, the two of
+   * the kernel queue. Turn off the queue, then the copy engine, until every
+   * stream of every rank on the GPU can have a hardware queue of its own. */
+  const int r = ranks_per_gpu > 0 ? ranks_per_gpu : 1;
+  *kq_ok = r * 4 <= connections;
+  *ce_ok = r * 2 <= connections;
+}
 
 static int64_t td__now_ms(void) {
   struct timespec t;
@@ -30,27 +73,32 @@ int64_t td__cuda_host_deadline_ms(const td__cuda_exec *cx) {
   return 2 * (int64_t)cx->exec->opts.timeout_ms + 2000;
 }
 
-td_status td__cuda_stream_wait(td__cuda_exec *cx, cudaStream_t s, const char *what) {
-  if (cx->stuck)
-    return td__error(TD_ERR_STATE, "cuda executor: rank %d: earlier GPU work never finished; the executor can "
-                     "only be destroyed", cx->exec->rank);
-  const int64_t limit = td__cuda_host_deadline_ms(cx), t0 = td__now_ms();
+void td__cuda_run_deadline_start(td__cuda_exec *cx) { cx->deadline_at_ms = td__now_ms() + td__cuda_host_deadline_ms(cx); }
+
+void td__cuda_run_deadline_end(td__cuda_exec *cx) { cx->deadline_at_ms = 0; }
+
+/* Streams this rank uses on its GPU. */
+static int td__streams_per_rank(const td__cuda_exec *cx) { return 1 + (cx->ce_enabled ? 1 : 0) + (cx->kq_enabled ? 2 : 0); }
+
+/* 0: finished; 1: failed (*err set); 2: deadline passed (marks stuck). No message. */
+static int td__wait_core(td__cuda_exec *cx, cudaStream_t s, int64_t *waited, cudaError_t *err) {
+  const int64_t t0 = td__now_ms();
+  const int64_t until = cx->deadline_at_ms > 0 ? cx->deadline_at_ms : t0 + td__cuda_host_deadline_ms(cx);
   unsigned polls = 0;
   for (;;) {
     cudaError_t ce = cudaStreamQuery(s);
     if (ce == cudaSuccess)
-      return TD_OK;
-    if (ce != cudaErrorNotReady)
-      return td__cuda_fail(cx->exec, what, ce);
-    if (td__now_ms() - t0 > limit) {
+      return 0;
+    if (ce != cudaErrorNotReady) {
+      *err = ce;
+      return 1;
+    }
+    const int64_t now = td__now_ms();
+    if (now > until) {
       cx->stuck = 1;
-      return td__error(TD_ERR_TIMEOUT,
-                       "cuda executor: rank %d: %s did not finish within %lld ms and its device deadline "
-                       "never reported, so the work probably never started: streams of ranks sharing a GPU "
-                       "can block each other in CUDA's hardware queues; set CUDA_DEVICE_MAX_CONNECTIONS=32 "
-                       "(before the process's first CUDA call, as the tdist CLI does) or run fewer ranks per "
-                       "GPU",
-                       cx->exec->rank, what, (long long)limit);
+      td__cuda_mark_device_stuck(cx->device);
+      *waited = now - t0;
+      return 2;
     }
     if (++polls > 64) { /* spin briefly (short launches), then give the core away */
       struct timespec ns = {0, 50000};
@@ -59,4 +107,37 @@ td_status td__cuda_stream_wait(td__cuda_exec *cx, cudaStream_t s, const char *wh
       sched_yield();
     }
   }
+}
+
+td_status td__cuda_stream_wait(td__cuda_exec *cx, cudaStream_t s, const char *what) {
+  if (cx->stuck)
+    return td__error(TD_ERR_STATE, "cuda executor: rank %d: earlier GPU work never finished; the executor can "
+                     "only be destroyed", cx->exec->rank);
+  int64_t waited = 0;
+  cudaError_t err = cudaSuccess;
+  const int r = td__wait_core(cx, s, &waited, &err);
+  if (r == 0)
+    return TD_OK;
+  if (r == 1)
+    return td__cuda_fail(cx->exec, what, err);
+  const int conns = td__cuda_max_connections(), streams = cx->ranks_on_gpu * td__streams_per_rank(cx);
+  return td__error(TD_ERR_TIMEOUT,
+                   "cuda executor: rank %d: %s did not finish within %lld ms and its device deadline never "
+                   "reported, so the work probably never started: streams of ranks sharing a GPU can block "
+                   "each other in CUDA's hardware queues (here %d ranks x %d streams = %d streams on GPU %d, "
+                   "CUDA_DEVICE_MAX_CONNECTIONS=%d); %s",
+                   cx->exec->rank, what, (long long)waited, cx->ranks_on_gpu, td__streams_per_rank(cx), streams,
+                   cx->device, conns,
+                   conns >= 32 ? "it is already at its maximum (32): run fewer ranks per GPU"
+                               : "set CUDA_DEVICE_MAX_CONNECTIONS=32 (before the process's first CUDA call, as "
+                                 "the tdist CLI does) or run fewer ranks per GPU");
+}
+
+void td__cuda_stream_wait_quiet(td__cuda_exec *cx, cudaStream_t s) {
+  if (cx->stuck)
+    return;
+  int64_t waited = 0;
+  cudaError_t err = cudaSuccess;
+  td__wait_core(cx, s, &waited, &err);
+  cudaGetLastError(); /* a failure here belongs to the run's error, already reported */
 }
