@@ -59,7 +59,9 @@ static td_status rank_fn(td_world *w, int rank, void *arg) {
   EX_OK(td_exec_create(g->plan, td_world_team(w), &o, &ex));
   const td__cuda_exec *cx = ex->impl;
   td_status st = TD_OK;
-  if (td__cuda_kq_wanted(td_plan_schedule(g->plan, rank)) != cx->kq_enabled)
+  const td_schedule *sc = td_plan_schedule(g->plan, rank);
+  /* Wanted, within the stream budget and the queue's limits: on (the H200 has stream memory operations). */
+  if ((td__cuda_kq_wanted(sc) && cx->streams_kq_ok && td__cuda_kq_limits(sc) == 0) != cx->kq_enabled)
     st = EX_FAIL("rank %d: kernel queue %s", rank, cx->kq_enabled ? "on without queue tasks" : "off");
   void *dev[RG_NBUFS] = {0};
   int owned[RG_NBUFS] = {0};
