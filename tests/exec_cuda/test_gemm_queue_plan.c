@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "exec/cuda/codegen.h"
+#include "exec/cuda/gemm_target.h"
 #include "exec/gemm_queue_cfg.h"
 #include "jit/jit.h"
 #include "tdist/program.h"
@@ -190,6 +191,35 @@ static int count_queue_flags(const td_compiled *c, int ranks) {
   return n;
 }
 
+/* A cuBLAS entry in the tuning cache (tdist tune gemm may pick cuBLAS) has no
+ * tile fields: the queue GEMM gets the compiled pick instead (returns 2), and
+ * the plan still runs every GEMM on the queue, none on sub-tile grids. */
+static void test_cublas_cache_entry_falls_back(void **state) {
+  (void)state;
+  const td_gemm_config cub = {TD_GEMM_CUBLAS, 0, 0, 0, 0, 0, 0, 1};
+  assert_int_equal(td__gemm_tune_store(GPU, TD_BF16, TD_GEMM_B_KN, 128, 256, 256, &cub, 1.0), TD_OK);
+  td__cuda_gemm_target tg = {.queue = 1, .sm = 90};
+  snprintf(tg.gpu, sizeof tg.gpu, "%s", GPU);
+  td__gemm_qcfg q, want;
+  assert_int_equal(td__cuda_gemm_target_config(&tg, TD_BF16, 0, 128, 256, 256, &q), 2);
+  assert_int_equal(td__cuda_gemm_pick_compiled(TD_BF16, 0, 128, 256, 256, &want), 0);
+  assert_memory_equal(&q, &want, sizeof q);
+  assert_true(td__gemm_qcfg_pack(&q) != 0u);
+  td_compiled *c = compile(4, NULL);
+  assert_int_equal(count_queue_flags(c, 4), 4 * (4 + 4));
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  assert_int_equal(td_compiled_explain(c, f), TD_OK);
+  fclose(f);
+  assert_non_null(strstr(text, "; 0 on sub-tile grids"));
+  free(text);
+  td_compiled_destroy(c);
+  char path[128];
+  snprintf(path, sizeof path, "%s/gemm-tune.json", cache_dir);
+  unlink(path);
+}
+
 static void test_off_other_target_or_given_tiles(void **state) {
   (void)state;
   setenv("TD_CUDA_GEMM_QUEUE", "0", 1);
@@ -298,6 +328,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_default_rule_without_cache_entry),
       cmocka_unit_test(test_cache_entry_is_used),
+      cmocka_unit_test(test_cublas_cache_entry_falls_back),
       cmocka_unit_test(test_off_other_target_or_given_tiles),
       cmocka_unit_test(test_pack_round_trip),
       cmocka_unit_test(test_validate_refuses_malformed_configs),
