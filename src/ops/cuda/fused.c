@@ -64,6 +64,7 @@
 #include <unistd.h>
 
 #include "core/error.h"
+#include "exec/cuda/device_stuck.h"
 #include "ops/cuda/fused.h"
 #include "tdist/coll.h"
 #include "tdist/config.h"
@@ -141,6 +142,10 @@ void td__tp_fused_probe_rank(const td__tp_desc *d, td_team *team, td__tp_fused_p
 static void td__f_free(td__tp_fused *f) {
   if (!f)
     return;
+  if (td__cuda_device_stuck(f->dev)) { /* cudaFree would wait for the device's blocked work forever */
+    free(f);
+    return;
+  }
   cudaSetDevice(f->dev);
   cudaFree(f->buf), cudaFree(f->red), cudaFree(f->ctl);
   if (f->ce_done)

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 
 #include "core/error.h"
+#include "exec/cuda/device_stuck.h"
 #include "gemm.h"
 
 /* One handle per thread and device: a cuBLAS handle is bound to the device
@@ -31,6 +32,8 @@ static pthread_once_t td__blas_once = PTHREAD_ONCE_INIT;
 static void td__blas_free(void *p) {
   td__blas_tls *t = p;
   for (int i = 0; t && i < t->n; i++) {
+    if (td__cuda_device_stuck(t->dev[i]))
+      continue; /* cublasDestroy synchronises the device, whose blocked work never ends: leak the handle */
     int cur = 0;
     if (cudaGetDevice(&cur) == cudaSuccess && cudaSetDevice(t->dev[i]) == cudaSuccess) {
       cublasDestroy(t->h[i]);
