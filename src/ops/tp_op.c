@@ -329,10 +329,16 @@ td_status td__tp_run(td_tp_op *op, td_tp_kind kind, void *c, const void *a, cons
   if (!op)
     return td__error(TD_ERR_INVALID_ARG, "%s: op is NULL", td_tp_kind_name(kind));
   const char *kn = td_tp_kind_name(kind);
-  if (op->d.kind != kind)
-    return td__error(TD_ERR_INVALID_ARG, "%s: the operator was created as %s; call td_%s%s with it", kn,
-                     td_tp_kind_name(op->d.kind), op->d.kind == TD_TP_ALL_REDUCE ? "ll_" : "",
-                     td_tp_kind_name(op->d.kind));
+  if (op->d.kind != kind) {
+    /* refused on every rank (through the operand-check exchange below), not
+     * only here, so the peers in their matching calls do not wait for this one */
+    td_status bad = td__error(TD_ERR_INVALID_ARG, "%s: the operator was created as %s; call td_%s%s with it", kn,
+                              td_tp_kind_name(op->d.kind), op->d.kind == TD_TP_ALL_REDUCE ? "ll_" : "",
+                              td_tp_kind_name(op->d.kind));
+    if (op->nranks > 1 && !op->failed)
+      return td__tp_call_agree(op, bad);
+    return bad;
+  }
   if (op->failed)
     return td__error(TD_ERR_STATE, "%s: an earlier call failed; the operator can only be destroyed", kn);
   const void *ptr[3] = {a, b, c};

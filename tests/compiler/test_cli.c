@@ -93,6 +93,9 @@ static void test_run_errors(void **state) {
   if (!access("/dev/full", W_OK))
     expect("run small.td --ranks 1 --iters 1 --rounds 1 --json /dev/full", 1,
            "tdist run: cannot write /dev/full: No space left on device");
+  if (!access("/dev/full", W_OK))
+    expect("explain small.td --ranks 2 --dump /dev/full", 1,
+           "tdist explain: cannot write the plan to '/dev/full': No space left on device");
 }
 
 static void test_run_ok(void **state) {

@@ -159,8 +159,49 @@ static void test_single_rank_edges(void **state) {
   assert_int_equal(st, TD_OK);
 }
 
+/* One rank calls the wrong operator function on its handle: every rank
+ * refuses (peers are not left in their matching call until the deadline) and
+ * the next right call works. */
+static td_status wrong_fn_rank(td_world *w, int rank, void *arg) {
+  char (*msg)[600] = arg;
+  td_tp_op *op = NULL;
+  td_status st = td_ag_gemm_create(td_world_team(w), 8, 6, 4, TD_F32, NULL, &op);
+  if (st != TD_OK)
+    return st;
+  td_tp_layout la, lb, lc;
+  td_tp_operand(op, TD_TP_A, rank, &la);
+  td_tp_operand(op, TD_TP_B, rank, &lb);
+  td_tp_operand(op, TD_TP_C, rank, &lc);
+  float *a = alias_alloc(la.bytes, 1.0f), *b = alias_alloc(lb.bytes, 1.0f), *c = alias_alloc(lc.bytes, 0.0f);
+  td_status got = rank == 0 ? td_gemm_rs(op, c, a, b) : td_ag_gemm(op, c, a, b);
+  snprintf(msg[rank], sizeof msg[rank], "%s|%s", td_status_name(got), td_last_error());
+  st = td_ag_gemm(op, c, a, b);
+  for (int64_t i = 0; st == TD_OK && i < lc.rows; i++)
+    for (int64_t j = 0; st == TD_OK && j < lc.cols; j++)
+      if (c[i * lc.ld + j] != 4.0f)
+        st = TD_ERR_CHECK_FAILED;
+  td_status d = td_tp_destroy(op);
+  free(a), free(b), free(c);
+  return st != TD_OK ? st : d;
+}
+
+static void test_wrong_function_refused_everywhere(void **state) {
+  (void)state;
+  static char msg[NR][600];
+  td_world_opts o;
+  td_world_opts_init(&o);
+  o.timeout_ms = 20000; /* a peer left waiting would fail the test by this deadline, not pass it */
+  td_status st = td_local_world_run(NR, &o, wrong_fn_rank, msg);
+  if (st != TD_OK)
+    fail_msg("%s: %s", td_status_name(st), td_last_error());
+  assert_non_null(strstr(msg[0], "TD_ERR_INVALID_ARG|gemm_rs: the operator was created as ag_gemm"));
+  assert_non_null(strstr(msg[1], "TD_ERR_INVALID_ARG|"));
+  assert_non_null(strstr(msg[1], "rank 0 refused the call"));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_wrong_function_refused_everywhere),
       cmocka_unit_test(test_every_kind_and_variant),
       cmocka_unit_test(test_c_overlaps_b),
       cmocka_unit_test(test_single_rank_edges),

@@ -4,6 +4,7 @@
  * waits, raises) with the perf model's predicted timeline and the predicted
  * share of communication hidden under compute. --sequential shows the
  * baseline plan instead; --dump writes the plan's text form. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -125,14 +126,18 @@ int td_cmd_explain(int argc, char **argv) {
       fprintf(stderr, "tdist explain: %s\n", td_last_error());
       rc = 1;
     }
-    if (dump) {
+    if (dump) { /* a full disk often fails only at fflush/fclose: check every step */
       FILE *f = fopen(dump, "w");
-      if (!f || td_plan_dump(td_compiled_plan(c), f) != TD_OK) {
-        fprintf(stderr, "tdist explain: cannot write the plan to '%s'\n", dump);
+      int bad = !f || td_plan_dump(td_compiled_plan(c), f) != TD_OK;
+      bad |= f && fflush(f) != 0;
+      bad |= f && ferror(f);
+      if (f && fclose(f) != 0)
+        bad = 1;
+      if (bad) {
+        fprintf(stderr, "tdist explain: cannot write the plan to '%s': %s\n", dump,
+                errno ? strerror(errno) : td_last_error());
         rc = 1;
       }
-      if (f)
-        fclose(f);
     }
   }
   td_compiled_destroy(c);
