@@ -102,3 +102,24 @@ int td_cli_check_program_args(const char *cmd, const char *path, long long ranks
   }
   return 0;
 }
+
+int td_cli_arg(int argc, char **argv, int i, const char *const *valued, size_t n, char *buf, size_t cap,
+               const char **name, const char **value, int *inline_value) {
+  const char *a = argv[i];
+  const char *eq = a[0] == '-' && a[1] == '-' ? strchr(a, '=') : NULL;
+  *inline_value = eq != NULL;
+  if (eq) {
+    size_t len = (size_t)(eq - a) < cap - 1 ? (size_t)(eq - a) : cap - 1;
+    memcpy(buf, a, len);
+    buf[len] = 0;
+    *name = buf;
+    *value = eq + 1;
+  } else {
+    *name = a;
+    *value = i + 1 < argc ? argv[i + 1] : NULL;
+  }
+  for (size_t k = 0; k < n; k++)
+    if (!strcmp(*name, valued[k]))
+      return 1;
+  return 0;
+}

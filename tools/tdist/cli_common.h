@@ -37,6 +37,16 @@ int td_cli_write_text(const char *cmd, const char *path, const char *text);
  * ranks > 0 (else "CMD: --ranks N is required") and a backend of "cpu" or
  * "cuda" (else "CMD: unknown backend 'B' (cpu or cuda)"). Returns 0, or -1
  * after printing the first problem (callers exit with status 2). */
+/** Reads argument argv[i] of a subcommand as an option: "--opt=value" is
+ * split into the name "--opt" (copied into buf, at most cap-1 bytes) and the
+ * value "value", with *inline_value = 1; any other argument is its own name
+ * and its value is argv[i+1] (NULL past the end), *inline_value = 0 (the
+ * caller then skips that next argument if it used it). Returns 1 when the
+ * name is one of the `n` options in `valued` (those that take a value), else
+ * 0, so a misspelt last option can be called unknown before "needs a value". */
+int td_cli_arg(int argc, char **argv, int i, const char *const *valued, size_t n, char *buf, size_t cap,
+               const char **name, const char **value, int *inline_value);
+
 int td_cli_check_program_args(const char *cmd, const char *path, long long ranks,
                               const char *backend, void (*usage)(FILE *));
 

@@ -33,22 +33,15 @@ int td_cmd_explain(int argc, char **argv) {
    * misspelt last option is "unknown", not "needs a value". */
   static const char *const valued[] = {"--ranks", "--chunks", "--tile-rows", "--backend", "--dims", "--dump"};
   for (int i = 1; i < argc; i++) {
-    const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+    const char *a, *val;
     char name[32];
-    const char *eq = a[0] == '-' && a[1] == '-' ? strchr(a, '=') : NULL;
-    if (eq) { /* --opt=value: the same as --opt value */
-      snprintf(name, sizeof name, "%.*s", (int)(eq - a < 31 ? eq - a : 31), a);
-      a = name;
-      val = eq + 1;
-    }
-    int known = 0;
-    for (size_t k = 0; k < sizeof valued / sizeof valued[0]; k++)
-      known |= !strcmp(a, valued[k]);
+    int inl; /* --opt=value: the same as --opt value */
+    int known = td_cli_arg(argc, argv, i, valued, sizeof valued / sizeof valued[0], name, sizeof name, &a, &val, &inl);
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
       td__explain_usage(stdout);
       return 0;
     } else if (!strcmp(a, "--sequential")) {
-      if (eq) {
+      if (inl) {
         fprintf(stderr, "tdist explain: option --sequential takes no value\n");
         return 2;
       }
@@ -81,7 +74,7 @@ int td_cmd_explain(int argc, char **argv) {
       }
       if (!ok)
         return 2;
-      i += !eq;
+      i += !inl;
     } else if (!path) {
       path = a;
     } else {

@@ -87,19 +87,11 @@ int td_cmd_run(int argc, char **argv) {
                                        "--compute-workers", "--comm-workers", "--backend", "--dims", "--trace",
                                        "--json", "--input"};
   for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+    const char *a, *val;
     char name[32];
-    const char *eq = a[0] == '-' && a[1] == '-' ? strchr(a, '=') : NULL;
-    if (eq) { /* --opt=value: the same as --opt value */
-      snprintf(name, sizeof name, "%.*s", (int)(eq - a < 31 ? eq - a : 31), a);
-      a = name;
-      val = eq + 1;
-    }
-    int known = 0;
-    for (size_t k = 0; k < sizeof valued / sizeof valued[0]; k++)
-      known |= !strcmp(a, valued[k]);
-    if (eq && (!strcmp(a, "--check") || !strcmp(a, "--no-baseline") || !strcmp(a, "--help"))) {
+    int inl; /* --opt=value: the same as --opt value */
+    int known = td_cli_arg(argc, argv, i, valued, sizeof valued / sizeof valued[0], name, sizeof name, &a, &val, &inl);
+    if (inl && (!strcmp(a, "--check") || !strcmp(a, "--no-baseline") || !strcmp(a, "--help"))) {
       fprintf(stderr, "tdist run: option %s takes no value\n", a);
       return 2;
     } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -165,7 +157,7 @@ int td_cmd_run(int argc, char **argv) {
       }
       if (!ok)
         return 2;
-      i += !eq;
+      i += !inl;
     } else if (!path) {
       path = a;
     } else {
