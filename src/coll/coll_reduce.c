@@ -17,89 +17,41 @@
 
 enum { TD__RED_BLOCK = 1024 };
 
-static void td__red_f32(float *restrict acc, const float *restrict x, size_t n, td_red_op op) {
-  switch (op) {
-  case TD_SUM:
-    for (size_t i = 0; i < n; i++)
-      acc[i] += x[i];
-    break;
-  case TD_PROD:
-    for (size_t i = 0; i < n; i++)
-      acc[i] *= x[i];
-    break;
-  case TD_MAX:
-    for (size_t i = 0; i < n; i++)
-      acc[i] = x[i] > acc[i] ? x[i] : acc[i];
-    break;
-  default:
-    for (size_t i = 0; i < n; i++)
-      acc[i] = x[i] < acc[i] ? x[i] : acc[i];
-    break;
+/* One combining loop per element type, made from one template: floats
+ * combine with the plain operators; integer sums and products go through the
+ * unsigned type so that they wrap (two's complement) instead of being
+ * undefined. Max and min are the same for all. */
+#define TD__RED_FN(name, T, ADD, MUL)                                                  \
+  static void name(T *restrict acc, const T *restrict x, size_t n, td_red_op op) {     \
+    switch (op) {                                                                      \
+    case TD_SUM:                                                                       \
+      for (size_t i = 0; i < n; i++)                                                   \
+        acc[i] = ADD(acc[i], x[i]);                                                    \
+      break;                                                                           \
+    case TD_PROD:                                                                      \
+      for (size_t i = 0; i < n; i++)                                                   \
+        acc[i] = MUL(acc[i], x[i]);                                                    \
+      break;                                                                           \
+    case TD_MAX:                                                                       \
+      for (size_t i = 0; i < n; i++)                                                   \
+        acc[i] = x[i] > acc[i] ? x[i] : acc[i];                                        \
+      break;                                                                           \
+    default:                                                                           \
+      for (size_t i = 0; i < n; i++)                                                   \
+        acc[i] = x[i] < acc[i] ? x[i] : acc[i];                                        \
+      break;                                                                           \
+    }                                                                                  \
   }
-}
-
-static void td__red_f64(double *restrict acc, const double *restrict x, size_t n, td_red_op op) {
-  switch (op) {
-  case TD_SUM:
-    for (size_t i = 0; i < n; i++)
-      acc[i] += x[i];
-    break;
-  case TD_PROD:
-    for (size_t i = 0; i < n; i++)
-      acc[i] *= x[i];
-    break;
-  case TD_MAX:
-    for (size_t i = 0; i < n; i++)
-      acc[i] = x[i] > acc[i] ? x[i] : acc[i];
-    break;
-  default:
-    for (size_t i = 0; i < n; i++)
-      acc[i] = x[i] < acc[i] ? x[i] : acc[i];
-    break;
-  }
-}
-
-static void td__red_i32(int32_t *restrict acc, const int32_t *restrict x, size_t n, td_red_op op) {
-  switch (op) {
-  case TD_SUM:
-    for (size_t i = 0; i < n; i++)
-      acc[i] = (int32_t)((uint32_t)acc[i] + (uint32_t)x[i]);
-    break;
-  case TD_PROD:
-    for (size_t i = 0; i < n; i++)
-      acc[i] = (int32_t)((uint32_t)acc[i] * (uint32_t)x[i]);
-    break;
-  case TD_MAX:
-    for (size_t i = 0; i < n; i++)
-      acc[i] = x[i] > acc[i] ? x[i] : acc[i];
-    break;
-  default:
-    for (size_t i = 0; i < n; i++)
-      acc[i] = x[i] < acc[i] ? x[i] : acc[i];
-    break;
-  }
-}
-
-static void td__red_i64(int64_t *restrict acc, const int64_t *restrict x, size_t n, td_red_op op) {
-  switch (op) {
-  case TD_SUM:
-    for (size_t i = 0; i < n; i++)
-      acc[i] = (int64_t)((uint64_t)acc[i] + (uint64_t)x[i]);
-    break;
-  case TD_PROD:
-    for (size_t i = 0; i < n; i++)
-      acc[i] = (int64_t)((uint64_t)acc[i] * (uint64_t)x[i]);
-    break;
-  case TD_MAX:
-    for (size_t i = 0; i < n; i++)
-      acc[i] = x[i] > acc[i] ? x[i] : acc[i];
-    break;
-  default:
-    for (size_t i = 0; i < n; i++)
-      acc[i] = x[i] < acc[i] ? x[i] : acc[i];
-    break;
-  }
-}
+#define TD__ADD(a, b) ((a) + (b))
+#define TD__MUL(a, b) ((a) * (b))
+#define TD__ADD32(a, b) ((int32_t)((uint32_t)(a) + (uint32_t)(b)))
+#define TD__MUL32(a, b) ((int32_t)((uint32_t)(a) * (uint32_t)(b)))
+#define TD__ADD64(a, b) ((int64_t)((uint64_t)(a) + (uint64_t)(b)))
+#define TD__MUL64(a, b) ((int64_t)((uint64_t)(a) * (uint64_t)(b)))
+TD__RED_FN(td__red_f32, float, TD__ADD, TD__MUL)
+TD__RED_FN(td__red_f64, double, TD__ADD, TD__MUL)
+TD__RED_FN(td__red_i32, int32_t, TD__ADD32, TD__MUL32)
+TD__RED_FN(td__red_i64, int64_t, TD__ADD64, TD__MUL64)
 
 /* 16-bit floats: widen each source block to f32, combine in f32, round once. */
 static void td__reduce_half(uint16_t *dst, const void *const *srcs, int n, size_t count,
