@@ -211,6 +211,8 @@ void td__model_choose(td__lower *L) {
   if (cores < 1)
     cores = 1;
   L->compute_workers = L->o.compute_workers ? L->o.compute_workers : (cores / n > 1 ? cores / n : 1);
+  if (!L->o.compute_workers && L->compute_workers > 1024) /* td_exec_create's limit: more cores than it takes */
+    L->compute_workers = 1024;
   L->comm_workers = L->o.comm_workers ? L->o.comm_workers : 1;
   /* Largest per-rank part moved by a collective, and the largest GEMM. */
   double part_bytes = 0, gemm_nk = 0;
