@@ -58,7 +58,9 @@ td_status td_reduce_scatter(td_team *team, void *dst, const void *src, size_t co
 td_status td_all_reduce(td_team *team, void *dst, const void *src, size_t count,
                         td_dtype dtype, td_red_op op);
 
-/** dst = src of team rank `root` on every rank (root may pass dst == src). */
+/** dst = src of team rank `root` on every rank (root may pass dst == src).
+ * Only the root's src is read: other ranks' src is ignored (NULL, dst or
+ * anything else is fine). */
 td_status td_broadcast(td_team *team, void *dst, const void *src, size_t count, td_dtype dtype,
                        int root);
 
