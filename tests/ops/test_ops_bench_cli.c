@@ -45,7 +45,7 @@ static void test_option_errors(void **state) {
   expect_usage_error("bench ag_gemm --backend gpu", "--backend gpu: use cpu or cuda");
   expect_usage_error("bench ag_gemm --ranks 0", "tdist bench ag_gemm: --ranks expects an integer in 1..64, got '0'");
   expect_usage_error("bench gemm_rs --shape 3x4", "tdist bench gemm_rs: --shape expects MxNxK (each in 1..1048576)");
-  expect_usage_error("bench gemm_ar --dtype q8", "dtype 'q8'");
+  expect_usage_error("bench gemm_ar --dtype q8", "--dtype expects f32, bf16 or f16, got 'q8'");
   expect_usage_error("bench ag_gemm --variants sm,fast", "--variants: variant 'fast' is unknown");
   expect_usage_error("bench all_reduce --sizes 9x", "--sizes expects a comma-separated list of byte sizes");
   expect_usage_error("bench ag_gemm --models nothing", "--models expects all, check or model names");
@@ -74,6 +74,33 @@ static void test_strict_options(void **state) {
   expect_usage_error("bench ag_gemm --sizes 8K", "--sizes applies to all_reduce only");
   expect_usage_error("bench all_reduce --sizes 8K,,64K", "--sizes expects a comma-separated list of byte sizes");
   expect_usage_error("bench gemm_ar --shape 8x8x8 --m 64", "cannot be combined with --m or --models");
+}
+
+/* --variants checked against the operator while parsing (a side that cannot
+ * exist is refused, not an error row with exit 0); --dtype limited to the
+ * operators' three; --opt=value accepted; a side failing at run time exits 1. */
+static void test_variants_and_failures(void **state) {
+  (void)state;
+  expect_usage_error("bench ag_gemm --variants one_shot",
+                     "one_shot does not apply to ag_gemm here; allowed: sequential, sm, copy_engine, ring");
+  expect_usage_error("bench gemm_rs --variants ring", "ring does not apply to gemm_rs here; allowed: sequential, sm");
+  expect_usage_error("bench all_reduce --variants fused", "fused needs --backend cuda");
+  expect_usage_error("bench gemm_ar --variants auto", "auto does not apply to gemm_ar");
+  expect_usage_error("bench ag_gemm --variants ''", "--variants expects a comma-separated list of variants");
+  expect_usage_error("bench ag_gemm --variants sm,", "got 'sm,'");
+  expect_usage_error("bench ag_gemm --variants sm,sm", "--variants names sm twice");
+  expect_usage_error("bench ag_gemm --variants none,sm", "cannot be combined with other variants");
+  expect_usage_error("bench ag_gemm --dtype i32", "--dtype expects f32, bf16 or f16, got 'i32'");
+  expect_usage_error("bench ag_gemm --iters=0", "--iters expects an integer in 1..100000, got '0'");
+  expect_usage_error("bench ag_gemm --bogus=1", "unknown option --bogus");
+  static char out[1 << 16];
+  int rc = run("bench gemm_rs --ranks=2 --iters=1 --warmup=0 --shape=8x8x8 --variants=sm", out, sizeof out);
+  assert_int_equal(rc, 0);
+  assert_non_null(strstr(out, "tdist sm"));
+  /* K < ranks: every side fails at creation */
+  rc = run("bench gemm_rs --ranks 2 --iters 1 --warmup 0 --shape 8x8x1 --variants sm", out, sizeof out);
+  assert_int_equal(rc, 1);
+  assert_non_null(strstr(out, "K must be >= the rank count"));
 }
 
 static cJSON *load_json(const char *path) {
@@ -217,6 +244,7 @@ int main(void) {
       cmocka_unit_test(test_option_errors),
       cmocka_unit_test(test_tiny_runs),
       cmocka_unit_test(test_strict_options),
+      cmocka_unit_test(test_variants_and_failures),
       cmocka_unit_test(test_no_baseline),
       cmocka_unit_test(test_cpu_defaults_progress_json),
   };

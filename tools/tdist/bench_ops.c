@@ -379,7 +379,13 @@ static int bo_run_case(const bo_opts *o, const bo_shape *shape, cJSON *results) 
   fflush(stdout);
   cJSON_AddItemToArray(results, jc);
   free(bc.t);
-  return st == TD_OK ? 0 : 1;
+  /* A side that failed fails the run; only the baseline missing by design
+   * (no_base_note: cpu without f32) is not a failure. */
+  int failed = st != TD_OK;
+  for (int s = 0; s < bc.nsides; s++)
+    if (!bc.side[s].ok && !(s == 0 && o->no_base_note))
+      failed = 1;
+  return failed;
 }
 
 /* (N, K) of the field's layer set; N and K are global, sharded by the operator. */
@@ -458,6 +464,63 @@ static int bo_shapes(const bo_opts *o, bo_shape *out) {
   return ns;
 }
 
+/* --variants: a comma-separated list, no empty item, no repeat, each a
+ * variant the operator takes (fused on cuda only), or 'none' alone. Checked
+ * while parsing so a side that cannot exist is refused, not shown as an
+ * error row. Prints the first problem and returns 0. */
+static int bo_variants_valid(const char *cmd, td_tp_kind kind, int cuda, const char *list) {
+  unsigned mask = kind == TD_TP_AG_GEMM ? 1u << TD_TP_SEQUENTIAL | 1u << TD_TP_SM | 1u << TD_TP_COPY_ENGINE |
+                                              1u << TD_TP_RING
+                  : kind == TD_TP_GEMM_RS ? 1u << TD_TP_SEQUENTIAL | 1u << TD_TP_SM
+                  : kind == TD_TP_GEMM_AR ? 1u << TD_TP_SEQUENTIAL | 1u << TD_TP_ONE_SHOT | 1u << TD_TP_TWO_SHOT
+                                          : 1u << TD_TP_ONE_SHOT | 1u << TD_TP_TWO_SHOT;
+  if (cuda)
+    mask |= 1u << TD_TP_FUSED;
+  char allowed[160] = "";
+  for (int v = 1; v < TD_TP_VARIANT_COUNT; v++)
+    if (mask & (1u << v))
+      snprintf(allowed + strlen(allowed), sizeof allowed - strlen(allowed), "%s, ", td_tp_variant_name(v));
+  snprintf(allowed + strlen(allowed), sizeof allowed - strlen(allowed), "or none alone%s",
+           cuda ? "" : "; fused needs --backend cuda");
+  char buf[160];
+  size_t len = strlen(list);
+  if (!len || len >= sizeof buf || list[0] == ',' || list[len - 1] == ',' || strstr(list, ",,")) {
+    fprintf(stderr, "%s: --variants expects a comma-separated list of variants (%s), got '%s'\n", cmd, allowed,
+            list);
+    return 0;
+  }
+  memcpy(buf, list, len + 1);
+  unsigned seen = 0;
+  int n = 0, none = 0;
+  for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save), n++) {
+    td_tp_variant v;
+    if (!strcmp(t, "none")) {
+      none = 1;
+      continue;
+    }
+    if (td_tp_variant_parse(t, &v) != TD_OK) {
+      fprintf(stderr, "%s: --variants: %s\n", cmd, td_last_error());
+      return 0;
+    }
+    if (v == TD_TP_AUTO || !(mask & (1u << v))) {
+      fprintf(stderr, "%s: --variants: %s does not apply to %s here; allowed: %s\n", cmd, t, td_tp_kind_name(kind),
+              allowed);
+      return 0;
+    }
+    if (seen & (1u << v)) {
+      fprintf(stderr, "%s: --variants names %s twice\n", cmd, t);
+      return 0;
+    }
+    seen |= 1u << v;
+  }
+  if (none && n > 1) {
+    fprintf(stderr, "%s: --variants none (baseline and auto only) cannot be combined with other variants, got "
+            "'%s'\n", cmd, list);
+    return 0;
+  }
+  return 1;
+}
+
 static void bo_usage(FILE *f, const char *kind) {
   fprintf(f,
           "usage: tdist bench %s --backend cpu|cuda --ranks N [--json FILE] [--dtype f32|bf16|f16]\n"
@@ -465,7 +528,8 @@ static void bo_usage(FILE *f, const char *kind) {
           "         [--compute-workers W] [--comm-workers W]   (SM split on cuda, threads on cpu)\n"
           "         [--models all|check|NAME,...] [--m LIST] | [--shape MxNxK]   (GEMM operators)\n"
           "         [--sizes LIST]                                              (all_reduce)\n"
-          "Sides: the sequential baseline, tdist auto, and each variant of --variants (default: every\n"
+          "Sides: the sequential baseline, tdist auto, and each variant of --variants (no repeats; only\n"
+          "the operator's variants, else exit 2; a side failing at run time exits 1; default: every\n"
           "variant but fused, which --variants ...,fused adds on cuda; 'none': baseline and auto only;\n"
           "on cuda auto is fused wherever it applies). Models: llama3.1-8b,\n"
           "llama3.1-70b, llama3.1-405b, qwen2-72b,\n"
@@ -506,17 +570,29 @@ static int bo_main(td_tp_kind kind, int argc, char **argv) {
                              {"--comm-workers", 0, 1024, &o.comm_workers}};
   int dtype_set = 0, models_set = 0, gemm_only = 0, ar_only = 0;
   const char *gemm_opt = NULL;
+  static const char *const valued[] = {"--ranks",  "--iters",  "--warmup", "--chunks", "--compute-workers",
+                                       "--comm-workers", "--backend", "--json", "--dtype", "--variants",
+                                       "--models", "--m", "--sizes", "--shape"};
   for (int i = 1; i < argc; i++) {
-    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    char nbuf[64];
+    const char *a, *v;
+    int inl;
+    int known = td_cli_arg(argc, argv, i, valued, sizeof valued / sizeof valued[0], nbuf, sizeof nbuf, &a, &v,
+                           &inl);
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
       bo_usage(stdout, argv[0]);
       return 0;
+    }
+    if (!known) {
+      fprintf(stderr, "tdist bench %s: unknown option %s\n", argv[0], a);
+      bo_usage(stderr, argv[0]);
+      return 2;
     }
     if (!v) {
       fprintf(stderr, "tdist bench %s: %s needs a value\n", argv[0], a);
       return 2;
     }
-    i++;
+    i += !inl;
     const bo_int_opt *io = NULL;
     for (size_t j = 0; j < sizeof ints / sizeof ints[0]; j++)
       if (!strcmp(a, ints[j].name))
@@ -535,8 +611,9 @@ static int bo_main(td_tp_kind kind, int argc, char **argv) {
     } else if (!strcmp(a, "--json")) {
       o.json = v;
     } else if (!strcmp(a, "--dtype")) {
-      if (td_dtype_parse(v, &o.dt) != TD_OK) {
-        fprintf(stderr, "tdist bench %s: %s\n", argv[0], td_last_error());
+      /* the operators take these three only; others would fail at run time */
+      if (td_dtype_parse(v, &o.dt) != TD_OK || (o.dt != TD_F32 && o.dt != TD_BF16 && o.dt != TD_F16)) {
+        fprintf(stderr, "tdist bench %s: --dtype expects f32, bf16 or f16, got '%s'\n", argv[0], v);
         return 2;
       }
       dtype_set = 1;
@@ -608,13 +685,8 @@ static int bo_main(td_tp_kind kind, int argc, char **argv) {
   }
   if (!dtype_set && o.cuda)
     o.dt = TD_BF16;
-  char vl[160];
-  snprintf(vl, sizeof vl, "%s", o.variants);
-  for (char *tok = strtok(vl, ","); tok; tok = strtok(NULL, ","))
-    if (strcmp(tok, "none") && td_tp_variant_parse(tok, NULL) != TD_OK) {
-      fprintf(stderr, "tdist bench %s: --variants: %s\n", argv[0], td_last_error());
-      return 2;
-    }
+  if (!bo_variants_valid(cmd, kind, o.cuda, o.variants))
+    return 2;
 #ifndef TD_HAVE_GEMM_CUDA
   if (o.cuda) {
     fprintf(stderr, "tdist bench %s: this build has no CUDA backend; use --backend cpu\n", argv[0]);
