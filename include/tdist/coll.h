@@ -72,7 +72,8 @@ td_status td_all_to_all(td_team *team, void *dst, const void *src, size_t count,
  * send_counts[r] elements starting at src + send_displs[r] to rank r, and
  * receives recv_counts[s] elements from rank s at dst + recv_displs[s].
  * Rank s's send_counts[r] must equal rank r's recv_counts[s]; a difference is
- * TD_ERR_MISMATCH on every rank. */
+ * TD_ERR_MISMATCH on every rank. Receive blocks must not overlap each other
+ * (TD_ERR_INVALID_ARG naming both peers; send blocks may). */
 td_status td_all_to_allv(td_team *team, void *dst, const size_t *recv_counts,
                          const size_t *recv_displs, const void *src, const size_t *send_counts,
                          const size_t *send_displs, td_dtype dtype);

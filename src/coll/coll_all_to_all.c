@@ -12,6 +12,7 @@
  * own recv counts, then spends one "verdict" step so that a difference found
  * by any rank fails the call on every rank with the same message. */
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "coll/coll_internal.h"
@@ -99,6 +100,38 @@ fail:
   return st;
 }
 
+typedef struct {
+  size_t lo, hi;
+  int peer;
+} td__a2av_block;
+
+static int td__a2av_block_cmp(const void *x, const void *y) {
+  const td__a2av_block *a = x, *b = y;
+  return a->lo < b->lo ? -1 : a->lo > b->lo;
+}
+
+/* Receive blocks that overlap would be written by two peers at once (the
+ * result would depend on timing): refused, naming both peers. Elements, not
+ * bytes; counts and displacements were checked against overflow before. */
+static td_status td__a2av_recv_disjoint(const char *name, int n, const size_t *rc, const size_t *rd) {
+  td__a2av_block *b = malloc((size_t)n * sizeof *b);
+  if (!b)
+    return td__error(TD_ERR_NO_MEMORY, "%s: no memory to check the receive blocks", name);
+  int m = 0;
+  for (int p = 0; p < n; p++)
+    if (rc[p])
+      b[m++] = (td__a2av_block){rd[p], rd[p] + rc[p], p};
+  qsort(b, (size_t)m, sizeof *b, td__a2av_block_cmp);
+  td_status st = TD_OK;
+  for (int i = 1; i < m && st == TD_OK; i++)
+    if (b[i].lo < b[i - 1].hi)
+      st = td__error(TD_ERR_INVALID_ARG, "%s: the receive blocks from ranks %d [%zu, %zu) and %d [%zu, %zu) "
+                     "overlap (elements of dst); each peer's block must have room of its own", name,
+                     b[i - 1].peer, b[i - 1].lo, b[i - 1].hi, b[i].peer, b[i].lo, b[i].hi);
+  free(b);
+  return st;
+}
+
 /* Local checks of all_to_allv; writes the byte extents of src and dst. */
 static td_status td__a2av_check(td_team *team, const char *name, int n, const size_t *rc, const size_t *rd,
                                 const void *dst, const size_t *sc, const size_t *sd,
@@ -124,6 +157,7 @@ static td_status td__a2av_check(td_team *team, const char *name, int n, const si
   TD_CHECK(td__coll_check_buf_symm(team, name, "src", src, smax));
   TD_CHECK(td__coll_check_buf_symm(team, name, "dst", dst, rmax));
   TD_CHECK(td__coll_check_disjoint(name, dst, rmax, src, smax));
+  TD_CHECK(td__a2av_recv_disjoint(name, n, rc, rd));
   *sext = smax;
   *rext = rmax;
   return TD_OK;

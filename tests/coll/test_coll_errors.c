@@ -243,9 +243,33 @@ static void test_bad_single_copy_env(void **state) {
   assert_int_equal(st, TD_OK);
 }
 
+/* all_to_allv receive blocks that overlap (every peer's block at offset 0):
+ * refused, naming both peers; the team still works. */
+static td_status recv_overlap_rank(td_world *w, int r, void *arg) {
+  (void)r;
+  (void)arg;
+  td_team *t = td_world_team(w);
+  float src[8] = {1}, dst[8];
+  size_t sc[2] = {2, 2}, sd[2] = {0, 2}, rc[2] = {2, 2}, rd[2] = {0, 1};
+  TD_CHECK(expect_err(td_all_to_allv(t, dst, rc, rd, src, sc, sd, TD_F32), TD_ERR_INVALID_ARG,
+                      "receive blocks from ranks 0 [0, 2) and 1 [1, 3) overlap", NULL));
+  rd[1] = 2; /* adjacent is fine */
+  TD_CHECK(td_all_to_allv(t, dst, rc, rd, src, sc, sd, TD_F32));
+  return still_works(t);
+}
+
+static void test_a2av_recv_overlap(void **state) {
+  (void)state;
+  td_status st = td_local_world_run(2, NULL, recv_overlap_rank, NULL);
+  if (st != TD_OK)
+    fprintf(stderr, "%s\n", td_last_error());
+  assert_int_equal(st, TD_OK);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_mismatch), cmocka_unit_test(test_local_args),
                                      cmocka_unit_test(test_timeout), cmocka_unit_test(test_heap_exhausted),
-                                     cmocka_unit_test(test_peer_failed), cmocka_unit_test(test_bad_single_copy_env)};
+                                     cmocka_unit_test(test_peer_failed), cmocka_unit_test(test_bad_single_copy_env),
+                                     cmocka_unit_test(test_a2av_recv_overlap)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
