@@ -66,6 +66,13 @@ td_status td__npy_load(const char *path, int64_t *rows, int64_t *cols, double **
     st = td__error(TD_ERR_INVALID_ARG, "'%s': Fortran-order arrays are not supported (save with C order)", path);
     goto out;
   }
+  /* NumPy writes exactly True or False; anything else (1, 0, 'False') is not a file it wrote. */
+  if (strncmp(fo, "False", 5) || (fo[5] != ',' && fo[5] != ' ' && fo[5] != '}')) {
+    const char *e = strpbrk(fo, ",}");
+    int len = e && e - fo < 32 ? (int)(e - fo) : 16;
+    st = td__error(TD_ERR_INVALID_ARG, "'%s': fortran_order is %.*s; it must be True or False", path, len, fo);
+    goto out;
+  }
   char code[8] = "";
   if (sscanf(descr, "'%7[^']'", code) != 1 || (code[0] != '<' && code[0] != '|')) {
     /* The dtype as written: up to its closing quote (or a bounded prefix). */

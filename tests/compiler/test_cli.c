@@ -71,7 +71,20 @@ static void test_run_errors(void **state) {
   expect("run small.td --ranks 2 --backend cuda", 1, "cuda");
   expect("run small.td --ranks 2 --rounds 0", 2, "tdist run: --rounds expects an integer in 1..15, got '0'");
   expect("run small.td --ranks 2 --input x", 2, "tdist run: --input expects NAME=FILE.npy, got 'x'");
-  expect("run small.td --ranks 2 --input x=nothing.npy", 1, "--input x: cannot open 'nothing.npy'");
+  /* a bad --input is a usage error (exit 2), at parse time or when the run reads it */
+  expect("run small.td --ranks 2 --input x=nothing.npy", 2, "--input x: cannot open 'nothing.npy'");
+  expect("run small.td --ranks 2 --input nope=nothing.npy", 2,
+         "--input nope: the program has no input or weight of that name");
+  expect("run small.td --ranks 2 --input x=a.npy --input x=b.npy", 2, "tdist run: --input x given twice");
+  write_file("notnpy.npy", "not numpy at all");
+  expect("run small.td --ranks 2 --input x=notnpy.npy", 2, "is not a .npy file (bad magic)");
+  /* --dims: once, each dim once, not empty; a single-dash word is an option */
+  expect("run small.td --ranks 2 --dims M=64,M=32", 2, "tdist run: --dims names M twice, got 'M=64,M=32'");
+  expect("run small.td --ranks 2 --dims M=64 --dims H=8", 2, "tdist run: --dims given twice");
+  expect("run small.td --ranks 2 --dims=", 2, "tdist run: --dims expects NAME=VALUE[,NAME=VALUE...], got ''");
+  expect("run small.td --ranks 2 -x", 2, "tdist run: unknown option '-x'");
+  expect("run small.td --ranks 2 --json same.out --trace same.out", 2,
+         "tdist run: --json and --trace name the same file 'same.out'");
   expect("run missing.td --ranks 2", 1, "tdist run: cannot open program 'missing.td': No such file or directory");
   expect("run small.td --ranks 2 --dims Q=3", 2,
          "tdist run: dim 'Q' is not declared by the program (declared: M, H, F)");

@@ -100,6 +100,11 @@ static void test_npy_errors(void **state) {
   expect_error("x", path, TD_ERR_INVALID_ARG, "is not a .npy file (bad magic)");
   expect_error("x", write_npy("f.npy", "<f4", "True", "(3, 4)", x, sizeof x), TD_ERR_INVALID_ARG,
                "Fortran-order arrays are not supported (save with C order)");
+  /* NumPy writes True or False only; 1, 0 or a string is not a header it wrote */
+  expect_error("x", write_npy("f1.npy", "<f4", "1", "(3, 4)", x, sizeof x), TD_ERR_INVALID_ARG,
+               "f1.npy': fortran_order is 1; it must be True or False");
+  expect_error("x", write_npy("f0.npy", "<f4", "Falsey", "(3, 4)", x, sizeof x), TD_ERR_INVALID_ARG,
+               "f0.npy': fortran_order is Falsey; it must be True or False");
   expect_error("x", write_npy("b.npy", ">f4", "False", "(3, 4)", x, sizeof x), TD_ERR_INVALID_ARG,
                "b.npy': dtype '>f4' is not little-endian (save with '<' byte order, e.g. '<f4')");
   expect_error("x", write_npy("b8.npy", ">f8", "False", "(3, 2)", x, sizeof x), TD_ERR_INVALID_ARG,

@@ -21,14 +21,14 @@ static void td__run_usage(FILE *out) {
           "usage: tdist run PROGRAM.td --ranks N [options]\n"
           "  --ranks N            ranks of the local world (threads), 1..64\n"
           "  --backend cpu|cuda   where tiles run (default cpu)\n"
-          "  --dims M=..,H=..     bind the program's symbolic dims (defaults from the file)\n"
+          "  --dims M=..,H=..     bind the program's symbolic dims (defaults from the file; once, each dim once)\n"
           "  --iters K            timed launches after one warm-up (default 10)\n"
           "  --rounds R           alternate overlapped/sequential R times, report medians (default 3)\n"
           "  --check              compare outputs with the single-rank f64 reference\n"
           "  --trace FILE         Chrome trace (Perfetto) of the overlapped run's last launch\n"
           "  --json FILE          write the results as JSON\n"
           "  --seed S             input data seed (default 1)\n"
-          "  --input NAME=FILE    read input/weight NAME from a .npy file (repeatable)\n"
+          "  --input NAME=FILE    read input/weight NAME from a .npy file (repeatable, one per NAME)\n"
           "  --chunks C           sub-chunks per rank part (default: perf model)\n"
           "  --tile-rows T        tile rows (default: perf model)\n"
           "  --compute-workers W  compute workers per rank (default: perf model)\n"
@@ -74,6 +74,32 @@ static void td__row(const char *name, const td_program_run_result *r, int check)
     snprintf(err, sizeof err, "%.2e", r->max_rel_error);
   printf("  %-11s %12.3f %12s %14s   %s\n", name, r->seconds * 1e3, hidden, err,
          check ? (r->pass ? "PASS" : "FAIL") : "-");
+}
+
+/* --dims: not empty, and no dim named twice (the library would keep the
+ * last; a repeat is almost always a typo). The items' own form (NAME=VALUE,
+ * a declared dim) is checked by td_program_set_dims. Prints the problem and
+ * returns 0. */
+static int td__run_dims_unique(const char *list) {
+  if (!*list) {
+    fprintf(stderr, "tdist run: --dims expects NAME=VALUE[,NAME=VALUE...], got ''\n");
+    return 0;
+  }
+  for (const char *p = list; p;) {
+    const char *end = strchr(p, ','), *eq = strchr(p, '=');
+    size_t len = eq && (!end || eq < end) ? (size_t)(eq - p) : end ? (size_t)(end - p) : strlen(p);
+    for (const char *q = end ? end + 1 : NULL; q && len;) {
+      const char *qe = strchr(q, ','), *qq = strchr(q, '=');
+      size_t ql = qq && (!qe || qq < qe) ? (size_t)(qq - q) : qe ? (size_t)(qe - q) : strlen(q);
+      if (ql == len && !strncmp(p, q, len)) {
+        fprintf(stderr, "tdist run: --dims names %.*s twice, got '%s'\n", (int)len, p, list);
+        return 0;
+      }
+      q = qe ? qe + 1 : NULL;
+    }
+    p = end ? end + 1 : NULL;
+  }
+  return 1;
 }
 
 int td_cmd_run(int argc, char **argv) {
@@ -129,8 +155,15 @@ int td_cmd_run(int argc, char **argv) {
         ok = td_cli_int("tdist run", a, val, 1, 1024, &mw);
       else if (!strcmp(a, "--backend"))
         backend = val;
-      else if (!strcmp(a, "--dims"))
+      else if (!strcmp(a, "--dims")) {
+        if (dims) {
+          fprintf(stderr, "tdist run: --dims given twice; give every dim in one list (--dims M=..,H=..)\n");
+          return 2;
+        }
+        if (!td__run_dims_unique(val))
+          return 2;
         dims = val;
+      }
       else if (!strcmp(a, "--trace"))
         trace = val;
       else if (!strcmp(a, "--json"))
@@ -147,6 +180,11 @@ int td_cmd_run(int argc, char **argv) {
         }
         snprintf(in_buf[ninputs], sizeof in_buf[0], "%s", val);
         in_buf[ninputs][eq - val] = 0;
+        for (int k = 0; k < ninputs; k++)
+          if (!strcmp(in_names[k], in_buf[ninputs])) {
+            fprintf(stderr, "tdist run: --input %s given twice (one file per input)\n", in_names[k]);
+            return 2;
+          }
         in_names[ninputs] = in_buf[ninputs];
         in_paths[ninputs] = in_buf[ninputs] + (eq - val) + 1;
         ninputs++;
@@ -158,6 +196,9 @@ int td_cmd_run(int argc, char **argv) {
       if (!ok)
         return 2;
       i += !inl;
+    } else if (a[0] == '-' && a[1]) {
+      fprintf(stderr, "tdist run: unknown option '%s' (see tdist run --help)\n", a);
+      return 2;
     } else if (!path) {
       path = a;
     } else {
@@ -169,6 +210,10 @@ int td_cmd_run(int argc, char **argv) {
     return 2;
   if (td_cli_check_output("tdist run", "--json", json) || td_cli_check_output("tdist run", "--trace", trace))
     return 2;
+  if (json && trace && !strcmp(json, trace)) {
+    fprintf(stderr, "tdist run: --json and --trace name the same file '%s'; give two paths\n", json);
+    return 2;
+  }
   td_program *prog = NULL;
   if (td_program_load(path, &prog) != TD_OK) {
     fprintf(stderr, "tdist run: %s\n", td_last_error());
@@ -202,9 +247,12 @@ int td_cmd_run(int argc, char **argv) {
       ro.check = check && round == 0;
       ro.trace_path = overlap && round == rounds_i - 1 ? trace : NULL;
       if (td_program_run(prog, &ro, &res[overlap][round]) != TD_OK) {
+        /* A bad --input (missing file, wrong shape or name, not a .npy we read)
+         * is a usage error; td_program_run names it with this prefix. */
+        int usage = !strncmp(td_last_error(), "--input ", 8);
         fprintf(stderr, "tdist run: %s run failed: %s\n", overlap ? "overlapped" : "sequential", td_last_error());
         td_program_destroy(prog);
-        return 1;
+        return usage ? 2 : 1;
       }
     }
   }
