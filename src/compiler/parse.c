@@ -299,6 +299,11 @@ static int td__call(td__parser *ps, const td__tok *optok, td_op_kind op, int dep
       return 0;
     }
     if (args[i].is_flag) {
+      if (flags & args[i].flag) {
+        td__perr(ps, &args[i].tok, "%s given twice to %s", td__tokstr(&args[i].tok, b, sizeof b),
+                 td_op_name(op));
+        return 0;
+      }
       flags |= args[i].flag;
     } else {
       if ((op == TD_OP_REDUCE_SCATTER || op == TD_OP_ALL_TO_ALL) &&

@@ -484,6 +484,8 @@ td_status td_program_output(td_program *p, td_value v) {
   if (p->vals[v].op == TD_OP_INPUT || p->vals[v].op == TD_OP_WEIGHT)
     return td__error(TD_ERR_INVALID_ARG, "output %s: an input or weight cannot be an output",
                      p->vals[v].name);
+  if (p->vals[v].is_output)
+    return td__error(TD_ERR_INVALID_ARG, "output %s: it is already an output", p->vals[v].name);
   p->vals[v].is_output = 1;
   return TD_OK;
 }

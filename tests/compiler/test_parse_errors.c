@@ -190,6 +190,10 @@ static const td__case cases[] = {
      TD_ERR_SHAPE, "t.td:4:1: program has no output: mark one with `output NAME` (or `output NAME = expression`)"},
     {"input x : f32[4, 4]\noutput x",
      TD_ERR_PARSE, "t.td:2:8: output x: an input or weight cannot be an output"},
+    {"input x : f32[4, 4]\noutput y = gelu(x)\noutput y",
+     TD_ERR_PARSE, "t.td:3:8: output y: it is already an output"},
+    {"input x : f32[4, 4]\ninput w : f32[4, 4]\noutput y = matmul(x, w, transpose_a, transpose_a)",
+     TD_ERR_PARSE, "t.td:3:38: 'transpose_a' given twice to matmul"},
 };
 
 static void test_parse_errors(void **state) {
