@@ -136,7 +136,8 @@ td_status td_program_rmsnorm(td_program *program, td_value x, td_value w, float 
                              td_value *out);
 /** Names value v (for messages, explain and outputs). Errors: TD_ERR_INVALID_ARG. */
 td_status td_program_set_name(td_program *program, td_value v, const char *name);
-/** Marks v as an output (a buffer the caller binds). Errors: TD_ERR_INVALID_ARG. */
+/** Marks v as an output (a buffer the caller binds). Errors: TD_ERR_INVALID_ARG (bad v, an input or
+ * weight, or v already marked). */
 td_status td_program_output(td_program *program, td_value v);
 
 /** Reads `.td` text. `filename` is used in messages only. Errors: TD_ERR_PARSE
