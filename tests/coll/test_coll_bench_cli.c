@@ -60,6 +60,42 @@ static void test_option_errors(void **state) {
   assert_null(strstr(out, "all_gather")); /* no benchmark row was printed */
 }
 
+/* --max beyond the 1 TiB heap limit or /dev/shm is refused at parse time
+ * and an existing --json file is left as it was; --op lists have no empty
+ * item; --opt=value is --opt value. */
+static void test_sizes_lists_inline(void **state) {
+  (void)state;
+  char json[] = "/tmp/td_coll_keep_XXXXXX";
+  int fd = mkstemp(json);
+  assert_true(fd >= 0);
+  assert_int_equal(write(fd, "{\"keep\": 1}", 11), 11);
+  close(fd);
+  char args[256];
+  snprintf(args, sizeof args, "bench coll --no-mpi --min 99999G --max 99999G --json %s", json);
+  expect_usage_error(args, "needs a symmetric heap of 2 x --max + 64 MiB, above the 1 TiB limit");
+  char buf[64] = "";
+  FILE *f = fopen(json, "r");
+  assert_non_null(f);
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  assert_string_equal(buf, "{\"keep\": 1}");
+  unlink(json);
+  if (!access("/dev/shm", F_OK))
+    expect_usage_error("bench coll --no-mpi --ranks 256 --max 500G", "bytes free; lower --max or --ranks");
+  expect_usage_error("bench coll --op all_gather,", "(no empty item), got 'all_gather,'");
+  expect_usage_error("bench coll --op ,all_gather", "got ',all_gather'");
+  expect_usage_error("bench coll --op all_gather,,all_reduce", "got 'all_gather,,all_reduce'");
+  expect_usage_error("bench coll --ranks=0", "--ranks expects an integer in 1..256, got '0'");
+  expect_usage_error("bench coll --staged=1", "unknown or incomplete option '--staged' (a flag takes no value)");
+  expect_usage_error("bench coll --iters", "tdist bench coll: --iters needs a value");
+  expect_usage_error("bench exec --size=64abc", "--size expects an integer in 1..65536, got '64abc'");
+  static char out[1 << 16];
+  assert_int_equal(run("bench coll --no-mpi --ranks=2 --op=all_reduce --min=64 --max=64 --iters=2", out, sizeof out),
+                   0);
+  assert_non_null(strstr(out, "# all_reduce"));
+}
+
 /* Numbers are parsed strictly (no atoi): values that used to wrap through
  * int or lose trailing junk are refused with the option's range, by `bench
  * coll`, `bench exec` and `tune gemm` alike. */
@@ -158,6 +194,7 @@ int main(void) {
   const char *bin = getenv("TD_BIN_DIR");
   snprintf(tdist_bin, sizeof tdist_bin, "%s/tdist", bin ? bin : ".");
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_option_errors), cmocka_unit_test(test_strict_numbers),
+                                     cmocka_unit_test(test_sizes_lists_inline),
                                      cmocka_unit_test(test_json_write_failure), cmocka_unit_test(test_tiny_run_json),
                                      cmocka_unit_test(test_with_mpi)};
   return cmocka_run_group_tests(tests, NULL, NULL);

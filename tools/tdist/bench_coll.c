@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
+#include <sys/statvfs.h>
 
 #include "cli_common.h"
 #include "out_check.h"
@@ -88,8 +89,24 @@ static double bc_busbw_factor(int op, int n) {
 
 static int bc_parse(int argc, char **argv, bc_opts *o, int *worker) {
   *o = (bc_opts){.ranks = 2, .min = 8, .max = (size_t)256 << 20, .repeat = 1};
+  static const char *const valued[] = {"--ranks", "--min", "--max", "--iters", "--repeat", "--json", "--op"};
   for (int i = 1; i < argc; i++) {
-    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    char nbuf[32];
+    const char *a, *v;
+    int inl;
+    int known = td_cli_arg(argc, argv, i, valued, sizeof valued / sizeof valued[0], nbuf, sizeof nbuf, &a, &v,
+                           &inl);
+    if (known && !v) {
+      fprintf(stderr, "tdist bench coll: %s needs a value\n", a);
+      return -1;
+    }
+    if (inl && !known) {
+      fprintf(stderr, "tdist bench coll: unknown or incomplete option '%s' (a flag takes no value)\n", a);
+      return -1;
+    }
+    /* the value handlers below step over a separate value with i++; --opt=value has none */
+    if (inl)
+      i--;
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
       bc_usage(stdout);
       return 1;
@@ -124,6 +141,12 @@ static int bc_parse(int argc, char **argv, bc_opts *o, int *worker) {
       o->json = v, i++;
     } else if (v && !strcmp(a, "--op")) {
       char buf[256];
+      size_t vl = strlen(v);
+      if (!vl || vl >= sizeof buf || v[0] == ',' || v[vl - 1] == ',' || strstr(v, ",,")) {
+        fprintf(stderr, "tdist bench coll: --op expects a comma-separated list of all_gather, reduce_scatter, "
+                        "all_reduce, all_to_all or all (no empty item), got '%s'\n", v);
+        return -1;
+      }
       snprintf(buf, sizeof buf, "%s", v);
       i++;
       for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
@@ -150,6 +173,26 @@ static int bc_parse(int argc, char **argv, bc_opts *o, int *worker) {
   if (o->min < 4 || o->min > o->max) {
     fprintf(stderr, "tdist bench coll: need 4 <= --min <= --max (got %zu, %zu)\n", o->min, o->max);
     return -1;
+  }
+  /* Each worker's symmetric heap holds two buffers of --max bytes plus 64 MiB
+   * (bc_run_tdist); refuse here what the heap limit or /dev/shm cannot hold,
+   * instead of every worker failing on a TD_SYMM_HEAP_SIZE the user never set. */
+  const size_t heap_cap = (size_t)1 << 40, extra = ((size_t)64 << 20) + 128;
+  if (o->max > (heap_cap - extra) / 2) {
+    fprintf(stderr, "tdist bench coll: --max %zu bytes needs a symmetric heap of 2 x --max + 64 MiB, above the "
+            "1 TiB limit; --max can be at most %zu bytes\n", o->max, (heap_cap - extra) / 2);
+    return -1;
+  }
+  struct statvfs vfs;
+  size_t heap = 2 * (o->max + 64) + ((size_t)64 << 20);
+  if (!*worker && statvfs("/dev/shm", &vfs) == 0) {
+    unsigned long long avail = (unsigned long long)vfs.f_bavail * vfs.f_frsize;
+    if ((unsigned long long)heap * (unsigned long long)o->ranks > avail) {
+      fprintf(stderr, "tdist bench coll: --max %zu bytes with %d ranks needs %llu bytes of shared memory "
+              "(%d x (2 x --max + 64 MiB)) but /dev/shm has %llu bytes free; lower --max or --ranks\n", o->max,
+              o->ranks, (unsigned long long)heap * (unsigned long long)o->ranks, o->ranks, avail);
+      return -1;
+    }
   }
   return 0;
 }
@@ -519,7 +562,11 @@ int td_bench_coll(int argc, char **argv) {
       rc = 1;
   }
   bc_print(&o, rows, nrows);
-  if (o.json && bc_write_json(&o, rows, nrows))
+  /* A failed run writes no JSON: an existing file keeps its results rather
+   * than being replaced by an empty list. */
+  if (o.json && rc)
+    fprintf(stderr, "tdist bench coll: the run failed; %s not written\n", o.json);
+  else if (o.json && bc_write_json(&o, rows, nrows))
     rc = 1;
   return rc;
 }

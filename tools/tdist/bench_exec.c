@@ -78,11 +78,21 @@ static void be_usage(FILE *out) {
 static int be_parse(int argc, char **argv, be_opts *o) {
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   *o = (be_opts){4096, 4096, 4096, 0, cores > 0 ? (int)cores : 1, 5, 0, NULL};
+  static const char *const valued[] = {"--json", "--size", "--m",       "--n",     "--k",
+                                       "--tiles", "--workers", "--iters", "--micro"};
   for (int i = 1; i < argc; i++) {
-    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    char nbuf[32];
+    const char *a, *v;
+    int inl; /* --opt=value: the same as --opt value */
+    int known = td_cli_arg(argc, argv, i, valued, sizeof valued / sizeof valued[0], nbuf, sizeof nbuf, &a, &v,
+                           &inl);
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
       be_usage(stdout);
       return 1;
+    }
+    if (!known) {
+      fprintf(stderr, "tdist bench exec: unknown option '%s' (see --help)\n", a);
+      return 2;
     }
     if (!v) {
       fprintf(stderr, "tdist bench exec: option '%s' needs a value\n", a);
@@ -122,7 +132,7 @@ static int be_parse(int argc, char **argv, be_opts *o) {
       fprintf(stderr, "tdist bench exec: unknown option '%s' (see --help)\n", a);
       return 2;
     }
-    i++;
+    i += !inl;
   }
   /* One tile per worker by default: each tile's sgemm packs all of B again,
    * so more, shorter tiles cost B-packing traffic (measured: 8 tiles of 512
