@@ -168,6 +168,15 @@ td_status td_config_str(const char *name, const char **out) {
     if (!ok)
       return td__error(TD_ERR_INVALID_ARG, "%s='%s' is not allowed; allowed: %s", v->name, text, v->allowed);
   }
+  if (text && *text && !strcmp(v->name, "TD_OPS_FUSED_TILE")) { /* a grammar, not a list */
+    int bm = 0, bn = 0, cl = 0, used = 0;
+    int ok = !strcmp(text, "cublas") || !strcmp(text, "tiles") ||
+             (sscanf(text, "%dx%d%n", &bm, &bn, &used) == 2 && !text[used] && bm > 0 && bn > 0) ||
+             (sscanf(text, "%dx%dc%d%n", &bm, &bn, &cl, &used) == 3 && !text[used] && bm > 0 && bn > 0 && cl > 0);
+    if (!ok)
+      return td__error(TD_ERR_INVALID_ARG, "%s='%s' is not allowed; allowed: cublas, tiles, BMxBN or BMxBNcC "
+                       "(e.g. 128x256c2)", v->name, text);
+  }
   *out = text;
   return TD_OK;
 }

@@ -62,8 +62,10 @@ static void test_check_all(void **state) {
   setenv("TD_TRANSPORT", "carrier-pigeon", 1);
   setenv("TD_COLL_SINGLE_COPY", "1", 1);
   setenv("TD_OPS_FUSED_AG_GEMMS", "5", 1); /* in range, not in the list */
+  setenv("TD_OPS_FUSED_TILE", "128x", 1);  /* not the grammar */
   int n = capture(td_config_check_all, out, sizeof out);
-  assert_int_equal(n, 4);
+  assert_int_equal(n, 5);
+  assert_non_null(strstr(out, "TD_OPS_FUSED_TILE='128x' is not allowed; allowed: cublas, tiles, BMxBN or BMxBNcC"));
   assert_non_null(strstr(out, "TD_OPS_FUSED_AG_GEMMS='5' is not allowed; allowed: 0,1,3,8"));
   assert_non_null(strstr(out, "TD_TIMEOUT_MS='12x' is not a decimal integer"));
   assert_non_null(strstr(out, "TD_SYMM_HEAP_SIZE='1T'"));
@@ -74,7 +76,12 @@ static void test_check_all(void **state) {
   unsetenv("TD_TRANSPORT");
   unsetenv("TD_COLL_SINGLE_COPY");
   setenv("TD_OPS_FUSED_AG_GEMMS", "3", 1);
-  assert_int_equal(td_config_check_all(NULL), 0);
+  const char *tiles[] = {"cublas", "tiles", "128x256", "128x256c2"};
+  for (int i = 0; i < 4; i++) {
+    setenv("TD_OPS_FUSED_TILE", tiles[i], 1);
+    assert_int_equal(td_config_check_all(NULL), 0);
+  }
+  unsetenv("TD_OPS_FUSED_TILE");
   unsetenv("TD_OPS_FUSED_AG_GEMMS");
 }
 
@@ -105,8 +112,21 @@ static void test_doctor(void **state) {
   assert_non_null(strstr(out, "TD_CPU_COMPUTE_WORKRS (not a tdist variable; did you mean TD_CPU_COMPUTE_WORKERS?)"));
   assert_int_equal(doctor("TD_CUDA_DEVICE=-1", out, sizeof out), 1);
   assert_non_null(strstr(out, "TD_CUDA_DEVICE='-1' is out of range; allowed 0 to 1024"));
-  assert_non_null(strstr(out, "doctor: 1 configuration variable does not parse"));
+  assert_non_null(strstr(out, "doctor: 1 problem in the configuration"));
   assert_int_equal(doctor("", out, sizeof out), 0);
+  /* a calibration file that run/explain would refuse is reported too */
+  char dir[] = "/tmp/td-rtcfg-XXXXXX", envs[256], file[300];
+  assert_non_null(mkdtemp(dir));
+  snprintf(file, sizeof file, "%s/calibration.json", dir);
+  FILE *cf = fopen(file, "w");
+  assert_non_null(cf);
+  fputs("{\"flops_s\": -1}", cf);
+  fclose(cf);
+  snprintf(envs, sizeof envs, "TD_CACHE_DIR=%s", dir);
+  assert_int_equal(doctor(envs, out, sizeof out), 1);
+  assert_non_null(strstr(out, "flops_s is -1"));
+  unlink(file);
+  rmdir(dir);
   assert_non_null(strstr(out, "cores online"));
   assert_non_null(strstr(out, "/dev/shm"));
   assert_non_null(strstr(out, "BLAS"));

@@ -71,12 +71,19 @@ int td_cmd_doctor(int argc, char **argv) {
   printf("\nconfiguration variables:\n");
   td_config_dump(stdout);
   int bad = td_config_check_all(stderr);
+  { /* the perf model's calibration file, read by run, explain and the operators */
+    td_perf_model m;
+    if (td_perf_model_load_checked(&m) != TD_OK) {
+      fprintf(stderr, "%s\n", td_last_error());
+      bad++;
+    }
+  }
   if (td_config_unknown(NULL) > 0) {
     printf("\nunknown TD_ variables (tdist does not read them):\n");
     td_config_unknown(stdout);
   }
   if (bad)
-    fprintf(stderr, "doctor: %d configuration variable%s do%s not parse\n", bad, bad == 1 ? "" : "s",
-            bad == 1 ? "es" : "");
+    fprintf(stderr, "doctor: %d problem%s in the configuration (variables or calibration file)\n", bad,
+            bad == 1 ? "" : "s");
   return bad ? 1 : 0;
 }
