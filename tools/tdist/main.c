@@ -53,6 +53,13 @@ int main(int argc, char **argv) {
         fprintf(stderr, "(`tdist doctor` lists every variable and what it allows)\n");
         return 2;
       }
+      if (!strcmp(argv[1], "bench")) { /* the operators' perf model reads it leniently: refuse it here */
+        td_perf_model m;
+        if (td_perf_model_load_checked(&m) != TD_OK) {
+          fprintf(stderr, "tdist bench: %s\n", td_last_error());
+          return 2;
+        }
+      }
       return td__commands[i].main(argc - 1, argv + 1);
     }
   fprintf(stderr, "tdist: unknown command '%s'\n", argv[1]);
