@@ -137,7 +137,7 @@ static td_status bo_rank(td_world *w, int rank, void *arg) {
   if (bo_set_device(o->cuda, rank)) {
     if (rank == 0)
       snprintf(bc->msg, sizeof bc->msg, "no usable CUDA device for rank %d", rank);
-    bc->fatal = 1;
+    __atomic_store_n(&bc->fatal, 1, __ATOMIC_RELAXED); /* any rank may: read after the ranks joined */
     return TD_ERR_CUDA;
   }
   td_tp_op *op[BO_MAX_SIDES] = {0};
@@ -264,7 +264,7 @@ static td_status bo_rank(td_world *w, int rank, void *arg) {
   bo_free(o->cuda, a);
   bo_free(o->cuda, b);
   if (st != TD_OK)
-    bc->fatal = 1;
+    __atomic_store_n(&bc->fatal, 1, __ATOMIC_RELAXED); /* any rank may: read after the ranks joined */
   return st;
 }
 
