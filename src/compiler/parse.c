@@ -49,29 +49,33 @@ typedef struct td__parser {
   td_status st;
 } td__parser;
 
+/* Sets the parser's error: `status` with "file:line:col: message". */
+static td_status td__perr_v(td__parser *ps, td_status status, const td__tok *at, const char *fmt, va_list ap) {
+  char msg[400];
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  ps->st = td__error(status, "%s:%d:%d: %s", ps->file, at->line, at->col, msg);
+  return ps->st;
+}
+
 static td_status td__perr(td__parser *ps, const td__tok *at, const char *fmt, ...) TD__PRINTF(3, 4);
 
 static td_status td__perr(td__parser *ps, const td__tok *at, const char *fmt, ...) {
-  char msg[400];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
+  td_status st = td__perr_v(ps, TD_ERR_PARSE, at, fmt, ap);
   va_end(ap);
-  ps->st = td__error(TD_ERR_PARSE, "%s:%d:%d: %s", ps->file, at->line, at->col, msg);
-  return ps->st;
+  return st;
 }
 
 /* The same with TD_ERR_SHAPE: what the whole program lacks or sizes it cannot have. */
 static td_status td__perr_shape(td__parser *ps, const td__tok *at, const char *fmt, ...) TD__PRINTF(3, 4);
 
 static td_status td__perr_shape(td__parser *ps, const td__tok *at, const char *fmt, ...) {
-  char msg[400];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
+  td_status st = td__perr_v(ps, TD_ERR_SHAPE, at, fmt, ap);
   va_end(ap);
-  ps->st = td__error(TD_ERR_SHAPE, "%s:%d:%d: %s", ps->file, at->line, at->col, msg);
-  return ps->st;
+  return st;
 }
 
 /* How a token is shown in messages: 'text', end of line, end of file. */

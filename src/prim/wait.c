@@ -212,6 +212,19 @@ static void td__describe_addr(const td_world *w, const void *addr, char *buf, si
   }
 }
 
+/* A wait past its deadline: the message names the signal, the condition and
+ * the last value seen; the team is broken (peers may be anywhere). */
+static td_status td__wait_timed_out(td_team *team, const _Atomic uint64_t *addr, td_cmp cmp, uint64_t value,
+                                    const char *what, uint64_t seen) {
+  td_world *w = team->world;
+  char where[96];
+  td__describe_addr(w, addr, where, sizeof where);
+  return td__team_break(team, td__error(TD_ERR_TIMEOUT,
+                                        "rank %d: timed out after %d ms waiting for %s: signal %s, until value "
+                                        "%s %" PRIu64 "; last observed %" PRIu64,
+                                        w->rank, w->timeout_ms, what, where, td_cmp_name(cmp), value, seen));
+}
+
 td_status td__wait_u64(td_team *team, const _Atomic uint64_t *addr, td_cmp cmp, uint64_t value,
                        const char *what, uint64_t *observed) {
   td_world *w = team->world;
@@ -223,14 +236,8 @@ td_status td__wait_u64(td_team *team, const _Atomic uint64_t *addr, td_cmp cmp, 
   td_status st = td__wait_raw(w, addr, cmp, value, td__deadline_ns(w), &v);
   if (st == TD_ERR_PEER_FAILED)
     return td__team_break(team, td__peer_failed_error(w, what));
-  if (st == TD_ERR_TIMEOUT) {
-    char where[96];
-    td__describe_addr(w, addr, where, sizeof where);
-    return td__team_break(team, td__error(TD_ERR_TIMEOUT,
-                     "rank %d: timed out after %d ms waiting for %s: signal %s, until value %s %" PRIu64
-                     "; last observed %" PRIu64,
-                     w->rank, w->timeout_ms, what, where, td_cmp_name(cmp), value, v));
-  }
+  if (st == TD_ERR_TIMEOUT)
+    return td__wait_timed_out(team, addr, cmp, value, what, v);
   if (observed)
     *observed = v;
   return TD_OK;
@@ -248,14 +255,8 @@ td_status td__wait_u64_call(td_team *team, const _Atomic uint64_t *addr, td_cmp 
     return td__team_break(team, st);
   if (st == TD_ERR_PEER_FAILED)
     return td__team_break(team, td__peer_failed_error(w, what));
-  if (st == TD_ERR_TIMEOUT) {
-    char where[96];
-    td__describe_addr(w, addr, where, sizeof where);
-    return td__team_break(team, td__error(TD_ERR_TIMEOUT,
-                                          "rank %d: timed out after %d ms waiting for %s: signal %s, until value "
-                                          "%s %" PRIu64 "; last observed %" PRIu64,
-                                          w->rank, w->timeout_ms, what, where, td_cmp_name(cmp), value, v));
-  }
+  if (st == TD_ERR_TIMEOUT)
+    return td__wait_timed_out(team, addr, cmp, value, what, v);
   if (observed)
     *observed = v;
   return TD_OK;

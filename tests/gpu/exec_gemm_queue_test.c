@@ -28,6 +28,7 @@
 #include "exec/cuda/cuda_exec.h"
 #include "exec/exec_harness.h"
 #include "exec/randgraph.h"
+#include "exec_gpu_graph.h"
 #include "tdist/program.h"
 
 static int g_sm;
@@ -65,42 +66,15 @@ static td_status rank_fn(td_world *w, int rank, void *arg) {
     st = EX_FAIL("rank %d: kernel queue %s", rank, cx->kq_enabled ? "on without queue tasks" : "off");
   void *dev[RG_NBUFS] = {0};
   int owned[RG_NBUFS] = {0};
-  for (int b = 0; b < RG_NBUFS && st == TD_OK; b++) {
-    const size_t bytes = rg_bytes(g, b);
-    if (g->buf[b] < 0 || bytes == 0)
-      continue;
-    const td_buffer_desc *d = td_plan_buffer(g->plan, g->buf[b]);
-    if (d->kind == TD_BUF_INPUT || d->kind == TD_BUF_WEIGHT || d->kind == TD_BUF_OUTPUT) {
-      if (cudaMalloc(&dev[b], bytes) != cudaSuccess)
-        st = EX_FAIL("cudaMalloc of %zu bytes", bytes);
-      owned[b] = 1;
-      if (st == TD_OK)
-        st = td_exec_bind(ex, g->buf[b], dev[b]);
-    } else {
-      st = td_exec_buffer(ex, g->buf[b], &dev[b]);
-    }
-    if (st == TD_OK && cudaMemcpy(dev[b], g->init[rank * RG_NBUFS + b], bytes, cudaMemcpyHostToDevice))
-      st = EX_FAIL("cudaMemcpy of buffer %d", b);
-  }
+  if (st == TD_OK)
+    st = eg_upload(ex, g, rank, dev, owned);
   for (int run = 1; run <= g->runs && st == TD_OK; run++)
     st = td_exec_run(ex);
   if (st == TD_OK)
     st = td_barrier_all(w);
-  char msg[512];
-  for (int b = RG_OUT; b < RG_NBUFS && st == TD_OK; b++) {
-    const size_t bytes = rg_bytes(g, b);
-    if (!dev[b] || bytes == 0)
-      continue;
-    void *host = malloc(bytes);
-    if (!host || cudaMemcpy(host, dev[b], bytes, cudaMemcpyDeviceToHost) != cudaSuccess)
-      st = EX_FAIL("copy back of buffer %d", b);
-    else if (!rg_compare(g, rank, b, host, msg, sizeof msg))
-      st = EX_FAIL("rank %d buffer %d: %s", rank, b, msg);
-    free(host);
-  }
-  for (int b = 0; b < RG_NBUFS; b++)
-    if (owned[b])
-      cudaFree(dev[b]);
+  if (st == TD_OK)
+    st = eg_check_outputs(g, rank, dev);
+  eg_free(dev, owned);
   td_status st2 = td_exec_destroy(ex);
   return st != TD_OK ? st : st2;
 }

@@ -22,6 +22,7 @@
 #include "exec/cuda/cuda_exec.h"
 #include "exec/exec_harness.h"
 #include "exec/randgraph.h"
+#include "exec_gpu_graph.h"
 
 static int g_ce_reported;
 
@@ -29,10 +30,6 @@ typedef struct {
   rg_graph g;
   int compute, comm, trace;
 } run_ctx;
-
-static int caller_bound(td_buffer_kind k) {
-  return k == TD_BUF_INPUT || k == TD_BUF_WEIGHT || k == TD_BUF_OUTPUT;
-}
 
 #define CU_OK(call)                                                                              \
   do {                                                                                           \
@@ -59,23 +56,8 @@ static td_status rank_fn(td_world *w, int rank, void *arg) {
   void *dev[RG_NBUFS] = {0};
   int owned[RG_NBUFS] = {0};
   td_status st = TD_OK;
-  for (int b = 0; b < RG_NBUFS && st == TD_OK; b++) {
-    const size_t bytes = rg_bytes(g, b);
-    if (g->buf[b] < 0 || bytes == 0)
-      continue;
-    const td_buffer_desc *d = td_plan_buffer(g->plan, g->buf[b]);
-    if (caller_bound(d->kind)) {
-      if (cudaMalloc(&dev[b], bytes) != cudaSuccess)
-        st = EX_FAIL("cudaMalloc of %zu bytes", bytes);
-      owned[b] = 1;
-      if (st == TD_OK)
-        st = td_exec_bind(ex, g->buf[b], dev[b]);
-    } else {
-      st = td_exec_buffer(ex, g->buf[b], &dev[b]);
-    }
-    if (st == TD_OK && cudaMemcpy(dev[b], g->init[rank * RG_NBUFS + b], bytes, cudaMemcpyHostToDevice))
-      st = EX_FAIL("cudaMemcpy of buffer %d", b);
-  }
+  if (st == TD_OK)
+    st = eg_upload(ex, g, rank, dev, owned);
   for (int run = 1; run <= g->runs && st == TD_OK; run++)
     st = td_exec_run(ex);
   /* Peers' writes into this rank's copies are ordered with this rank's end
@@ -112,21 +94,9 @@ static td_status rank_fn(td_world *w, int rank, void *arg) {
       remove(path);
     }
   }
-  char msg[512];
-  for (int b = RG_OUT; b < RG_NBUFS && st == TD_OK; b++) { /* the buffers tasks write */
-    const size_t bytes = rg_bytes(g, b);
-    if (!dev[b] || bytes == 0)
-      continue;
-    void *host = malloc(bytes);
-    if (!host || cudaMemcpy(host, dev[b], bytes, cudaMemcpyDeviceToHost) != cudaSuccess)
-      st = EX_FAIL("copy back of buffer %d", b);
-    else if (!rg_compare(g, rank, b, host, msg, sizeof msg))
-      st = EX_FAIL("rank %d buffer %d: %s", rank, b, msg);
-    free(host);
-  }
-  for (int b = 0; b < RG_NBUFS; b++)
-    if (owned[b])
-      cudaFree(dev[b]);
+  if (st == TD_OK)
+    st = eg_check_outputs(g, rank, dev);
+  eg_free(dev, owned);
   td_status st2 = td_exec_destroy(ex);
   return st != TD_OK ? st : st2;
 }

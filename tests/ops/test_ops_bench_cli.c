@@ -18,27 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static char tdist_bin[4096];
-
-static int run(const char *args, char *out, size_t cap) {
-  char cmd[8192];
-  snprintf(cmd, sizeof cmd, "'%s' %s 2>&1", tdist_bin, args);
-  FILE *p = popen(cmd, "r");
-  assert_non_null(p);
-  size_t len = fread(out, 1, cap - 1, p);
-  out[len] = '\0';
-  int st = pclose(p);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-static void expect_usage_error(const char *args, const char *needle) {
-  static char out[1 << 16];
-  int rc = run(args, out, sizeof out);
-  if (rc != 2 || !strstr(out, needle))
-    fprintf(stderr, "tdist %s: status %d, output:\n%s\n", args, rc, out);
-  assert_int_equal(rc, 2);
-  assert_non_null(strstr(out, needle));
-}
+#include "cli_test_util.h"
 
 static void test_option_errors(void **state) {
   (void)state;

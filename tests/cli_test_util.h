@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Test helpers for the `tdist` CLI tests: run `tdist ARGS` with stderr merged
+ * into the captured output, and expect a usage error (exit status 2) whose
+ * text contains a given message. Include after <cmocka.h>; set tdist_bin
+ * (e.g. from TD_BIN_DIR) before the first run. */
+#ifndef TD_TESTS_CLI_TEST_UTIL_H
+#define TD_TESTS_CLI_TEST_UTIL_H
+
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+
+static char tdist_bin[4096];
+
+/* Runs `tdist ARGS`; returns the exit status (-1 if it did not exit), output in out. */
+static inline int run(const char *args, char *out, size_t cap) {
+  char cmd[8192];
+  snprintf(cmd, sizeof cmd, "'%s' %s 2>&1", tdist_bin, args);
+  FILE *p = popen(cmd, "r");
+  assert_non_null(p);
+  size_t len = fread(out, 1, cap - 1, p);
+  out[len] = '\0';
+  int st = pclose(p);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static inline void expect_usage_error(const char *args, const char *needle) {
+  static char out[1 << 16];
+  int rc = run(args, out, sizeof out);
+  if (rc != 2 || !strstr(out, needle))
+    fprintf(stderr, "tdist %s: status %d, output:\n%s\n", args, rc, out);
+  assert_int_equal(rc, 2);
+  assert_non_null(strstr(out, needle));
+}
+
+#endif
