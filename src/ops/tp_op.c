@@ -297,8 +297,9 @@ static td_status td__tp_call_check(const td_tp_op *op, const void *const ptr[3])
  * instead of leaving the others to wait for it until their deadline. */
 typedef struct td__tp_call_rec {
   int32_t status;
-  char msg[300];
+  char msg[252]; /* the record stays within the collectives' inline size (256 bytes): one step per call */
 } td__tp_call_rec;
+_Static_assert(sizeof(td__tp_call_rec) <= 256, "the operand-check record must fit the collectives' inline size");
 
 static td_status td__tp_call_agree(td_tp_op *op, td_status mine) {
   const char *kn = td_tp_kind_name(op->d.kind);
