@@ -21,51 +21,63 @@ typedef struct {
   int64_t min, max;
   const char *allowed; /* comma-separated allowed values (strings, or integers of an int variable), or NULL = any */
   const char *desc;
+  /* strings with a grammar rather than a list: NULL, or returns NULL when
+   * `text` is valid and else what is allowed (for the message) */
+  const char *(*check)(const char *text);
 } td__cfg_var;
+
+static const char *td__check_fused_tile(const char *text) {
+  int bm = 0, bn = 0, cl = 0, used = 0;
+  if (!strcmp(text, "cublas") || !strcmp(text, "tiles") ||
+      (sscanf(text, "%dx%d%n", &bm, &bn, &used) == 2 && !text[used] && bm > 0 && bn > 0) ||
+      (sscanf(text, "%dx%dc%d%n", &bm, &bn, &cl, &used) == 3 && !text[used] && bm > 0 && bn > 0 && cl > 0))
+    return NULL;
+  return "cublas, tiles, BMxBN or BMxBNcC (e.g. 128x256c2)";
+}
 
 static const td__cfg_var td__vars[] = {
     {"TD_TIMEOUT_MS", TD__CFG_INT, "60000", 1, INT32_MAX, NULL,
-     "deadline of every wait, host and device, in milliseconds"},
+     "deadline of every wait, host and device, in milliseconds", NULL},
     {"TD_SYMM_HEAP_SIZE", TD__CFG_BYTES, "256M", 4096, INT64_C(1) << 40, NULL,
-     "symmetric heap per rank in bytes (K/M/G suffixes)"},
-    {"TD_TRANSPORT", TD__CFG_STR, NULL, 0, 0, "local,shm", "host transport; default: shm for launched processes"},
+     "symmetric heap per rank in bytes (K/M/G suffixes)", NULL},
+    {"TD_TRANSPORT", TD__CFG_STR, NULL, 0, 0, "local,shm", "host transport; default: shm for launched processes", NULL},
     {"TD_COLL_SINGLE_COPY", TD__CFG_INT, "1", 0, 1, NULL,
      "host collectives: 1 = peers read an ordinary (non-symmetric) src in place (memcpy, or process_vm_readv "
-     "between processes) when allowed; 0 = stage it through symmetric scratch (two copies)"},
+     "between processes) when allowed; 0 = stage it through symmetric scratch (two copies)", NULL},
     {"TD_ATTACH_TIMEOUT_MS", TD__CFG_INT, NULL, 1, INT32_MAX, NULL,
      "deadline of start-up (all ranks attaching to the job's shared memory), in milliseconds; default: the "
-     "larger of TD_TIMEOUT_MS and 60000"},
-    {"TD_RANK", TD__CFG_INT, NULL, 0, 4095, NULL, "this process's rank (set by tdrun)"},
-    {"TD_WORLD_SIZE", TD__CFG_INT, NULL, 1, 4096, NULL, "number of ranks (set by tdrun)"},
-    {"TD_LOCAL_RANK", TD__CFG_INT, NULL, 0, 4095, NULL, "rank among this host's ranks (set by tdrun)"},
-    {"TD_LOCAL_WORLD_SIZE", TD__CFG_INT, NULL, 1, 4096, NULL, "ranks on this host (set by tdrun)"},
-    {"TD_JOB_ID", TD__CFG_STR, NULL, 0, 0, NULL, "job identifier naming shared memory (set by tdrun)"},
-    {"TD_LAUNCHER", TD__CFG_STR, NULL, 0, 0, NULL, "which launcher set the rank variables (set by tdrun)"},
+     "larger of TD_TIMEOUT_MS and 60000", NULL},
+    {"TD_RANK", TD__CFG_INT, NULL, 0, 4095, NULL, "this process's rank (set by tdrun)", NULL},
+    {"TD_WORLD_SIZE", TD__CFG_INT, NULL, 1, 4096, NULL, "number of ranks (set by tdrun)", NULL},
+    {"TD_LOCAL_RANK", TD__CFG_INT, NULL, 0, 4095, NULL, "rank among this host's ranks (set by tdrun)", NULL},
+    {"TD_LOCAL_WORLD_SIZE", TD__CFG_INT, NULL, 1, 4096, NULL, "ranks on this host (set by tdrun)", NULL},
+    {"TD_JOB_ID", TD__CFG_STR, NULL, 0, 0, NULL, "job identifier naming shared memory (set by tdrun)", NULL},
+    {"TD_LAUNCHER", TD__CFG_STR, NULL, 0, 0, NULL, "which launcher set the rank variables (set by tdrun)", NULL},
     {"TD_GIT_REV", TD__CFG_STR, NULL, 0, 0, NULL,
-     "revision recorded by `tdist bench --json` when the tree has no .git (set by the GPU scripts)"},
-    {"TD_CACHE_DIR", TD__CFG_STR, NULL, 0, 0, NULL, "JIT kernel and tuning cache (default ~/.cache/tdist)"},
+     "revision recorded by `tdist bench --json` when the tree has no .git (set by the GPU scripts)", NULL},
+    {"TD_CACHE_DIR", TD__CFG_STR, NULL, 0, 0, NULL, "JIT kernel and tuning cache (default ~/.cache/tdist)", NULL},
     {"TD_CPU_COMPUTE_WORKERS", TD__CFG_INT, "0", 0, 1024, NULL,
-     "CPU executor compute workers per rank (0 = from cores and ranks)"},
+     "CPU executor compute workers per rank (0 = from cores and ranks)", NULL},
     {"TD_CPU_COMM_WORKERS", TD__CFG_INT, "0", 0, 1024, NULL,
-     "CPU executor communication workers per rank (0 = from cores and ranks)"},
-    {"TD_CUDA_DEVICE", TD__CFG_INT, NULL, 0, 1024, NULL, "CUDA device of this rank (default: local rank modulo device count)"},
+     "CPU executor communication workers per rank (0 = from cores and ranks)", NULL},
+    {"TD_CUDA_DEVICE", TD__CFG_INT, NULL, 0, 1024, NULL, "CUDA device of this rank (default: local rank modulo device count)", NULL},
     {"TD_CUDA_NO_COPY_ENGINE", TD__CFG_INT, "0", 0, 1, NULL,
-     "1: the CUDA executor copies copy-engine tasks on SMs instead of its copy-engine stream"},
+     "1: the CUDA executor copies copy-engine tasks on SMs instead of its copy-engine stream", NULL},
     {"TD_CUDA_GEMM_QUEUE", TD__CFG_INT, "1", 0, 1, NULL,
      "1: cuda plans run whole GEMMs as Hopper GEMM kernels on the executor's kernel queue (sm_90 with "
-     "tdist_gemm_cuda linked); 0: fine tiles on the persistent kernel"},
+     "tdist_gemm_cuda linked); 0: fine tiles on the persistent kernel", NULL},
     {"TD_CUDA_TARGET_SM", TD__CFG_INT, NULL, 0, 1000, NULL,
      "compute capability x 10 the compiler plans cuda for instead of the visible GPU (e.g. 90), for explain "
-     "without a GPU"},
+     "without a GPU", NULL},
     {"TD_CUDA_TARGET_NAME", TD__CFG_STR, NULL, 0, 0, NULL,
-     "with TD_CUDA_TARGET_SM: the GPU name whose tuning-cache entries the compiler uses (e.g. NVIDIA H200)"},
+     "with TD_CUDA_TARGET_SM: the GPU name whose tuning-cache entries the compiler uses (e.g. NVIDIA H200)", NULL},
     {"TD_OPS_FUSED", TD__CFG_INT, "1", 0, 1, NULL,
-     "0: AUTO never picks the fused cuda variant of the operators (ops.h); 1: it does where it applies"},
+     "0: AUTO never picks the fused cuda variant of the operators (ops.h); 1: it does where it applies", NULL},
     {"TD_OPS_FUSED_TILE", TD__CFG_STR, NULL, 0, 0, NULL,
      "fused operators' GEMM launches: cublas, tiles (our tiles, by shape), or a compiled tile BMxBN / BMxBNcC; "
-     "default: the tuning cache's entry, else cuBLAS"},
+     "default: the tuning cache's entry, else cuBLAS", td__check_fused_tile},
     {"TD_OPS_FUSED_AG_GEMMS", TD__CFG_INT, "0", 0, 8, "0,1,3,8",
-     "fused ag_gemm: GEMMs per call, 1 (all rows), 3 (own, after, before) or 8 (one per rank); 0 = by shape"},
+     "fused ag_gemm: GEMMs per call, 1 (all rows), 3 (own, after, before) or 8 (one per rank); 0 = by shape", NULL},
 };
 enum { TD__NVARS = sizeof td__vars / sizeof td__vars[0] };
 
@@ -168,15 +180,9 @@ td_status td_config_str(const char *name, const char **out) {
     if (!ok)
       return td__error(TD_ERR_INVALID_ARG, "%s='%s' is not allowed; allowed: %s", v->name, text, v->allowed);
   }
-  if (text && *text && !strcmp(v->name, "TD_OPS_FUSED_TILE")) { /* a grammar, not a list */
-    int bm = 0, bn = 0, cl = 0, used = 0;
-    int ok = !strcmp(text, "cublas") || !strcmp(text, "tiles") ||
-             (sscanf(text, "%dx%d%n", &bm, &bn, &used) == 2 && !text[used] && bm > 0 && bn > 0) ||
-             (sscanf(text, "%dx%dc%d%n", &bm, &bn, &cl, &used) == 3 && !text[used] && bm > 0 && bn > 0 && cl > 0);
-    if (!ok)
-      return td__error(TD_ERR_INVALID_ARG, "%s='%s' is not allowed; allowed: cublas, tiles, BMxBN or BMxBNcC "
-                       "(e.g. 128x256c2)", v->name, text);
-  }
+  const char *allowed = text && *text && v->check ? v->check(text) : NULL;
+  if (allowed)
+    return td__error(TD_ERR_INVALID_ARG, "%s='%s' is not allowed; allowed: %s", v->name, text, allowed);
   *out = text;
   return TD_OK;
 }
