@@ -8,6 +8,10 @@ typedef struct td_cli_command {
   const char *name;    /* "run", "bench", ... */
   const char *summary; /* one line for `tdist --help` */
   int (*main)(int argc, char **argv); /* argv[0] is the subcommand name */
+  int checks_env;   /* refuse to start while a TD_* variable does not parse (all but doctor) */
+  int reads_model;  /* refuse to start while the perf model's calibration file is broken (commands that
+                     * read it only through the lenient library loader; run and explain check it
+                     * themselves) */
 } td_cli_command;
 
 int td_cmd_doctor(int argc, char **argv);

@@ -9,12 +9,12 @@
 
 /* Each subcommand registers here; a subcommand under construction is not listed. */
 static const td_cli_command td__commands[] = {
-    {"doctor", "show the build, the configuration variables and what this machine has", td_cmd_doctor},
-    {"bench", "time collectives (and other kinds) against a baseline: tdist bench coll", td_cmd_bench},
-    {"run", "compile a .td program, run it overlapped and sequential on N ranks, check it", td_cmd_run},
-    {"explain", "show a .td program's per-rank schedule and predicted timeline", td_cmd_explain},
-    {"calibrate", "measure the compiler's perf model constants on this machine", td_cmd_calibrate},
-    {"tune", "search GEMM tile configurations and cache the fastest: tdist tune gemm --M .. --N .. --K ..", td_cmd_tune},
+    {"doctor", "show the build, the configuration variables and what this machine has", td_cmd_doctor, 0, 0},
+    {"bench", "time collectives (and other kinds) against a baseline: tdist bench coll", td_cmd_bench, 1, 1},
+    {"run", "compile a .td program, run it overlapped and sequential on N ranks, check it", td_cmd_run, 1, 0},
+    {"explain", "show a .td program's per-rank schedule and predicted timeline", td_cmd_explain, 1, 0},
+    {"calibrate", "measure the compiler's perf model constants on this machine", td_cmd_calibrate, 1, 0},
+    {"tune", "search GEMM tile configurations and cache the fastest: tdist tune gemm --M .. --N .. --K ..", td_cmd_tune, 1, 0},
 };
 enum { TD__NCOMMANDS = sizeof td__commands / sizeof td__commands[0] };
 
@@ -45,20 +45,19 @@ int main(int argc, char **argv) {
   }
   for (int i = 0; i < TD__NCOMMANDS; i++)
     if (!strcmp(argv[1], td__commands[i].name)) {
+      const td_cli_command *c = &td__commands[i];
       /* A variable that does not parse is an error before any work, even if
        * this command would not read it (doctor reports them itself). */
-      if (strcmp(argv[1], "doctor") != 0 && td_config_check_all(NULL) > 0) {
-        fprintf(stderr, "tdist %s: the environment has configuration variables that do not parse:\n", argv[1]);
+      if (c->checks_env && td_config_check_all(NULL) > 0) {
+        fprintf(stderr, "tdist %s: the environment has configuration variables that do not parse:\n", c->name);
         td_config_check_all(stderr);
         fprintf(stderr, "(`tdist doctor` lists every variable and what it allows)\n");
         return 2;
       }
-      if (!strcmp(argv[1], "bench")) { /* the operators' perf model reads it leniently: refuse it here */
-        td_perf_model m;
-        if (td_perf_model_load_checked(&m) != TD_OK) {
-          fprintf(stderr, "tdist bench: %s\n", td_last_error());
-          return 2;
-        }
+      td_perf_model m; /* the library's operators read it leniently: the CLI refuses a broken one */
+      if (c->reads_model && td_perf_model_load_checked(&m) != TD_OK) {
+        fprintf(stderr, "tdist %s: %s\n", c->name, td_last_error());
+        return 2;
       }
       return td__commands[i].main(argc - 1, argv + 1);
     }
