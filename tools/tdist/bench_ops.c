@@ -25,7 +25,7 @@
 #include "bench.h"
 #include "bench_ops.h"
 
-enum { BO_MAX_SIDES = 8, BO_MAX_SHAPES = 64, BO_SAMPLE_ROWS = 24 };
+enum { BO_MAX_SIDES = 10, BO_MAX_SHAPES = 64, BO_SAMPLE_ROWS = 24 };
 
 typedef struct bo_opts {
   td_tp_kind kind;
@@ -41,8 +41,10 @@ typedef struct bo_opts {
 
 typedef struct bo_side {
   char name[32];
-  td_tp_variant forced; /* TD_TP_AUTO for auto; -1 for the baseline */
+  td_tp_variant forced; /* TD_TP_AUTO for auto; -1 for a side from outside tdist */
   td_tp_variant ran;
+  int mode;    /* -1: a tdist side; else the bo_base_mode of a side from outside tdist (the first sides) */
+  int skipped; /* an outside side that does not apply here (reason in msg): not a failure */
   int ok;
   char msg[256];
   double p50, p99, max_rel_diff;
@@ -129,6 +131,14 @@ static double bo_diff(const bo_case *bc, const td_tp_layout *lc, const void *x, 
   return err / ref;
 }
 
+/* The sides from outside tdist come first; the first tdist side (auto) follows them. */
+static int bo_first_tdist(const bo_case *bc) {
+  int s = 0;
+  while (s < bc->nsides - 1 && bc->side[s].mode >= 0)
+    s++;
+  return s;
+}
+
 static td_status bo_rank(td_world *w, int rank, void *arg) {
   bo_case *bc = arg;
   const bo_opts *o = bc->o;
@@ -142,10 +152,12 @@ static td_status bo_rank(td_world *w, int rank, void *arg) {
   }
   td_tp_op *op[BO_MAX_SIDES] = {0};
   void *c[BO_MAX_SIDES] = {0};
-  bo_base *base = NULL;
+  bo_base *base[BO_MAX_SIDES] = {0}; /* the sides from outside tdist */
   td_status st = TD_OK;
   /* Sides are created one at a time between barriers, so rank 0 can read the memory each adds. */
   for (int s = 1; s < ns; s++) {
+    if (bc->side[s].mode >= 0)
+      continue;
     size_t before = 0;
     if (td_team_sync(t) != TD_OK)
       return TD_ERR_TIMEOUT;
@@ -195,20 +207,24 @@ static td_status bo_rank(td_world *w, int rank, void *arg) {
       st = TD_ERR_NO_MEMORY;
   }
   char msg[256] = "";
-  if (st == TD_OK) {
+  for (int s = 0; s < ns && st == TD_OK; s++) {
+    if (bc->side[s].mode < 0)
+      continue;
     size_t before = 0;
     td_team_sync(t);
     if (rank == 0)
       before = bo_mem_used(o->cuda, w);
-    int rc = bo_base_create(o->cuda, o->kind, &bc->s, o->dt, t, lay, a, b, c[0], &base, msg, sizeof msg);
+    int rc = bo_base_create(o->cuda, (bo_base_mode)bc->side[s].mode, o->kind, &bc->s, o->dt, t, lay, a, b, c[s],
+                            &base[s], msg, sizeof msg);
     td_team_sync(t);
     if (rank == 0) {
-      bc->side[0].ok = rc == 0;
+      bc->side[s].ok = rc == 0;
+      bc->side[s].skipped = rc == 1; /* decided alike on every rank */
       if (rc)
-        snprintf(bc->side[0].msg, sizeof bc->side[0].msg, "%s", msg);
+        snprintf(bc->side[s].msg, sizeof bc->side[s].msg, "%s", msg);
       else {
         size_t after = bo_mem_used(o->cuda, w);
-        bc->side[0].mem_bytes = after > before ? (after - before) / (o->cuda ? (size_t)n : 1) : 0;
+        bc->side[s].mem_bytes = after > before ? (after - before) / (o->cuda ? (size_t)n : 1) : 0;
       }
     }
   }
@@ -217,12 +233,13 @@ static td_status bo_rank(td_world *w, int rank, void *arg) {
   int total = o->warmup + o->iters;
   for (int it = 0; it < total && st == TD_OK; it++)
     for (int s = 0; s < ns && st == TD_OK; s++) {
-      if (s == 0 ? !base : !op[s])
+      int outside = bc->side[s].mode >= 0;
+      if (outside ? !base[s] : !op[s])
         continue;
       st = td_team_sync(t);
       double t0 = bo_now();
-      if (st == TD_OK && s == 0)
-        st = bo_base_run(base, msg, sizeof msg) ? TD_ERR_INTERNAL : TD_OK;
+      if (st == TD_OK && outside)
+        st = bo_base_run(base[s], msg, sizeof msg) ? TD_ERR_INTERNAL : TD_OK;
       else if (st == TD_OK)
         st = bo_call(o->kind, op[s], c[s], a, b);
       double dt = bo_now() - t0;
@@ -246,17 +263,20 @@ static td_status bo_rank(td_world *w, int rank, void *arg) {
         }
       }
       if (st != TD_OK && rank == 0)
-        snprintf(bc->msg, sizeof bc->msg, "side %s: %s", bc->side[s].name, s == 0 ? msg : td_last_error());
+        snprintf(bc->msg, sizeof bc->msg, "side %s: %s", bc->side[s].name, outside ? msg : td_last_error());
     }
-  /* Compare each tdist side's C with the baseline's (or with auto's when there is no baseline). */
-  int refside = base ? 0 : 1;
+  /* Compare each side's C with the baseline's (or with auto's when there is
+   * no baseline); gemm only computes no operator result. */
+  int refside = base[0] ? 0 : bo_first_tdist(bc);
   for (int s = 1; s < ns && st == TD_OK; s++) {
-    if (!op[s] || s == refside)
+    int outside = bc->side[s].mode >= 0;
+    if (s == refside || (outside ? !base[s] || bc->side[s].mode == BO_BASE_GEMM : !op[s]))
       continue;
     bc->diff[s][rank] = bo_diff(bc, &lc, c[s], c[refside]);
   }
   td_team_sync(t);
-  bo_base_destroy(base);
+  for (int s = 0; s < ns; s++)
+    bo_base_destroy(base[s]);
   for (int s = 1; s < ns; s++)
     td_tp_destroy(op[s]);
   for (int s = 0; s < ns; s++)
@@ -273,7 +293,13 @@ static void bo_add_side(bo_case *bc, const char *name, td_tp_variant v) {
   memset(s, 0, sizeof *s);
   snprintf(s->name, sizeof s->name, "%s", name);
   s->forced = v;
+  s->mode = -1;
   s->ok = 1;
+}
+
+static void bo_add_outside(bo_case *bc, bo_base_mode mode) {
+  bo_add_side(bc, bo_base_mode_name(mode), (td_tp_variant)-1);
+  bc->side[bc->nsides - 1].mode = (int)mode;
 }
 
 static double bo_flops(const bo_opts *o, const bo_shape *s) {
@@ -285,7 +311,12 @@ static int bo_run_case(const bo_opts *o, const bo_shape *shape, cJSON *results) 
   memset(&bc, 0, sizeof bc);
   bc.o = o;
   bc.s = *shape;
-  bo_add_side(&bc, "baseline", (td_tp_variant)-1);
+  bo_add_outside(&bc, BO_BASE_SEQ);
+  if (o->cuda) { /* NCCL + cuBLAS (skipped with the reason when ranks share a GPU), and its GEMM alone */
+    bo_add_outside(&bc, BO_BASE_NCCL);
+    if (o->kind != TD_TP_ALL_REDUCE)
+      bo_add_outside(&bc, BO_BASE_GEMM);
+  }
   bo_add_side(&bc, "tdist auto", TD_TP_AUTO);
   char list[160];
   snprintf(list, sizeof list, "%s", o->variants);
@@ -321,7 +352,10 @@ static int bo_run_case(const bo_opts *o, const bo_shape *shape, cJSON *results) 
     bc.side[s].p99 = per[(int)ceil(0.99 * (o->iters - 1))];
   }
   free(per);
-  double flops = bo_flops(o, &bc.s), base50 = bc.side[0].ok ? bc.side[0].p50 : 0;
+  double flops = bo_flops(o, &bc.s), base50 = bc.side[0].ok ? bc.side[0].p50 : 0, nccl50 = 0;
+  for (int s = 0; s < bc.nsides; s++)
+    if (bc.side[s].mode == BO_BASE_NCCL && bc.side[s].ok && st == TD_OK)
+      nccl50 = bc.side[s].p50;
   cJSON *jc = cJSON_CreateObject();
   cJSON_AddStringToObject(jc, "case", bc.s.name);
   if (o->kind == TD_TP_ALL_REDUCE) {
@@ -339,13 +373,18 @@ static int bo_run_case(const bo_opts *o, const bo_shape *shape, cJSON *results) 
     bo_side *sd = &bc.side[s];
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "side", sd->name);
-    cJSON_AddStringToObject(j, "variant", s == 0 ? "sequential (outside tdist)" : td_tp_variant_name(sd->ran));
+    int outside = sd->mode >= 0, gemm_only = sd->mode == BO_BASE_GEMM;
+    const char *variant = outside ? bo_base_mode_variant((bo_base_mode)sd->mode) : td_tp_variant_name(sd->ran);
+    cJSON_AddStringToObject(j, "variant", !outside ? variant
+                                          : sd->mode == BO_BASE_NCCL ? "NCCL collective + cuBLAS GEMM (outside tdist)"
+                                          : gemm_only ? "cuBLAS GEMM alone, no communication (outside tdist)"
+                                                      : "sequential (outside tdist)");
     if (!sd->ok || st != TD_OK) {
-      cJSON_AddStringToObject(j, "error", sd->msg[0] ? sd->msg : "case failed");
+      cJSON_AddStringToObject(j, sd->skipped ? "skipped" : "error", sd->msg[0] ? sd->msg : "case failed");
       /* a missing baseline is said once above the table (no_base_note) */
       const char *why = s == 0 && o->no_base_note ? "none (see above)" : sd->msg[0] ? sd->msg : bc.msg;
-      printf("| %-22s | %-16s | %-12s | n/a | n/a | n/a | n/a | n/a | n/a | %s |\n", bc.s.name, sd->name,
-             s == 0 ? "sequential" : td_tp_variant_name(sd->ran), why);
+      printf("| %-22s | %-16s | %-12s | n/a | n/a | n/a | n/a | n/a | n/a | n/a | %s |\n", bc.s.name, sd->name,
+             variant, why);
     } else {
       double tf = flops > 0 ? flops / sd->p50 * 1e-12 : 0;
       /* all_reduce: algorithm bandwidth in GB/s in the same column. */
@@ -355,24 +394,28 @@ static int bo_run_case(const bo_opts *o, const bo_shape *shape, cJSON *results) 
       /* Without a baseline there is no speedup, and the differences are
        * against tdist auto: none for auto itself (it would be 0 by
        * construction), so those cells say so instead of a number. */
-      int refside = bc.side[0].ok ? 0 : 1;
-      char spt[16] = "-", dft[16] = "n/a";
+      int refside = bc.side[0].ok ? 0 : bo_first_tdist(&bc);
+      char spt[16] = "-", snc[16] = "-", dft[16] = "n/a";
       cJSON_AddNumberToObject(j, "p50_s", sd->p50);
       cJSON_AddNumberToObject(j, "p99_s", sd->p99);
       cJSON_AddNumberToObject(j, "tflops", tf);
-      if (base50 > 0) {
+      if (base50 > 0 && !gemm_only) {
         cJSON_AddNumberToObject(j, "speedup_vs_baseline", base50 / sd->p50);
         snprintf(spt, sizeof spt, "%6.3f", base50 / sd->p50);
       }
+      if (nccl50 > 0 && !gemm_only && sd->mode != BO_BASE_NCCL) {
+        cJSON_AddNumberToObject(j, "speedup_vs_nccl_cublas", nccl50 / sd->p50);
+        snprintf(snc, sizeof snc, "%6.3f", nccl50 / sd->p50);
+      }
       cJSON_AddNumberToObject(j, "memory_bytes_per_rank", (double)sd->mem_bytes);
-      if (s != refside && s != 0) {
+      if (s != refside && s != 0 && !gemm_only) {
         cJSON_AddNumberToObject(j, "max_rel_diff", sd->max_rel_diff);
         cJSON_AddStringToObject(j, "diff_against", refside ? "tdist auto" : "baseline");
         snprintf(dft, sizeof dft, "%8.2e", sd->max_rel_diff);
       }
-      printf("| %-22s | %-16s | %-12s | %9.3f | %9.3f | %7.3f | %6s | %8.1f | %8s | |\n", bc.s.name, sd->name,
-             s == 0 ? "sequential" : td_tp_variant_name(sd->ran), sd->p50 * 1e3, sd->p99 * 1e3, rate, spt,
-             (double)sd->mem_bytes / 1048576.0, dft);
+      printf("| %-22s | %-16s | %-12s | %9.3f | %9.3f | %7.3f | %6s | %7s | %8.1f | %8s | %s |\n", bc.s.name,
+             sd->name, variant, sd->p50 * 1e3, sd->p99 * 1e3, rate, spt, snc, (double)sd->mem_bytes / 1048576.0, dft,
+             gemm_only ? "GEMM alone (floor term)" : "");
     }
     cJSON_AddItemToArray(js, j);
   }
@@ -383,7 +426,7 @@ static int bo_run_case(const bo_opts *o, const bo_shape *shape, cJSON *results) 
    * (no_base_note: cpu without f32) is not a failure. */
   int failed = st != TD_OK;
   for (int s = 0; s < bc.nsides; s++)
-    if (!bc.side[s].ok && !(s == 0 && o->no_base_note))
+    if (!bc.side[s].ok && !bc.side[s].skipped && !(s == 0 && o->no_base_note))
       failed = 1;
   return failed;
 }
@@ -541,8 +584,11 @@ static void bo_usage(FILE *f, const char *kind) {
           "--warmup 0..10000, --chunks 0..64, --compute-workers/--comm-workers 0..1024 (0: chosen),\n"
           "--m and --shape dims 1..1048576. --shape/--m/--models apply to the GEMM operators only,\n"
           "--sizes to all_reduce only. A line on stderr reports each case as it starts.\n"
-          "Ranks are threads of one process; on cuda they share the GPU: correctness and overhead,\n"
-          "not interconnect speed.\n",
+          "Ranks are threads of one process; on cuda rank r uses GPU r %% GPUs. Sides from outside\n"
+          "tdist on cuda: the sequential baseline (peer copies + cuBLAS), nccl+cublas (NCCL collective\n"
+          "+ cuBLAS GEMM; skipped when ranks share a GPU) and gemm only (its GEMM alone, the floor's\n"
+          "GEMM term); 'vs nccl' is each side's speedup over nccl+cublas. Ranks sharing a GPU\n"
+          "measure correctness and overhead, not interconnect speed.\n",
           kind);
 }
 
@@ -703,14 +749,16 @@ static int bo_main(td_tp_kind kind, int argc, char **argv) {
   }
   o.no_base_note = !o.cuda && o.dt != TD_F32 && kind != TD_TP_ALL_REDUCE;
   cJSON *root = cJSON_CreateObject(), *env = cJSON_AddObjectToObject(root, "environment");
-  bo_env(o.cuda, env);
+  bo_env(o.cuda, o.ranks, env);
   cJSON_AddStringToObject(root, "operator", td_tp_kind_name(kind));
   cJSON_AddStringToObject(root, "backend", o.cuda ? "cuda" : "cpu");
   cJSON_AddNumberToObject(root, "ranks", o.ranks);
   cJSON_AddStringToObject(root, "dtype", td_dtype_name(o.dt));
   cJSON_AddNumberToObject(root, "iters", o.iters);
-  cJSON_AddStringToObject(root, "note", o.cuda ? "ranks share one GPU (local): correctness and overhead, not "
-                                                 "interconnect speed" : "ranks are threads of one process");
+  cJSON_AddStringToObject(root, "note", o.cuda ? "ranks are threads of one process, rank r on GPU r % GPUs (see "
+                                                 "environment.placement); ranks sharing a GPU measure correctness "
+                                                 "and overhead, not interconnect speed"
+                                               : "ranks are threads of one process");
   cJSON *results = cJSON_AddArrayToObject(root, "results");
   printf("# tdist bench %s: backend %s, %d ranks, %s, %d iters (p50/p99 of the slowest rank per call)\n",
          argv[0], o.cuda ? "cuda" : "cpu", o.ranks, td_dtype_name(o.dt), o.iters);
@@ -721,9 +769,9 @@ static int bo_main(td_tp_kind kind, int argc, char **argv) {
     printf("no baseline on cpu for %s (OpenBLAS sgemm is f32 only): speedup '-'; max rel diff is against tdist "
            "auto ('n/a' on auto itself)\n", td_dtype_name(o.dt));
   printf("\n");
-  printf("| case | side | variant | p50 ms | p99 ms | %s | speedup | MiB/rank | max rel diff | note |\n",
+  printf("| case | side | variant | p50 ms | p99 ms | %s | speedup | vs nccl | MiB/rank | max rel diff | note |\n",
          kind == TD_TP_ALL_REDUCE ? "GB/s" : "TFLOP/s");
-  printf("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n");
+  printf("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n");
   int rc = 0;
   for (int i = 0; i < ns; i++) {
     char label[40];

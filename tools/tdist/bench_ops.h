@@ -1,12 +1,19 @@
 /* SPDX-License-Identifier: Apache-2.0
  * `tdist bench ag_gemm|gemm_rs|gemm_ar|all_reduce` (tools layer): what the
- * driver (bench_ops.c) and the baselines and device helpers
- * (bench_ops_base.c) share. The baseline of a case is the sequential one
- * built from outside tdist: on cpu the host collective (coll.h) then one
- * OpenBLAS sgemm; on cuda the collective done by cudaMemcpyAsync copies and
- * cuBLAS axpy reductions between ranks sharing the GPU (what NCCL would do at
- * best; NCCL itself refuses two ranks on one GPU), then cuBLAS GEMM, all on
- * the rank's one stream. */
+ * driver (bench_ops.c) and the sides from outside tdist (bench_ops_base.c,
+ * bench_ops_cuda.c, bench_ops_nccl.c) share. Those sides are:
+ *   sequential   on cpu the host collective (coll.h) then one OpenBLAS
+ *                sgemm; on cuda the collective done by cudaMemcpyAsync copies
+ *                and cuBLAS axpy reductions straight from the peers' buffers
+ *                (works with ranks sharing one GPU, where NCCL refuses to
+ *                run), then cuBLAS GEMM, all on the rank's one stream;
+ *   nccl+cublas  cuda with every rank on its own GPU: one NCCL communicator
+ *                per rank and ncclAllGather / ncclReduceScatter /
+ *                ncclAllReduce beside cublasGemmEx on the rank's stream (the
+ *                baseline the field compares against); skipped, with the
+ *                reason, when ranks share a GPU;
+ *   gemm only    cuda: that side's cuBLAS GEMM alone, no communication (the
+ *                GEMM term of an operator's floor). */
 #ifndef TD_TOOLS_BENCH_OPS_H
 #define TD_TOOLS_BENCH_OPS_H
 
@@ -31,15 +38,31 @@ int bo_rows_to_host(int cuda, void *dst, const void *p, int64_t row0, int64_t ro
                     td_dtype dt);
 /* Bytes of device memory in use (cuda) or of the symmetric heap (cpu). */
 size_t bo_mem_used(int cuda, td_world *w);
-/* Environment lines for the report: fills a cJSON object (opaque here). */
-void bo_env(int cuda, void *json_obj);
+/* Environment lines for the report: fills a cJSON object (opaque here).
+ * On cuda also the GPU count, the placement of `ranks` ranks, NCCL's
+ * version, the peer links of every GPU pair (cudaDeviceGetP2PAttribute) and
+ * `nvidia-smi topo -m`; sets NCCL_NVLS_ENABLE=0 when unset (NVLink
+ * multicast stays off). Call before any rank thread starts (it may setenv). */
+void bo_env(int cuda, int ranks, void *json_obj);
 /* Binds the calling thread to the rank's device (cuda: device 0 .. count-1). */
 int bo_set_device(int cuda, int rank);
 
+/* Which side from outside tdist a bo_base is. */
+typedef enum bo_base_mode {
+  BO_BASE_SEQ = 0,  /* the sequential baseline (cpu and cuda) */
+  BO_BASE_NCCL = 1, /* cuda, one GPU per rank: NCCL collective + cuBLAS GEMM */
+  BO_BASE_GEMM = 2, /* cuda: the nccl+cublas side's GEMM alone (GEMM operators only) */
+} bo_base_mode;
+/* The side's name in the table ("baseline", "nccl+cublas", "gemm only") and
+ * its variant column ("sequential", "nccl", "cublas"). */
+const char *bo_base_mode_name(bo_base_mode mode);
+const char *bo_base_mode_variant(bo_base_mode mode);
+
 typedef struct bo_base bo_base;
-/* The baseline's state (shared by bench_ops_base.c and bench_ops_cuda.c). */
+/* A side's state (shared by bench_ops_base.c, bench_ops_cuda.c and bench_ops_nccl.c). */
 struct bo_base {
   int cuda;
+  bo_base_mode mode;
   td_tp_kind kind;
   bo_shape s;
   td_dtype dt;
@@ -53,19 +76,38 @@ struct bo_base {
   uint64_t *peer_a, *peer_c, *peer_w; /* cuda: every rank's pointers */
   void *stream; /* cuda: cudaStream_t */
   void *blas;   /* cuda: cublasHandle_t */
+  void *nccl;   /* nccl+cublas: ncclComm_t */
+  double timeout_s; /* nccl+cublas: deadline of one wait (TD_TIMEOUT_MS) */
 };
 
 #ifdef TD_HAVE_GEMM_CUDA
-int bo_cuda_setup(bo_base *b, char *msg, size_t msg_size);
+/* Collective: `local_ok` is this rank's readiness (scratch allocated); every
+ * rank learns every rank's, so all fail or skip together (same return). */
+int bo_cuda_setup(bo_base *b, int local_ok, char *msg, size_t msg_size);
 int bo_cuda_run(bo_base *b, char *msg, size_t msg_size);
 void bo_cuda_release(bo_base *b);
+/* bench_ops_nccl.c. Setup: collective; 1 = skipped (ranks share a GPU, or no
+ * NCCL in this build), same on every rank. Run: one call of the NCCL side
+ * (with_comm) or its GEMM alone, waited for with the deadline. */
+int bo_nccl_setup(bo_base *b, const int *devices, char *msg, size_t msg_size);
+int bo_nccl_run(bo_base *b, int with_comm, char *msg, size_t msg_size);
+void bo_nccl_release(bo_base *b);
+/* The GPU count, where `ranks` ranks run (rank r on GPU r % count), the
+ * peer links of every ordered GPU pair and `nvidia-smi topo -m`, into a
+ * cJSON object. */
+void bo_cuda_env(void *json_obj, int ranks);
+/* NCCL's version as "2.28.9" into buf ("none" without NCCL in this build). */
+void bo_nccl_version(char *buf, size_t size);
 #endif
-/* Collective over the team: makes the baseline of one case, reading this
- * rank's operands a, b laid out as op's (td_tp_operand). Returns 0, or -1
- * with a message in msg. */
-int bo_base_create(int cuda, td_tp_kind kind, const bo_shape *s, td_dtype dt, td_team *team, const td_tp_op *op,
-                   const void *a, const void *b, void *c, bo_base **out, char *msg, size_t msg_size);
-/* One call: c = the operator's result, by the sequential route. Blocking. */
+/* Collective over the team: makes the side `mode` of one case, reading this
+ * rank's operands a, b laid out as op's (td_tp_operand). Returns 0; 1 when
+ * the side does not apply here (ranks sharing a GPU for nccl+cublas; the
+ * reason in msg, the same on every rank); or -1 with a message in msg. */
+int bo_base_create(int cuda, bo_base_mode mode, td_tp_kind kind, const bo_shape *s, td_dtype dt, td_team *team,
+                   const td_tp_op *op, const void *a, const void *b, void *c, bo_base **out, char *msg,
+                   size_t msg_size);
+/* One call: c = the operator's result by the side's route (gemm only: the
+ * GEMM's output, not the operator's). Blocking. */
 int bo_base_run(bo_base *b, char *msg, size_t msg_size);
 void bo_base_destroy(bo_base *b);
 

@@ -1,16 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0
- * `tdist bench` for the tensor-parallel operators (tools layer): the
- * sequential baselines and the memory helpers of both backends.
+ * `tdist bench` for the tensor-parallel operators (tools layer): the sides
+ * from outside tdist (creation, dispatch) and the memory and environment
+ * helpers of both backends.
  *
  * cpu baseline (f32): the host collective of coll.h on the padded local
  * buffers, then OpenBLAS sgemm (ag_gemm: all_gather then one GEMM over the
  * gathered rows; gemm_rs: one GEMM per destination's rows into a padded
  * partial, then reduce_scatter; gemm_ar: GEMM then all_reduce).
- * cuda baseline (ranks are threads sharing the GPU): peers' buffers are
- * reached by their device pointers (exchanged once); the collective is done
- * by cudaMemcpyAsync copies and cublasAxpyEx reductions (f32 accumulate) in
- * rank order on the rank's one stream, with a host barrier wherever a rank
- * needs every peer's data, then cuBLAS GEMM (cublasGemmEx, f32 compute). */
+ * cuda sides: the sequential baseline of peer copies + cuBLAS
+ * (bench_ops_cuda.c), NCCL + cuBLAS with one GPU per rank and the GEMM alone
+ * (bench_ops_nccl.c). */
 #include <cblas.h>
 #include <math.h>
 #include <stdio.h>
@@ -122,7 +121,15 @@ size_t bo_mem_used(int cuda, td_world *w) {
   return used;
 }
 
-void bo_env(int cuda, void *json_obj) {
+const char *bo_base_mode_name(bo_base_mode mode) {
+  return mode == BO_BASE_NCCL ? "nccl+cublas" : mode == BO_BASE_GEMM ? "gemm only" : "baseline";
+}
+
+const char *bo_base_mode_variant(bo_base_mode mode) {
+  return mode == BO_BASE_NCCL ? "nccl" : mode == BO_BASE_GEMM ? "cublas" : "sequential";
+}
+
+void bo_env(int cuda, int ranks, void *json_obj) {
   cJSON *e = json_obj;
   char rev[64] = "unknown";
   const char *env_rev = getenv("TD_GIT_REV"); /* set by scripts where the tree has no .git */
@@ -160,12 +167,21 @@ void bo_env(int cuda, void *json_obj) {
       pclose(g);
     }
     cJSON_AddStringToObject(e, "driver", dv);
+    /* NVLink multicast can take a shared host's GPUs out of service: off
+     * unless the caller set it (before any thread: setenv is not thread-safe). */
+    setenv("NCCL_NVLS_ENABLE", "0", 0);
+    cJSON_AddStringToObject(e, "NCCL_NVLS_ENABLE", getenv("NCCL_NVLS_ENABLE"));
+    char nv[32];
+    bo_nccl_version(nv, sizeof nv);
+    cJSON_AddStringToObject(e, "nccl", nv);
+    bo_cuda_env(e, ranks); /* GPU count, placement, peer links, nvidia-smi topo -m */
+    return;
   }
 #endif
-  cJSON_AddStringToObject(e, "nccl", "not used: NCCL refuses two ranks on one GPU; the baseline collective is "
-                                     "cudaMemcpyAsync copies + cuBLAS axpy (cuda) or tdist host collectives (cpu)");
-  cJSON_AddStringToObject(e, "interconnect", cuda ? "none: ranks share one GPU (transport local)"
-                                                  : "shared memory (ranks are threads of one process)");
+  (void)ranks;
+  cJSON_AddStringToObject(e, "nccl", cuda ? "none: this build has no CUDA backend"
+                                          : "not used: the cpu baseline collective is tdist's host collectives");
+  cJSON_AddStringToObject(e, "interconnect", "shared memory (ranks are threads of one process)");
 }
 
 /* ---- cpu baseline ---- */
@@ -215,9 +231,13 @@ static int bo_cpu_run(bo_base *B, char *msg, size_t ms) {
   return 0;
 }
 
-int bo_base_create(int cuda, td_tp_kind kind, const bo_shape *s, td_dtype dt, td_team *team, const td_tp_op *op,
-                   const void *a, const void *b, void *c, bo_base **out, char *msg, size_t ms) {
+int bo_base_create(int cuda, bo_base_mode mode, td_tp_kind kind, const bo_shape *s, td_dtype dt, td_team *team,
+                   const td_tp_op *op, const void *a, const void *b, void *c, bo_base **out, char *msg, size_t ms) {
   int n = td_team_size(team);
+  if (!cuda && mode != BO_BASE_SEQ) { /* the same answer on every rank */
+    snprintf(msg, ms, "skipped: %s needs --backend cuda", bo_base_mode_name(mode));
+    return 1;
+  }
   if (n > 64) {
     snprintf(msg, ms, "baseline: at most 64 ranks");
     return -1;
@@ -231,7 +251,7 @@ int bo_base_create(int cuda, td_tp_kind kind, const bo_shape *s, td_dtype dt, td
     snprintf(msg, ms, "baseline: out of memory");
     return -1;
   }
-  B->cuda = cuda, B->kind = kind, B->s = *s, B->dt = dt, B->team = team;
+  B->cuda = cuda, B->mode = mode, B->kind = kind, B->s = *s, B->dt = dt, B->team = team;
   B->n = n, B->me = td_team_rank(team), B->a = a, B->b = b, B->c = c;
   for (int r = 0; r < n; r++) {
     td_tp_operand(op, TD_TP_A, r, &B->la[r]);
@@ -239,23 +259,26 @@ int bo_base_create(int cuda, td_tp_kind kind, const bo_shape *s, td_dtype dt, td
   }
   td_tp_operand(op, TD_TP_B, B->me, &B->lb);
   size_t es = bo_es(dt);
+  /* nccl+cublas and gemm only: the gathered A (ag_gemm) or the padded
+   * per-destination partials (gemm_rs); gemm_ar reduces C in place. */
+  int own = mode != BO_BASE_SEQ;
   switch (kind) {
-  case TD_TP_AG_GEMM: B->work_bytes = (size_t)n * B->la[0].bytes + (size_t)s->m * (size_t)s->k * es; break;
-  case TD_TP_GEMM_RS: B->work_bytes = (size_t)n * B->lc[0].bytes + (size_t)s->m * (size_t)s->n * es; break;
-  case TD_TP_GEMM_AR: B->work_bytes = (size_t)s->m * (size_t)s->n * es; break;
+  case TD_TP_AG_GEMM: B->work_bytes = (size_t)n * B->la[0].bytes + (own ? 0 : (size_t)s->m * (size_t)s->k * es); break;
+  case TD_TP_GEMM_RS: B->work_bytes = (size_t)n * B->lc[0].bytes + (own ? 0 : (size_t)s->m * (size_t)s->n * es); break;
+  case TD_TP_GEMM_AR: B->work_bytes = own ? es : (size_t)s->m * (size_t)s->n * es; break;
   default: B->work_bytes = es; break;
   }
   B->work = bo_alloc(cuda, B->work_bytes);
   int rc = B->work ? 0 : -1;
   if (rc)
-    snprintf(msg, ms, "baseline: cannot allocate %zu bytes of scratch", B->work_bytes);
+    snprintf(msg, ms, "%s: cannot allocate %zu bytes of scratch", bo_base_mode_name(mode), B->work_bytes);
 #ifdef TD_HAVE_GEMM_CUDA
-  if (rc == 0 && cuda)
-    rc = bo_cuda_setup(B, msg, ms);
+  if (cuda) /* collective even when this rank failed: the others learn it instead of waiting */
+    rc = bo_cuda_setup(B, rc == 0, msg, ms);
 #endif
   if (rc) {
     bo_base_destroy(B);
-    return -1;
+    return rc > 0 ? 1 : -1;
   }
   *out = B;
   return 0;

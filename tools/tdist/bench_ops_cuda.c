@@ -1,17 +1,22 @@
 /* SPDX-License-Identifier: Apache-2.0
  * `tdist bench` for the tensor-parallel operators, cuda part (tools layer):
- * the sequential baseline when ranks are threads sharing one GPU. NCCL
- * refuses two ranks on one GPU, so the collective is done the way NCCL
- * would at best on a local transport: cudaMemcpyAsync copies straight from
- * the peers' buffers and cublasAxpyEx reductions (f32 accumulate, rank
+ * the setup every cuda side outside tdist shares (stream, cuBLAS handle, the
+ * agreement on which GPU each rank uses), the environment's GPU links, and
+ * the sequential baseline written for ranks that are threads sharing one
+ * GPU, where NCCL refuses to run. That baseline does the collective the way
+ * NCCL would at best on a local transport: cudaMemcpyAsync copies straight
+ * from the peers' buffers and cublasAxpyEx reductions (f32 accumulate, rank
  * order 0..n-1), then cuBLAS GEMM (cublasGemmEx, f32 compute), all on the
  * rank's one stream; a host barrier (after a stream sync) sits wherever a
- * rank needs every peer's data. Built only with the CUDA backend. */
+ * rank needs every peer's data. With ranks on several GPUs the peers' memory
+ * is reached through peer access, enabled here. The NCCL + cuBLAS side is in
+ * bench_ops_nccl.c. Built only with the CUDA backend. */
 #ifdef TD_HAVE_GEMM_CUDA
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
@@ -38,7 +43,29 @@ static cudaDataType bo_cuda_type(td_dtype dt) {
     }                                                                                 \
   } while (0)
 
-int bo_cuda_setup(bo_base *B, char *msg, size_t ms) {
+/* Peer access from this rank's GPU to every other GPU a rank uses, so the
+ * baseline's axpy kernels can read peers' buffers ("already enabled" is fine:
+ * another side or rank thread did it). */
+static int bo_peer_access(const int *devices, int n, char *msg, size_t ms) {
+  int me = 0;
+  BO_CU(cudaGetDevice(&me));
+  for (int r = 0; r < n; r++) {
+    int ok = 0, d = devices[r];
+    if (d == me || cudaDeviceCanAccessPeer(&ok, me, d) != cudaSuccess || !ok)
+      continue;
+    cudaError_t e = cudaDeviceEnablePeerAccess(d, 0);
+    if (e == cudaErrorPeerAccessAlreadyEnabled)
+      cudaGetLastError(); /* clears the sticky-free error it set */
+    else if (e != cudaSuccess) {
+      snprintf(msg, ms, "cuda baseline: cudaDeviceEnablePeerAccess(GPU %d -> GPU %d): %s", me, d,
+               cudaGetErrorString(e));
+      return -1;
+    }
+  }
+  return 0;
+}
+
+static int bo_cuda_local(bo_base *B, char *msg, size_t ms) {
   cudaStream_t s = NULL;
   cublasHandle_t h = NULL;
   BO_CU(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
@@ -46,28 +73,68 @@ int bo_cuda_setup(bo_base *B, char *msg, size_t ms) {
   BO_BL(cublasCreate(&h));
   B->blas = h;
   BO_BL(cublasSetStream(h, s));
-  uint64_t mine[3] = {(uint64_t)(uintptr_t)B->a, (uint64_t)(uintptr_t)B->c, (uint64_t)(uintptr_t)B->work};
-  uint64_t *all = calloc((size_t)B->n * 3, sizeof *all);
-  B->peer_a = calloc((size_t)B->n, sizeof *B->peer_a);
-  B->peer_c = calloc((size_t)B->n, sizeof *B->peer_c);
-  B->peer_w = calloc((size_t)B->n, sizeof *B->peer_w);
-  if (!all || !B->peer_a || !B->peer_c || !B->peer_w) {
-    free(all);
-    snprintf(msg, ms, "cuda baseline: out of memory");
-    return -1;
-  }
-  td_status st = td_all_gather(B->team, all, mine, 3, TD_I64);
-  for (int r = 0; r < B->n; r++)
-    B->peer_a[r] = all[3 * r], B->peer_c[r] = all[3 * r + 1], B->peer_w[r] = all[3 * r + 2];
-  free(all);
-  if (st != TD_OK) {
-    snprintf(msg, ms, "cuda baseline: pointer exchange: %s", td_last_error());
-    return -1;
-  }
   return 0;
 }
 
+int bo_cuda_setup(bo_base *B, int local_ok, char *msg, size_t ms) {
+  /* Stream and handle first, then one exchange: (ok, GPU, A, C, scratch) of
+   * every rank, so a rank that failed makes every rank fail with its name
+   * and message instead of leaving the others waiting. */
+  char mine_msg[256] = "";
+  if (local_ok && bo_cuda_local(B, mine_msg, sizeof mine_msg))
+    local_ok = 0;
+  else if (!local_ok)
+    snprintf(mine_msg, sizeof mine_msg, "%s", msg);
+  int dev = -1;
+  cudaGetDevice(&dev);
+  enum { F = 5 };
+  uint64_t mine[F] = {(uint64_t)local_ok, (uint64_t)(int64_t)dev, (uint64_t)(uintptr_t)B->a,
+                      (uint64_t)(uintptr_t)B->c, (uint64_t)(uintptr_t)B->work};
+  uint64_t *all = calloc((size_t)B->n * F, sizeof *all);
+  int *devices = calloc((size_t)B->n, sizeof *devices);
+  B->peer_a = calloc((size_t)B->n, sizeof *B->peer_a);
+  B->peer_c = calloc((size_t)B->n, sizeof *B->peer_c);
+  B->peer_w = calloc((size_t)B->n, sizeof *B->peer_w);
+  /* Out of host memory on one rank: it still joins the exchange (with a
+   * stack copy), so the others fail at once too. */
+  uint64_t fallback[64 * F];
+  uint64_t *buf = all ? all : fallback;
+  int oom = !all || !devices || !B->peer_a || !B->peer_c || !B->peer_w;
+  if (oom) {
+    mine[0] = 0;
+    snprintf(mine_msg, sizeof mine_msg, "%s: out of host memory", bo_base_mode_name(B->mode));
+  }
+  td_status st = td_all_gather(B->team, buf, mine, F, TD_I64);
+  int rc = 0;
+  if (st != TD_OK) {
+    snprintf(msg, ms, "%s: setup exchange: %s", bo_base_mode_name(B->mode), td_last_error());
+    rc = -1;
+  }
+  for (int r = 0; r < B->n && rc == 0; r++)
+    if (!buf[F * r]) {
+      if (r == B->me)
+        snprintf(msg, ms, "%s", mine_msg);
+      else
+        snprintf(msg, ms, "%s: rank %d could not prepare (see its message; out of memory?)",
+                 bo_base_mode_name(B->mode), r);
+      rc = -1;
+    }
+  if (rc == 0)
+    for (int r = 0; r < B->n; r++) {
+      devices[r] = (int)(int64_t)buf[F * r + 1];
+      B->peer_a[r] = buf[F * r + 2], B->peer_c[r] = buf[F * r + 3], B->peer_w[r] = buf[F * r + 4];
+    }
+  if (rc == 0 && B->mode == BO_BASE_SEQ)
+    rc = bo_peer_access(devices, B->n, msg, ms);
+  else if (rc == 0)
+    rc = bo_nccl_setup(B, devices, msg, ms);
+  free(all);
+  free(devices);
+  return rc;
+}
+
 void bo_cuda_release(bo_base *B) {
+  bo_nccl_release(B);
   if (B->blas)
     cublasDestroy((cublasHandle_t)B->blas);
   if (B->stream)
@@ -139,6 +206,8 @@ static int bo_all_reduce(bo_base *B, const uint64_t *src, size_t count, void *c,
 }
 
 int bo_cuda_run(bo_base *B, char *msg, size_t ms) {
+  if (B->mode != BO_BASE_SEQ)
+    return bo_nccl_run(B, B->mode == BO_BASE_NCCL, msg, ms);
   size_t es = td_dtype_size(B->dt);
   cudaStream_t s = (cudaStream_t)B->stream;
   const td_tp_layout *la = &B->la[B->me], *lc = &B->lc[B->me];
@@ -175,6 +244,54 @@ int bo_cuda_run(bo_base *B, char *msg, size_t ms) {
   }
   BO_CU(cudaStreamSynchronize(s));
   return 0;
+}
+void bo_cuda_env(void *json_obj, int ranks) {
+  cJSON *e = json_obj;
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess)
+    count = 0;
+  cJSON_AddNumberToObject(e, "gpu_count", count);
+  char place[160];
+  int used = count < 1 ? 0 : ranks < count ? ranks : count;
+  snprintf(place, sizeof place, "%d ranks on %d GPU(s), rank r on GPU r %% %d: %s", ranks, used, count < 1 ? 1 : count,
+           ranks <= count ? "one GPU per rank" : "ranks share GPUs (nccl+cublas skipped)");
+  cJSON_AddStringToObject(e, "placement", place);
+  /* Every ordered pair: can it reach the peer's memory, native atomics, and
+   * CUDA's performance rank of the link (0 = best; NVLink vs PCIe). */
+  cJSON *links = cJSON_AddArrayToObject(e, "p2p");
+  for (int i = 0; i < count; i++)
+    for (int j = 0; j < count; j++) {
+      if (i == j)
+        continue;
+      int access = 0, atomics = 0, rank = -1;
+      cudaDeviceGetP2PAttribute(&access, cudaDevP2PAttrAccessSupported, i, j);
+      cudaDeviceGetP2PAttribute(&atomics, cudaDevP2PAttrNativeAtomicSupported, i, j);
+      cudaDeviceGetP2PAttribute(&rank, cudaDevP2PAttrPerformanceRank, i, j);
+      cJSON *l = cJSON_CreateObject();
+      cJSON_AddNumberToObject(l, "src", i);
+      cJSON_AddNumberToObject(l, "dst", j);
+      cJSON_AddBoolToObject(l, "access", access);
+      cJSON_AddBoolToObject(l, "native_atomics", atomics);
+      cJSON_AddNumberToObject(l, "performance_rank", rank);
+      cJSON_AddItemToArray(links, l);
+    }
+  cudaGetLastError(); /* an attribute query may leave an error behind */
+  /* nvidia-smi's view (NV18 = 18 NVLinks, SYS = across sockets ...), as text. */
+  char topo[4096] = "";
+  size_t len = 0;
+  FILE *f = count > 1 ? popen("nvidia-smi topo -m 2>/dev/null", "r") : NULL;
+  if (f) {
+    size_t got;
+    while (len < sizeof topo - 1 && (got = fread(topo + len, 1, sizeof topo - 1 - len, f)) > 0)
+      len += got;
+    topo[len] = 0;
+    pclose(f);
+  }
+  cJSON_AddStringToObject(e, "nvidia_smi_topo", len ? topo : count > 1 ? "unavailable" : "one GPU");
+  cJSON_AddStringToObject(e, "interconnect", count < 2 ? "none: one GPU, ranks share it (transport local)"
+                                                        : ranks <= count ? "peer links between the ranks' GPUs: see p2p, "
+                                                                           "nvidia_smi_topo"
+                                                                         : "ranks share GPUs: see p2p, nvidia_smi_topo");
 }
 #else
 typedef int bo_cuda_unused; /* ISO C wants a non-empty file */
