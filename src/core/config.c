@@ -78,6 +78,13 @@ static const td__cfg_var td__vars[] = {
      "default: the tuning cache's entry, else cuBLAS", td__check_fused_tile},
     {"TD_OPS_FUSED_AG_GEMMS", TD__CFG_INT, "0", 0, 8, "0,1,3,8",
      "fused ag_gemm: GEMMs per call, 1 (all rows), 3 (own, after, before) or 8 (one per rank); 0 = by shape", NULL},
+    {"TD_OPS_FUSED_AG", TD__CFG_STR, "auto", 0, 0, "auto,copy,direct",
+     "fused ag_gemm: copy (gather the peers' A rows, then GEMM) or direct (GEMMs read the peers' A in place, no "
+     "copy; ranks sharing one GPU); auto = direct on one shared GPU unless TD_OPS_FUSED_AG_GEMMS is set, else copy",
+     NULL},
+    {"TD_OPS_FUSED_RS", TD__CFG_STR, "auto", 0, 0, "auto,pull,push",
+     "fused gemm_rs / gemm_ar: pull (each rank reduces its rows from the peers' whole partials) or push (row blocks "
+     "pushed to their owner as each is computed); auto = push when some peer is on another GPU, else pull", NULL},
 };
 enum { TD__NVARS = sizeof td__vars / sizeof td__vars[0] };
 

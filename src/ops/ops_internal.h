@@ -62,13 +62,16 @@ typedef struct td__tp_fused_probe {
                   for the GEMM operators, it is compute capability 9.x */
   int64_t pid; /* this process */
   int64_t dev; /* the CUDA device this rank would use; -1 if none */
+  int64_t peers; /* bit d set: device `dev` can access device d's memory (cudaDeviceCanAccessPeer; its
+                    own bit set too); devices 0..63 */
 } td__tp_fused_probe;
 /** Fills *out for this rank (cuda builds ask the driver; others say not ok). */
 void td__tp_fused_probe_rank(const td__tp_desc *d, td_team *team, td__tp_fused_probe *out);
-/** AUTO's rule from every rank's probe: 1 when every rank is ok, all are
- * threads of one process and all use the same GPU; else 0 with the first
- * reason in why (may be NULL). Pure: the same probes give the same answer on
- * every rank. */
+/** AUTO's rule from every rank's probe (and create's, td__tp_fused_create):
+ * 1 when every rank is ok, all are threads of one process and every pair of
+ * distinct GPUs they use can access each other's memory (peer access); else
+ * 0 with the first reason in why (may be NULL). Pure: the same probes give
+ * the same answer on every rank. */
 int td__tp_fused_agree(const td__tp_fused_probe *all, int nranks, char *why, size_t why_size);
 /** Collective: whether AUTO runs TD_TP_FUSED for this operator: its static
  * rules (td__tp_fused_check), TD_OPS_FUSED (0 turns AUTO's choice off), then

@@ -13,9 +13,10 @@
  * AUTO (td__tp_fused_auto) runs the fused variant on cuda wherever it
  * applies: the rules above hold, TD_OPS_FUSED is not 0, and every rank's
  * probe (GEMM library linked, a Hopper GPU for the GEMM operators) says yes
- * with all ranks in one process on one GPU. The probes are exchanged, so
- * every rank decides from the same data; otherwise AUTO keeps the executor
- * variants the perf model compares. */
+ * with all ranks in one process, on one GPU or on GPUs that can all access
+ * each other's memory (peer access: NVLink or PCIe P2P). The probes are
+ * exchanged, so every rank decides from the same data; otherwise AUTO keeps
+ * the executor variants the perf model compares. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,7 +31,7 @@
 int td__tp_fused_linked(void) { return 0; }
 void td__tp_fused_probe_rank(const td__tp_desc *d, td_team *team, td__tp_fused_probe *out) {
   (void)d, (void)team;
-  out->ok = 0, out->pid = 0, out->dev = -1;
+  out->ok = 0, out->pid = 0, out->dev = -1, out->peers = 0;
 }
 td_status td__tp_fused_create(td_tp_op *op) {
   (void)op;
@@ -85,8 +86,14 @@ td_status td__tp_fused_check(const td__tp_desc *d, int nranks, const td_tp_opts 
 #endif
 }
 
+/* Whether a rank on device `from` (peer mask `mask`) can load and store
+ * device `to`'s memory. */
+static int td__fused_reaches(int64_t mask, int64_t from, int64_t to) {
+  return from == to || (to >= 0 && to < 64 && ((uint64_t)mask >> to) & 1u);
+}
+
 int td__tp_fused_agree(const td__tp_fused_probe *all, int nranks, char *why, size_t why_size) {
-  char buf[160] = "";
+  char buf[200] = "";
   int ok = 1;
   for (int r = 0; r < nranks && ok; r++) {
     if (!all[r].ok)
@@ -94,10 +101,16 @@ int td__tp_fused_agree(const td__tp_fused_probe *all, int nranks, char *why, siz
           ok = 0;
     else if (all[r].pid != all[0].pid)
       snprintf(buf, sizeof buf, "ranks 0 and %d are different processes", r), ok = 0;
-    else if (all[r].dev != all[0].dev)
-      snprintf(buf, sizeof buf, "rank 0 uses GPU %" PRId64 " and rank %d GPU %" PRId64, all[0].dev, r, all[r].dev),
-          ok = 0;
   }
+  /* every rank reads and writes its peers' buffers directly: each pair of
+   * distinct devices needs peer access both ways (the first pair that lacks
+   * it is named, the same on every rank) */
+  for (int r = 0; r < nranks && ok; r++)
+    for (int s = r + 1; s < nranks && ok; s++)
+      if (!td__fused_reaches(all[r].peers, all[r].dev, all[s].dev) ||
+          !td__fused_reaches(all[s].peers, all[s].dev, all[r].dev))
+        snprintf(buf, sizeof buf, "ranks %d (GPU %" PRId64 ") and %d (GPU %" PRId64 ") cannot access each other's "
+                 "memory (no peer access between the two GPUs)", r, all[r].dev, s, all[s].dev), ok = 0;
   if (why && why_size)
     snprintf(why, why_size, "%s", buf);
   return ok;
@@ -111,7 +124,7 @@ td_status td__tp_fused_auto(td_team *team, const td__tp_desc *d, const td_tp_opt
   if (td__tp_fused_check(d, td_team_size(team), o) != TD_OK)
     return TD_OK;
   int64_t on = 1;
-  td__tp_fused_probe mine = {0, 0, -1};
+  td__tp_fused_probe mine = {0, 0, -1, 0};
   if (td_config_int("TD_OPS_FUSED", &on) != TD_OK)
     mine.ok = -1; /* every rank fails alike below, rather than this one alone */
   else if (on)
@@ -120,7 +133,7 @@ td_status td__tp_fused_auto(td_team *team, const td__tp_desc *d, const td_tp_opt
   td__tp_fused_probe *all = calloc((size_t)n, sizeof *all);
   if (!all) /* rare; peers then meet the exchange's deadline */
     return td__error(TD_ERR_NO_MEMORY, "%s: out of memory", td_tp_kind_name(d->kind));
-  td_status st = td_all_gather(team, all, &mine, 3, TD_I64);
+  td_status st = td_all_gather(team, all, &mine, sizeof mine / sizeof(int64_t), TD_I64);
   for (int r = 0; st == TD_OK && r < n; r++)
     if (all[r].ok < 0)
       st = td__error(TD_ERR_INVALID_ARG, "%s: rank %d: TD_OPS_FUSED is malformed; use 0 (AUTO never picks the "

@@ -6,7 +6,9 @@
  * correctness case of the benchmark, M = 4091 x ranks, N = 5120, K = 1024,
  * checked on a sample of rows; the fused variant (Hopper GEMM + copy engine,
  * reduction kernels) on the shapes it takes, as AUTO's choice and forced,
- * with its refusals on every rank. TD_GPU_TEST_FILTER=<glob> runs a subset. */
+ * with its refusals on every rank; ag_gemm's direct (zero-copy) GEMMs on a
+ * shared GPU; every fused operator with its ranks on 2 and 4 GPUs (skipped on
+ * smaller machines). TD_GPU_TEST_FILTER=<glob> runs a subset. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -21,9 +23,15 @@
 
 #include "ops/ops_harness.h"
 
+/* 1 (the several-GPU fused cases): buffers on the device the rank's thread
+ * uses (the fused variant's creation made its device current), so each rank's
+ * operands live on its own GPU; 0: on GPU 0. */
+static int g_own_device;
+
 static void *g_alloc(size_t bytes) {
   void *p = NULL;
-  cudaSetDevice(0);
+  if (!g_own_device)
+    cudaSetDevice(0);
   return cudaMalloc(&p, bytes ? bytes : 1) == cudaSuccess ? p : NULL;
 }
 static void g_free(void *p) { cudaFree(p); }
@@ -122,6 +130,7 @@ static void fused_case(td_tp_kind kind, td_tp_variant v, td_dtype dt, int64_t m,
 
 static void test_fused(void **state) {
   (void)state;
+  setenv("TD_CUDA_DEVICE", "0", 1); /* every rank on GPU 0, however many the machine has */
   const int ranks[] = {1, 2, 4, 8};
   for (int r = 0; r < 4; r++) {
     fused_case(TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 333, 512, 136, 0, 3, 0, ranks[r]);
@@ -160,6 +169,7 @@ static void test_fused(void **state) {
     fused_case(TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 4091 * n, 5120, 1024, 0, 2, 16, n);
     fused_case(TD_TP_GEMM_RS, TD_TP_FUSED, TD_BF16, 4091 * n, 5120, 1024, 0, 2, 16, n);
   }
+  unsetenv("TD_CUDA_DEVICE");
 }
 
 /* The fused all-reduce: one-shot (<= 1 MiB) and two-shot, every dtype,
@@ -167,6 +177,7 @@ static void test_fused(void **state) {
  * 1-8 ranks, 100 calls. */
 static void test_fused_all_reduce(void **state) {
   (void)state;
+  setenv("TD_CUDA_DEVICE", "0", 1);
   const int ranks[] = {1, 2, 3, 8};
   const size_t counts[] = {4096, 1009, (1u << 20) + 3, 8};
   const td_dtype dts[] = {TD_BF16, TD_F16, TD_F32};
@@ -176,6 +187,100 @@ static void test_fused_all_reduce(void **state) {
         fused_case(TD_TP_ALL_REDUCE, TD_TP_FUSED, dts[d], 0, 0, 0, counts[k], 2, 0, ranks[r]);
   fused_case(TD_TP_ALL_REDUCE, TD_TP_FUSED, TD_BF16, 0, 0, 0, 8192, 100, 0, 8);
   fused_case(TD_TP_ALL_REDUCE, TD_TP_FUSED, TD_BF16, 0, 0, 0, 3u << 20, 100, 0, 8);
+  unsetenv("TD_CUDA_DEVICE");
+}
+
+/* ag_gemm on ranks sharing one GPU, direct (zero copy): the GEMMs read every
+ * peer's A in place. M not divisible by the ranks and M < ranks, bf16 and
+ * f16, 100 calls; the copy path forced beside it; and gemm_rs / gemm_ar with
+ * the push schedule forced on one GPU (its receive slots, order and events
+ * checked where every machine can run them). */
+static void test_fused_direct(void **state) {
+  (void)state;
+  setenv("TD_CUDA_DEVICE", "0", 1);
+  const int ranks[] = {2, 4, 8};
+  for (int r = 0; r < 3; r++) {
+    fused_case(TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 333, 512, 136, 0, 3, 0, ranks[r]);
+    fused_case(TD_TP_AG_GEMM, TD_TP_FUSED, TD_F16, 1001, 1024, 64, 0, 3, 0, ranks[r]);
+  }
+  fused_case(TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 5, 128, 64, 0, 2, 0, 8); /* M < ranks: empty parts */
+  fused_case(TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 259, 128, 64, 0, 100, 0, 8);
+  fused_case(TD_TP_AG_GEMM, TD_TP_AUTO, TD_BF16, 4091 * 4, 5120, 1024, 0, 2, 16, 4);
+  setenv("TD_OPS_FUSED_AG", "copy", 1);
+  fused_case(TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 333, 512, 136, 0, 3, 0, 4);
+  setenv("TD_OPS_FUSED_AG", "direct", 1);
+  setenv("TD_OPS_FUSED_AG_GEMMS", "3", 1); /* direct wins over a copy split */
+  fused_case(TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 333, 512, 136, 0, 3, 0, 4);
+  unsetenv("TD_OPS_FUSED_AG_GEMMS");
+  unsetenv("TD_OPS_FUSED_AG");
+  setenv("TD_OPS_FUSED_RS", "push", 1);
+  for (int r = 0; r < 3; r++) {
+    fused_case(TD_TP_GEMM_RS, TD_TP_FUSED, TD_BF16, 301, 264, 512, 0, 3, 0, ranks[r]);
+    fused_case(TD_TP_GEMM_AR, TD_TP_FUSED, TD_F16, 1031, 520, 256, 0, 2, 0, ranks[r]); /* RS + AG */
+  }
+  fused_case(TD_TP_GEMM_RS, TD_TP_FUSED, TD_F16, 5, 64, 128, 0, 2, 0, 8); /* M < ranks */
+  fused_case(TD_TP_GEMM_RS, TD_TP_FUSED, TD_BF16, 259, 128, 64, 0, 100, 0, 8);
+  unsetenv("TD_OPS_FUSED_RS");
+  unsetenv("TD_CUDA_DEVICE");
+}
+
+/* Every fused operator with rank r on GPU r (peer access enabled by the
+ * operator): ag_gemm's copy-engine pulls and a GEMM per source, gemm_rs /
+ * gemm_ar's pushes, the all-reduce's kernels on the peers' buffers; M not
+ * divisible by the ranks, bf16 and f16, 100 calls, pull and push forced, and
+ * 2 ranks per GPU. Skipped where the machine has fewer GPUs. */
+static void fused_gpus(int gpus) {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count < gpus)
+    skip();
+  unsetenv("TD_CUDA_DEVICE");
+  g_own_device = 1;
+  const td_dtype dts[] = {TD_BF16, TD_F16};
+  for (int d = 0; d < 2; d++) {
+    fused_case(TD_TP_AG_GEMM, TD_TP_FUSED, dts[d], 333, 512, 136, 0, 3, 0, gpus);
+    fused_case(TD_TP_GEMM_RS, TD_TP_FUSED, dts[d], 301, 264, 512, 0, 3, 0, gpus);
+    fused_case(TD_TP_GEMM_AR, TD_TP_FUSED, dts[d], 77, 136, 512, 0, 3, 0, gpus);   /* one-shot */
+    fused_case(TD_TP_GEMM_AR, TD_TP_FUSED, dts[d], 1031, 520, 256, 0, 2, 0, gpus); /* RS + AG */
+    fused_case(TD_TP_ALL_REDUCE, TD_TP_FUSED, dts[d], 0, 0, 0, 4099, 3, 0, gpus);
+    fused_case(TD_TP_ALL_REDUCE, TD_TP_FUSED, dts[d], 0, 0, 0, (1u << 20) + 3, 3, 0, gpus);
+  }
+  fused_case(TD_TP_ALL_REDUCE, TD_TP_FUSED, TD_F32, 0, 0, 0, 1009, 3, 0, gpus);
+  fused_case(TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 5, 128, 64, 0, 2, 0, gpus); /* M < ranks */
+  fused_case(TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 259, 128, 64, 0, 100, 0, gpus);
+  fused_case(TD_TP_GEMM_RS, TD_TP_FUSED, TD_BF16, 259, 128, 64, 0, 100, 0, gpus);
+  fused_case(TD_TP_GEMM_AR, TD_TP_FUSED, TD_BF16, 1031, 520, 256, 0, 100, 8, gpus);
+  fused_case(TD_TP_ALL_REDUCE, TD_TP_FUSED, TD_BF16, 0, 0, 0, 3u << 20, 100, 0, gpus);
+  fused_case(TD_TP_AG_GEMM, TD_TP_AUTO, TD_BF16, 4091 * gpus, 5120, 1024, 0, 2, 16, gpus);
+  fused_case(TD_TP_GEMM_RS, TD_TP_AUTO, TD_BF16, 4091 * gpus, 5120, 1024, 0, 2, 16, gpus);
+  /* the other schedules forced across GPUs */
+  setenv("TD_OPS_FUSED_RS", "pull", 1);
+  fused_case(TD_TP_GEMM_RS, TD_TP_FUSED, TD_BF16, 301, 264, 512, 0, 3, 0, gpus);
+  fused_case(TD_TP_GEMM_AR, TD_TP_FUSED, TD_BF16, 1031, 520, 256, 0, 2, 0, gpus);
+  unsetenv("TD_OPS_FUSED_RS");
+  const char *ag[] = {"direct", "copy"}, *splits[] = {"1", "3"};
+  for (int i = 0; i < 2; i++) {
+    setenv("TD_OPS_FUSED_AG", ag[i], 1);
+    setenv("TD_OPS_FUSED_AG_GEMMS", splits[i], 1);
+    fused_case(TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 333, 512, 136, 0, 3, 0, gpus);
+  }
+  unsetenv("TD_OPS_FUSED_AG");
+  unsetenv("TD_OPS_FUSED_AG_GEMMS");
+  /* two ranks per GPU: peers on this GPU and on the others */
+  fused_case(TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 1001, 1024, 64, 0, 3, 0, 2 * gpus);
+  fused_case(TD_TP_GEMM_RS, TD_TP_FUSED, TD_BF16, 301, 264, 512, 0, 3, 0, 2 * gpus);
+  fused_case(TD_TP_GEMM_AR, TD_TP_FUSED, TD_BF16, 1031, 520, 256, 0, 3, 0, 2 * gpus);
+  fused_case(TD_TP_ALL_REDUCE, TD_TP_FUSED, TD_BF16, 0, 0, 0, 3u << 20, 3, 0, 2 * gpus);
+  g_own_device = 0;
+}
+
+static void test_fused_gpus2(void **state) {
+  (void)state;
+  fused_gpus(2);
+}
+
+static void test_fused_gpus4(void **state) {
+  (void)state;
+  fused_gpus(4);
 }
 
 /* AUTO runs fused on cuda wherever it applies (ranks of this process share
@@ -357,6 +462,9 @@ int main(void) {
       cmocka_unit_test(test_fused_auto),
       cmocka_unit_test(test_fused_refused),
       cmocka_unit_test(test_fused_all_reduce_unaligned),
+      cmocka_unit_test(test_fused_direct),
+      cmocka_unit_test(test_fused_gpus2),
+      cmocka_unit_test(test_fused_gpus4),
   };
   const char *filter = getenv("TD_GPU_TEST_FILTER"); /* e.g. test_fused */
   if (filter && *filter)

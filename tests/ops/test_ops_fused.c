@@ -3,7 +3,8 @@
  * needed: its name, its rules (backend, kind, dtype, rank count, the shapes
  * the Hopper GEMM takes) with the messages, every rank refusing it together
  * on the cpu backend and when the GEMM library or the GPU is missing; AUTO's
- * rule from the ranks' probes (one process, one GPU, every rank able), its
+ * rule from the ranks' probes (one process, one GPU or GPUs with peer access
+ * between every pair, every rank able), its
  * collective decision (same answer on every rank, TD_OPS_FUSED checked), and
  * AUTO never picking it on the cpu backend. */
 #include <setjmp.h>
@@ -154,7 +155,7 @@ static void test_refused_everywhere(void **state) {
 /* AUTO's rule from the exchanged probes, with the reason it says no. */
 static void test_agree(void **state) {
   (void)state;
-  td__tp_fused_probe p[4] = {{1, 77, 0}, {1, 77, 0}, {1, 77, 0}, {1, 77, 0}};
+  td__tp_fused_probe p[4] = {{1, 77, 0, 0}, {1, 77, 0, 0}, {1, 77, 0, 0}, {1, 77, 0, 0}};
   char why[200];
   assert_int_equal(td__tp_fused_agree(p, 4, why, sizeof why), 1);
   assert_string_equal(why, "");
@@ -165,10 +166,23 @@ static void test_agree(void **state) {
   p[2].ok = 1, p[3].pid = 78;
   assert_int_equal(td__tp_fused_agree(p, 4, why, sizeof why), 0);
   assert_non_null(strstr(why, "ranks 0 and 3 are different processes"));
+  /* several GPUs: each pair of distinct devices needs peer access both ways */
   p[3].pid = 77, p[1].dev = 1;
   assert_int_equal(td__tp_fused_agree(p, 4, why, sizeof why), 0);
-  assert_non_null(strstr(why, "rank 0 uses GPU 0 and rank 1 GPU 1"));
+  assert_non_null(strstr(why, "ranks 0 (GPU 0) and 1 (GPU 1) cannot access each other's memory"));
   assert_int_equal(td__tp_fused_agree(p, 1, why, sizeof why), 1); /* rank 1 alone is not compared */
+  for (int r = 0; r < 4; r++)
+    p[r].dev = r, p[r].peers = 0xf;
+  assert_int_equal(td__tp_fused_agree(p, 4, why, sizeof why), 1);
+  assert_string_equal(why, "");
+  p[3].peers = 0xb; /* GPU 3 cannot reach GPU 2 */
+  assert_int_equal(td__tp_fused_agree(p, 4, why, sizeof why), 0);
+  assert_non_null(strstr(why, "ranks 2 (GPU 2) and 3 (GPU 3) cannot access each other's memory"));
+  p[3].peers = 0xf, p[1].dev = 0, p[1].peers = 0x1; /* ranks 0 and 1 share GPU 0, which reaches no other */
+  assert_int_equal(td__tp_fused_agree(p, 4, why, sizeof why), 0);
+  assert_non_null(strstr(why, "ranks 1 (GPU 0) and 2 (GPU 2)"));
+  p[1].peers = 0xf;
+  assert_int_equal(td__tp_fused_agree(p, 4, why, sizeof why), 1);
 }
 
 /* The collective decision: every rank gets the same answer; no here (no GEMM

@@ -1,36 +1,22 @@
 /* SPDX-License-Identifier: Apache-2.0
  * Operators layer, the fused cuda variant (TD_TP_FUSED) of ag_gemm, gemm_rs
- * and gemm_ar (the all-reduce is in fused_ar.c), in the manner of
- * Triton-distributed: the Hopper GEMM of src/tile/cuda (td__gemm_cuda_run,
- * plain: no hooks) runs on the compute stream, data moves with
- * cudaMemcpyAsync on a second stream, and ordering between ranks is by CUDA
- * events behind host barriers. Ranks are threads of one process sharing one
- * GPU, so the symmetric buffers are plain cudaMalloc memory whose addresses
- * the ranks swap with td_all_gather at creation.
- *
- *  ag_gemm  pull: after a host barrier (every rank's A of this call is
- *           published and ready), rank r copies the peers' A rows straight
- *           from their buffers into its own gather buffer with
- *           cudaMemcpyAsync on a high-priority stream (r+1 first, then r+2,
- *           ...), recording an event after each run of contiguous rows, and
- *           runs the GEMM straight into C in f->ag_blocks launches: 3 for
- *           larger parts -- its own rows from A at once (overlapping the
- *           copies), then rows r+1..n-1, then rows 0..r-1, each behind its
- *           run's event -- or 1 over every row after every copy for small
- *           parts (TD_OPS_FUSED_AG_GEMMS forces 1, 3 or one per rank). Every
- *           wait is on this rank's own streams; a closing barrier keeps a
- *           rank's A alive until no peer reads it. (Pushing rows into the
- *           peers' buffers instead made every GEMM wait for every peer's copy
- *           stream: 0.86-0.92x of the baseline at rev 3885ddd.)
- *  gemm_rs  every rank computes its full partial A_r * B_r into its own
- *           symmetric buffer and records "gemm done"; after a host barrier it
- *           waits (stream waits on the peers' events) for every rank's, then
- *           reduces its rows of all partials (16-byte vectors, f32 sums in
- *           rank order) into C.
- *  gemm_ar  the same, then either every rank reduces all rows (one-shot, for
- *           outputs up to 1 MiB) or each reduces its rows into a symmetric
- *           buffer and every rank copies all of them into C (RS + AG), again
- *           behind a host barrier and event waits.
+ * and gemm_ar (their calls are in fused_gemm.c, the all-reduce in
+ * fused_ar.c), in the manner of Triton-distributed: set-up, the barriers and
+ * the deadline. The ranks are threads of one process, on one GPU or on GPUs
+ * that can all access each other's memory: creation exchanges every rank's
+ * device and peer-access mask (td__tp_fused_agree refuses a pair of GPUs
+ * without peer access, on every rank alike), enables peer access from each
+ * rank's device to every other rank's device, allocates the buffers as plain
+ * cudaMalloc memory and swaps their addresses with td_all_gather; a peer's
+ * pointer is then usable from every rank's device (UVA): kernels load and
+ * store it over NVLink / PCIe, cudaMemcpyAsync copies it device to device,
+ * and a stream waits on an event of another device.
+ * Where the ranks are picks each call's schedule (fused_gemm.c): a shared
+ * GPU runs ag_gemm's GEMMs on the peers' A in place and gemm_rs's reduction
+ * pulling the peers' partials; across GPUs ag_gemm pulls the peers' rows
+ * with the copy engine and GEMMs each source as it arrives, and gemm_rs
+ * pushes each row block of the partial to its owner as it is computed
+ * (TD_OPS_FUSED_AG, TD_OPS_FUSED_RS force either).
  * The GEMM's tile configuration is chosen once per operator
  * (td__f_pick_config): TD_OPS_FUSED_TILE, else the tuning cache's entry for
  * this GPU and shape, else the compiled configuration that the shape's tile
@@ -79,7 +65,10 @@
 #pragma weak td__gemm_cuda_configs
 #pragma weak td__gemm_tune_lookup
 
-enum { TD__REC_STATUS, TD__REC_PID, TD__REC_DEV, TD__REC_BUF, TD__REC_RED, TD__REC_CTL, TD__REC_SELF, TD__REC_N };
+/* The two records swapped at creation: where each rank is (its status and
+ * its probe), then what it allocated. */
+enum { TD__PL_STATUS, TD__PL_OK, TD__PL_PID, TD__PL_DEV, TD__PL_PEERS, TD__PL_N };
+enum { TD__REC_STATUS, TD__REC_BUF, TD__REC_RED, TD__REC_RECV, TD__REC_CTL, TD__REC_SELF, TD__REC_N };
 
 static PFN_cuStreamWriteValue64_v11070 td__fw64;
 static pthread_once_t td__f_once = PTHREAD_ONCE_INIT;
@@ -127,12 +116,30 @@ static td_status td__f_device(td_team *team, int rank, int *out) {
   return TD_OK;
 }
 
+/* Bit d set: a kernel or copy on device `dev` can reach device d's memory
+ * (its own bit too); devices 0..63. */
+static int64_t td__f_peer_mask(int dev) {
+  int count = 0;
+  uint64_t mask = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess)
+    return 0;
+  for (int d = 0; d < count && d < 64; d++) {
+    int can = d == dev;
+    if (!can && cudaDeviceCanAccessPeer(&can, dev, d) != cudaSuccess)
+      can = 0;
+    if (can)
+      mask |= (uint64_t)1 << d;
+  }
+  return (int64_t)mask;
+}
+
 void td__tp_fused_probe_rank(const td__tp_desc *d, td_team *team, td__tp_fused_probe *out) {
-  td__tp_fused_probe pr = {0, (int64_t)getpid(), -1};
+  td__tp_fused_probe pr = {0, (int64_t)getpid(), -1, 0};
   int dev = -1, major = 0;
   if ((d->kind == TD_TP_ALL_REDUCE || td__tp_fused_linked()) &&
       td__f_device(team, td_team_rank(team), &dev) == TD_OK) {
     pr.dev = dev;
+    pr.peers = td__f_peer_mask(dev);
     pr.ok = d->kind == TD_TP_ALL_REDUCE ||
             (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess && major == 9);
   }
@@ -147,7 +154,7 @@ static void td__f_free(td__tp_fused *f) {
     return;
   }
   cudaSetDevice(f->dev);
-  cudaFree(f->buf), cudaFree(f->red), cudaFree(f->ctl);
+  cudaFree(f->buf), cudaFree(f->red), cudaFree(f->recv), cudaFree(f->ctl);
   if (f->ce_done)
     cudaEventDestroy(f->ce_done);
   for (int p = 0; p < TD__MAXR; p++)
@@ -157,6 +164,8 @@ static void td__f_free(td__tp_fused *f) {
     cudaEventDestroy(f->ev_gdone);
   if (f->ev_rdone)
     cudaEventDestroy(f->ev_rdone);
+  if (f->ev_push)
+    cudaEventDestroy(f->ev_push);
   if (f->s)
     cudaStreamDestroy(f->s);
   if (f->ce)
@@ -247,37 +256,86 @@ static td_status td__f_pick_config(td_tp_op *op, td__tp_fused *f, int m, int n, 
   return TD_OK;
 }
 
-/* GEMM launches per ag_gemm call: TD_OPS_FUSED_AG_GEMMS, else by shape
- * (H200, 8 ranks, 2026-11-29): one launch over every row while a rank's part
- * is small (M / ranks < 512: the launches of the split version are too small
- * to fill their share of the GPU), else 3 (own rows overlap the copies). */
-static td_status td__f_ag_blocks(const td_tp_op *op, td__tp_fused *f, int *out) {
+/* ag_gemm's schedule. TD_OPS_FUSED_AG: direct (GEMMs on the peers' A in
+ * place) or copy (gather, then GEMM); auto = direct when every rank shares
+ * this GPU and TD_OPS_FUSED_AG_GEMMS does not ask for a split of the copy
+ * path. Copy's GEMM launches: TD_OPS_FUSED_AG_GEMMS, else by placement and
+ * shape -- one per source across GPUs (own rows first, then each peer's as
+ * its copy lands: the natural order when the copies cross NVLink); on one
+ * GPU (H200, 8 ranks, 2026-11-29) one launch over every row while a rank's
+ * part is small (M / ranks < 512: the split launches are too small to fill
+ * their share of the GPU), else 3 (own rows, then after, then before). */
+static td_status td__f_ag_mode(const td_tp_op *op, td__tp_fused *f) {
   int64_t v = 0;
+  const char *mode = NULL;
   TD_CHECK(td_config_int("TD_OPS_FUSED_AG_GEMMS", &v));
+  TD_CHECK(td_config_str("TD_OPS_FUSED_AG", &mode));
   if (v != 0 && v != 1 && v != 3 && v != 8)
     return td__error(TD_ERR_INVALID_ARG, "fused: TD_OPS_FUSED_AG_GEMMS=%" PRId64 ": use 0 (by shape), 1, 3 or 8",
                      v);
+  f->ag_direct = mode && !strcmp(mode, "direct") ? 1 : mode && !strcmp(mode, "copy") ? 0 : !f->multi && v == 0;
   if (v == 0)
-    v = op->d.m / f->n < 512 ? 1 : 3;
-  *out = v == 8 ? f->n : (int)v;
-  if (*out > f->n)
-    *out = f->n;
+    v = f->multi ? 8 : op->d.m / f->n < 512 ? 1 : 3;
+  f->ag_blocks = f->ag_direct || v == 8 ? f->n : (int)v;
+  if (f->ag_blocks > f->n)
+    f->ag_blocks = f->n;
   return TD_OK;
 }
 
-/* This rank's allocations (before the exchange). */
-static td_status td__f_alloc(td_tp_op *op, td__tp_fused *f) {
-  const td__tp_desc *d = &op->d;
+/* gemm_rs / gemm_ar two-shot: TD_OPS_FUSED_RS, else push when some peer is
+ * on another GPU (its transfers then cross NVLink and are worth hiding behind
+ * the GEMM), pull on one shared GPU (measured 1.3-2.7x there: a push would
+ * only add copies inside one memory). */
+static td_status td__f_rs_mode(td__tp_fused *f) {
+  const char *mode = NULL;
+  TD_CHECK(td_config_str("TD_OPS_FUSED_RS", &mode));
+  f->rs_push = mode && !strcmp(mode, "push") ? 1 : mode && !strcmp(mode, "pull") ? 0 : f->multi;
+  return TD_OK;
+}
+
+/* This rank's device, checked: TD_CUDA_DEVICE or its local rank's, and
+ * compute capability 9.x for the GEMM operators. */
+static td_status td__f_open_device(td_tp_op *op, td__tp_fused *f) {
   TD_CHECK(td__f_device(op->team, op->rank, &f->dev));
   TD_CHECK(td__f_cu(cudaSetDevice(f->dev), "cudaSetDevice"));
   int major = 0;
   TD_CHECK(td__f_cu(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, f->dev),
                     "cudaDeviceGetAttribute"));
-  if (major != 9 && d->kind != TD_TP_ALL_REDUCE)
+  if (major != 9 && op->d.kind != TD_TP_ALL_REDUCE)
     return td__error(TD_ERR_UNSUPPORTED, "fused: rank %d: the Hopper GEMM needs compute capability 9.x; device %d "
                      "is %d.x", op->rank, f->dev, major);
-  TD_CHECK(td__f_cu(cudaDeviceGetAttribute(&f->sms, cudaDevAttrMultiProcessorCount, f->dev),
-                    "cudaDeviceGetAttribute"));
+  return td__f_cu(cudaDeviceGetAttribute(&f->sms, cudaDevAttrMultiProcessorCount, f->dev),
+                  "cudaDeviceGetAttribute");
+}
+
+/* Peer access from this rank's device to every other rank's device: kernels
+ * and copies of this rank then reach the peers' buffers. Several ranks of a
+ * device ask alike; the second one's "already enabled" is success (and is
+ * cleared, so no later cudaGetLastError reports it). */
+static td_status td__f_enable_peers(td_tp_op *op, td__tp_fused *f) {
+  for (int p = 0; p < f->n; p++) {
+    int d = f->pdev[p], seen = d == f->dev;
+    for (int q = 0; q < p && !seen; q++)
+      seen = f->pdev[q] == d;
+    if (seen)
+      continue;
+    cudaError_t e = cudaDeviceEnablePeerAccess(d, 0);
+    if (e == cudaErrorPeerAccessAlreadyEnabled) {
+      cudaGetLastError();
+      e = cudaSuccess;
+    }
+    if (e != cudaSuccess)
+      return td__error(TD_ERR_CUDA, "fused: rank %d: cudaDeviceEnablePeerAccess from GPU %d to GPU %d (rank %d's) "
+                       "failed: %s", op->rank, f->dev, d, p, cudaGetErrorString(e));
+  }
+  return TD_OK;
+}
+
+/* This rank's allocations (after the placement exchange, before the
+ * pointer exchange). */
+static td_status td__f_alloc(td_tp_op *op, td__tp_fused *f) {
+  const td__tp_desc *d = &op->d;
+  TD_CHECK(td__f_cu(cudaSetDevice(f->dev), "cudaSetDevice"));
   int lo = 0, hi = 0;
   TD_CHECK(td__f_cu(cudaDeviceGetStreamPriorityRange(&lo, &hi), "cudaDeviceGetStreamPriorityRange"));
   TD_CHECK(td__f_cu(cudaStreamCreateWithPriority(&f->s, cudaStreamNonBlocking, lo), "cudaStreamCreateWithPriority"));
@@ -287,19 +345,26 @@ static td_status td__f_alloc(td_tp_op *op, td__tp_fused *f) {
     TD_CHECK(td__f_cu(cudaEventCreateWithFlags(&f->ev_put[p], cudaEventDisableTiming), "cudaEventCreate"));
   TD_CHECK(td__f_cu(cudaEventCreateWithFlags(&f->ev_gdone, cudaEventDisableTiming), "cudaEventCreate"));
   TD_CHECK(td__f_cu(cudaEventCreateWithFlags(&f->ev_rdone, cudaEventDisableTiming), "cudaEventCreate"));
+  TD_CHECK(td__f_cu(cudaEventCreateWithFlags(&f->ev_push, cudaEventDisableTiming), "cudaEventCreate"));
   const size_t m = (size_t)d->m;
   if (d->kind == TD_TP_AG_GEMM) {
-    TD_CHECK(td__f_ag_blocks(op, f, &f->ag_blocks));
+    TD_CHECK(td__f_ag_mode(op, f));
     /* tiles for the launches' rows: all of M, or about one rank's part */
     int64_t lm = f->ag_blocks == 1 ? d->m : (d->m + f->n - 1) / f->n;
     TD_CHECK(td__f_pick_config(op, f, (int)lm, (int)f->nb, (int)d->k, &f->cfg));
     /* the gather buffer in global row order; this rank's own rows stay in A */
-    TD_CHECK(td__f_cu(cudaMalloc(&f->buf, m * (size_t)d->k * f->esz), "cudaMalloc (gather buffer)"));
+    if (!f->ag_direct)
+      TD_CHECK(td__f_cu(cudaMalloc(&f->buf, m * (size_t)d->k * f->esz), "cudaMalloc (gather buffer)"));
   } else if (d->kind != TD_TP_ALL_REDUCE) {
-    TD_CHECK(td__f_pick_config(op, f, (int)d->m, (int)d->n, (int)(d->k / f->n), &f->cfg));
+    TD_CHECK(td__f_rs_mode(f));
+    const int push = f->rs_push && (d->kind == TD_TP_GEMM_RS || !f->one_shot);
+    TD_CHECK(td__f_pick_config(op, f, (int)(push ? f->rows[0] : d->m), (int)d->n, (int)(d->k / f->n), &f->cfg));
     TD_CHECK(td__f_cu(cudaMalloc(&f->buf, m * (size_t)d->n * f->esz), "cudaMalloc (partial)"));
     if (d->kind == TD_TP_GEMM_AR && !f->one_shot)
       TD_CHECK(td__f_cu(cudaMalloc(&f->red, m * (size_t)d->n * f->esz), "cudaMalloc (reduced rows)"));
+    if (push && f->rows[0] > 0)
+      TD_CHECK(td__f_cu(cudaMalloc(&f->recv, (size_t)f->n * (size_t)f->rows[0] * (size_t)d->n * f->esz),
+                        "cudaMalloc (receive slots)"));
   }
   TD_CHECK(td__f_cu(cudaMalloc((void **)&f->ctl, TD__CTL_WORDS * 8), "cudaMalloc (progress words)"));
   TD_CHECK(td__f_cu(cudaMemsetAsync(f->ctl, 0, TD__CTL_WORDS * 8, f->s), "cudaMemsetAsync"));
@@ -328,6 +393,38 @@ static void td__f_split(const td__tp_desc *d, td__tp_fused *f) {
   }
 }
 
+/* Collective, first exchange: every rank's status, process, device and
+ * peer-access mask; the same verdict on every rank (the first rank that
+ * failed, or td__tp_fused_agree's reason). On success fills f->pdev and
+ * f->multi. */
+static td_status td__f_place(td_tp_op *op, td__tp_fused *f, td_status mine) {
+  char msg[256] = "";
+  if (mine != TD_OK)
+    snprintf(msg, sizeof msg, "%s", td_last_error());
+  int64_t rec[TD__PL_N] = {mine, 1, (int64_t)getpid(), mine == TD_OK ? f->dev : -1,
+                           mine == TD_OK ? td__f_peer_mask(f->dev) : 0};
+  int64_t all[TD__MAXR * TD__PL_N];
+  TD_CHECK(td_all_gather(op->team, all, rec, TD__PL_N, TD_I64));
+  if (mine != TD_OK) /* this rank's own reason first */
+    return td__error(mine, "%s", msg);
+  td__tp_fused_probe pr[TD__MAXR];
+  for (int p = 0; p < op->nranks; p++) {
+    const int64_t *q = all + p * TD__PL_N;
+    if (q[TD__PL_STATUS] != TD_OK)
+      return td__error((td_status)q[TD__PL_STATUS], "fused: rank %d could not set up (see its error)", p);
+    pr[p] = (td__tp_fused_probe){q[TD__PL_OK], q[TD__PL_PID], q[TD__PL_DEV], q[TD__PL_PEERS]};
+  }
+  char why[200];
+  if (!td__tp_fused_agree(pr, op->nranks, why, sizeof why))
+    return td__error(TD_ERR_UNSUPPORTED, "fused: %s; the fused variant needs the ranks of one process (a local "
+                     "world), on one GPU or on GPUs that can all access each other's memory", why);
+  for (int p = 0; p < op->nranks; p++) {
+    f->pdev[p] = (int)pr[p].dev;
+    f->multi |= f->pdev[p] != f->dev;
+  }
+  return TD_OK;
+}
+
 td_status td__tp_fused_create(td_tp_op *op) {
   const td__tp_desc *d = &op->d;
   if (d->kind != TD_TP_ALL_REDUCE && !td__tp_fused_linked())
@@ -337,9 +434,9 @@ td_status td__tp_fused_create(td_tp_op *op) {
   if (!td__fw64)
     return td__error(TD_ERR_UNSUPPORTED, "fused: the CUDA driver lacks cuStreamWriteValue64");
   td__tp_fused *f = calloc(1, sizeof *f);
-  if (!f) { /* still take part in the exchange below, so peers fail with it instead of at its deadline */
-    int64_t rec[TD__REC_N] = {TD_ERR_NO_MEMORY}, all[TD__MAXR * TD__REC_N];
-    td_all_gather(op->team, all, rec, TD__REC_N, TD_I64);
+  if (!f) { /* still take part in the first exchange, so peers fail with it instead of at its deadline */
+    int64_t rec[TD__PL_N] = {TD_ERR_NO_MEMORY}, all[TD__MAXR * TD__PL_N];
+    td_all_gather(op->team, all, rec, TD__PL_N, TD_I64);
     return td__error(TD_ERR_NO_MEMORY, "fused: rank %d: out of memory for the operator's state", op->rank);
   }
   f->n = op->nranks, f->r = op->rank, f->esz = td_dtype_size(d->dtype);
@@ -349,29 +446,34 @@ td_status td__tp_fused_create(td_tp_op *op) {
   size_t out_bytes = d->kind == TD_TP_ALL_REDUCE ? d->count * f->esz : (size_t)d->m * (size_t)d->n * f->esz;
   f->one_shot = out_bytes <= ((size_t)1 << 20);
   td__f_split(d, f);
-  td_status mine = td__f_alloc(op, f);
+  /* 1. where every rank is; every rank goes on only if all can */
+  td_status st = td__f_place(op, f, td__f_open_device(op, f));
+  if (st != TD_OK) {
+    td__f_free(f);
+    return st;
+  }
+  /* 2. peer access and the allocations, then every rank's pointers (this
+   * exchange also orders every rank's peer access before any use of it) */
+  td_status mine = td__f_enable_peers(op, f);
+  if (mine == TD_OK)
+    mine = td__f_alloc(op, f);
   char msg[256] = "";
   if (mine != TD_OK)
     snprintf(msg, sizeof msg, "%s", td_last_error());
-  int64_t rec[TD__REC_N] = {mine, (int64_t)getpid(), f->dev, (int64_t)(uintptr_t)f->buf,
-                            (int64_t)(uintptr_t)f->red, (int64_t)(uintptr_t)f->ctl, (int64_t)(uintptr_t)f};
+  int64_t rec[TD__REC_N] = {mine, (int64_t)(uintptr_t)f->buf, (int64_t)(uintptr_t)f->red,
+                            (int64_t)(uintptr_t)f->recv, (int64_t)(uintptr_t)f->ctl, (int64_t)(uintptr_t)f};
   int64_t all[TD__MAXR * TD__REC_N];
-  td_status st = td_all_gather(op->team, all, rec, TD__REC_N, TD_I64);
+  st = td_all_gather(op->team, all, rec, TD__REC_N, TD_I64);
   if (st == TD_OK && mine != TD_OK) /* this rank's own reason first */
     st = td__error(mine, "%s", msg);
   for (int p = 0; st == TD_OK && p < f->n; p++) {
     const int64_t *q = all + p * TD__REC_N;
     if (q[TD__REC_STATUS] != TD_OK)
       st = td__error((td_status)q[TD__REC_STATUS], "fused: rank %d could not set up (see its error)", p);
-    else if (q[TD__REC_PID] != all[TD__REC_PID])
-      st = td__error(TD_ERR_UNSUPPORTED, "fused: ranks 0 and %d are different processes; the fused variant needs "
-                     "the ranks of one process (a local world)", p);
-    else if (q[TD__REC_DEV] != all[TD__REC_DEV])
-      st = td__error(TD_ERR_UNSUPPORTED, "fused: rank 0 uses GPU %d and rank %d GPU %d; the fused variant needs "
-                     "ranks sharing one GPU", (int)all[TD__REC_DEV], p, (int)q[TD__REC_DEV]);
     else {
       f->pbuf[p] = (void *)(uintptr_t)q[TD__REC_BUF];
       f->pred[p] = (void *)(uintptr_t)q[TD__REC_RED];
+      f->precv[p] = (void *)(uintptr_t)q[TD__REC_RECV];
       f->pctl[p] = (uint64_t *)(uintptr_t)q[TD__REC_CTL];
       f->peer[p] = (td__tp_fused *)(uintptr_t)q[TD__REC_SELF];
     }
@@ -395,8 +497,11 @@ static void td__f_poison(td__tp_fused *f) {
   uint64_t big[TD__CTL_WORDS];
   for (int i = 0; i < TD__CTL_WORDS; i++)
     big[i] = (uint64_t)1 << 62;
+  /* each word from its owner's device (a peer's may be another GPU) */
   for (int p = 0; p < f->n; p++)
-    cudaMemcpy(f->pctl[p], big, sizeof big, cudaMemcpyHostToDevice);
+    if (cudaSetDevice(f->pdev[p]) == cudaSuccess)
+      cudaMemcpy(f->pctl[p], big, sizeof big, cudaMemcpyHostToDevice);
+  cudaSetDevice(f->dev);
 }
 
 /* Waits for the compute stream (which joined the copy-engine stream) under
@@ -446,124 +551,6 @@ td_status td__f_sync(td_tp_op *op, td__tp_fused *f) {
   if (st != TD_OK)
     td__f_poison(f);
   return st;
-}
-
-/* One GEMM of the gathered rows [row0, row0 + rows) into C. */
-static td_status td__f_ag_gemm(td_tp_op *op, td__tp_fused *f, void *c, const void *a_rows, const void *b,
-                               int64_t row0, int64_t rows) {
-  if (rows <= 0)
-    return TD_OK;
-  td_gemm_problem pr = {(int)rows, (int)f->nb, (int)op->d.k, op->d.dtype, TD_GEMM_B_KN, a_rows, b,
-                        (char *)c + (size_t)row0 * (size_t)f->nb * f->esz, NULL};
-  return td__gemm_cuda_run(&pr, &f->cfg, 0, NULL, f->s);
-}
-
-static td_status td__f_ag(td_tp_op *op, td__tp_fused *f, void *c, const void *a, const void *b, uint64_t e) {
-  const int64_t K = op->d.k, r = f->r, n = f->n;
-  const size_t row_bytes = (size_t)K * f->esz;
-  td_status st = TD_OK;
-  __atomic_store_n(&f->ar_src, a, __ATOMIC_RELEASE);
-  /* 1. every rank's A of call e is published and ready, and its call e-1 is
-   * over (so nobody still reads an older A) */
-  TD_CHECK(td__f_sync(op, f));
-  /* 2. pull: the copy-engine stream copies the peers' rows straight from
-   * their A into this rank's gather buffer, r+1 first, then r+2, ..., in
-   * runs of contiguous rows (f->ag_blocks), an event after each run. Every
-   * dependency is on this rank's own streams: no peer's progress is waited
-   * for, only its A, which the barrier made ready. With one GEMM over every
-   * row, the own rows are copied too (first). */
-  int64_t lo[TD__MAXR], hi[TD__MAXR];
-  int runs = 0;
-  if (f->ag_blocks == 1 && f->rows[r] > 0)
-    td__f_keep(&st, td__f_cu(cudaMemcpyAsync((char *)f->buf + (size_t)f->row0[r] * row_bytes, a,
-                                             (size_t)f->rows[r] * row_bytes, cudaMemcpyDeviceToDevice, f->ce),
-                             "cudaMemcpyAsync (own A rows)"));
-  for (int j = 1; j < n; j++) {
-    int q = (int)((r + j) % n);
-    const void *pa = __atomic_load_n(&f->peer[q]->ar_src, __ATOMIC_ACQUIRE);
-    if (f->rows[q] > 0)
-      td__f_keep(&st, td__f_cu(cudaMemcpyAsync((char *)f->buf + (size_t)f->row0[q] * row_bytes, pa,
-                                               (size_t)f->rows[q] * row_bytes, cudaMemcpyDeviceToDevice, f->ce),
-                               "cudaMemcpyAsync (a peer's A rows)"));
-    if (j == 1 || (f->ag_blocks > 3 || q == 0))
-      lo[runs++] = f->row0[q];
-    hi[runs - 1] = f->row0[q] + f->rows[q];
-    int next = (int)((q + 1) % n);
-    if (j == n - 1 || f->ag_blocks > 3 || next == 0) /* the run ends: its rows are in */
-      td__f_keep(&st, td__f_cu(cudaEventRecord(f->ev_put[runs - 1], f->ce), "cudaEventRecord"));
-  }
-  td__f_keep(&st, td__f_cu(cudaEventRecord(f->ce_done, f->ce), "cudaEventRecord"));
-  /* 3. the GEMM into C: one launch over every row once all are in, or the
-   * own rows from A at once (overlapping the copies) and then each run as
-   * its event completes */
-  td_status gst = TD_OK;
-  if (f->ag_blocks == 1) {
-    td__f_keep(&st, td__f_cu(cudaStreamWaitEvent(f->s, f->ce_done, 0), "cudaStreamWaitEvent"));
-    gst = td__f_ag_gemm(op, f, c, f->buf, b, 0, op->d.m);
-  } else {
-    gst = td__f_ag_gemm(op, f, c, a, b, f->row0[r], f->rows[r]);
-    for (int i = 0; i < runs; i++) {
-      td__f_keep(&st, td__f_cu(cudaStreamWaitEvent(f->s, f->ev_put[i], 0), "cudaStreamWaitEvent"));
-      if (gst == TD_OK)
-        gst = td__f_ag_gemm(op, f, c, (const char *)f->buf + (size_t)lo[i] * row_bytes, b, lo[i], hi[i] - lo[i]);
-    }
-  }
-  /* finish the call even when a launch failed, so the peers are not left waiting */
-  td__f_keep(&st, td__f_cu(cudaStreamWaitEvent(f->s, f->ce_done, 0), "cudaStreamWaitEvent"));
-  td__f_keep(&st, td__f_setv(f->s, f->ctl + TD__CTL_FIN, e));
-  td_status fin = td__f_finish(op, f);
-  /* 4. nobody reads this rank's A any more (its caller may overwrite it) */
-  td_status done = td__f_sync(op, f);
-  return gst != TD_OK ? gst : st != TD_OK ? st : fin != TD_OK ? fin : done;
-}
-
-static td_status td__f_rs_ar(td_tp_op *op, td__tp_fused *f, void *c, const void *a, const void *b, uint64_t e) {
-  const int64_t M = op->d.m, N = op->d.n, r = f->r;
-  const size_t crow = (size_t)N * f->esz;
-  const int dt = td__f_dt(op->d.dtype);
-  td_status st = TD_OK;
-  /* every rank finished call e-1, so no peer still reads this rank's partial */
-  TD_CHECK(td__f_sync(op, f));
-  td_gemm_problem pr = {(int)M, (int)N, (int)(op->d.k / f->n), op->d.dtype, TD_GEMM_B_KN, a, b, f->buf, NULL};
-  td_status gst = td__gemm_cuda_run(&pr, &f->cfg, 0, NULL, f->s);
-  td__f_keep(&st, td__f_setv(f->s, f->ctl + TD__CTL_GDONE, e));
-  td__f_keep(&st, td__f_cu(cudaEventRecord(f->ev_gdone, f->s), "cudaEventRecord"));
-  TD_CHECK(td__f_sync_mid(op, f)); /* every partial GEMM of call e is enqueued */
-  for (int p = 0; p < f->n; p++)
-    if (p != r)
-      td__f_keep(&st, td__f_cu(cudaStreamWaitEvent(f->s, f->peer[p]->ev_gdone, 0), "cudaStreamWaitEvent"));
-  const void *src[TD__MAXR];
-  int le = 0;
-  if (op->d.kind == TD_TP_GEMM_RS || !f->one_shot) {
-    for (int p = 0; p < f->n; p++)
-      src[p] = (const char *)f->pbuf[p] + (size_t)f->row0[r] * crow;
-    void *dst = op->d.kind == TD_TP_GEMM_RS ? c : (char *)f->red + (size_t)f->row0[r] * crow;
-    le = td__fused_reduce(dst, src, f->n, (long long)(f->rows[r] * N), dt, f->sms, f->s);
-  } else { /* one-shot all-reduce: every rank sums every row */
-    for (int p = 0; p < f->n; p++)
-      src[p] = f->pbuf[p];
-    le = td__fused_reduce(c, src, f->n, (long long)(M * N), dt, f->sms, f->s);
-  }
-  if (le != 0 && gst == TD_OK)
-    gst = td__f_cu((cudaError_t)le, "the reduction kernel's launch");
-  if (op->d.kind == TD_TP_GEMM_AR && !f->one_shot) { /* all-gather of the reduced rows */
-    td__f_keep(&st, td__f_setv(f->s, f->ctl + TD__CTL_RDONE, e));
-    td__f_keep(&st, td__f_cu(cudaEventRecord(f->ev_rdone, f->s), "cudaEventRecord"));
-    TD_CHECK(td__f_sync_mid(op, f)); /* every reduction of call e is enqueued */
-    for (int j = 0; j < f->n; j++) {
-      int p = (int)((r + j) % f->n);
-      if (p != r)
-        td__f_keep(&st, td__f_cu(cudaStreamWaitEvent(f->s, f->peer[p]->ev_rdone, 0), "cudaStreamWaitEvent"));
-      if (f->rows[p] > 0)
-        td__f_keep(&st, td__f_cu(cudaMemcpyAsync((char *)c + (size_t)f->row0[p] * crow,
-                                                 (const char *)f->pred[p] + (size_t)f->row0[p] * crow,
-                                                 (size_t)f->rows[p] * crow, cudaMemcpyDeviceToDevice, f->s),
-                                 "cudaMemcpyAsync (reduced rows)"));
-    }
-  }
-  td__f_keep(&st, td__f_setv(f->s, f->ctl + TD__CTL_FIN, e));
-  td_status fin = td__f_finish(op, f);
-  return gst != TD_OK ? gst : st != TD_OK ? st : fin;
 }
 
 td_status td__f_sync_mid(td_tp_op *op, td__tp_fused *f) {

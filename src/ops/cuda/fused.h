@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0
- * Operators layer, fused cuda variant: the state and helpers that the GEMM
- * operators (fused.c) and the all-reduce (fused_ar.c) share. Ranks are
- * threads of one process sharing one GPU, so every rank's state is reachable
- * through peer[]; every cross-rank dependency is a CUDA event recorded
- * before a host barrier (td__f_sync) and waited for after it (fused.c's file
- * comment says why that cannot deadlock). Private to src/ops/cuda. */
+ * Operators layer, fused cuda variant: the state and helpers that the set-up
+ * (fused.c), the GEMM operators (fused_gemm.c) and the all-reduce
+ * (fused_ar.c) share. Ranks are threads of one process, on one GPU or on
+ * GPUs with peer access between every pair (enabled at creation), so every
+ * rank's state is reachable through peer[] and its device pointers are
+ * usable from every rank's device; every cross-rank dependency is a CUDA
+ * event recorded before a host barrier (td__f_sync) and waited for after it
+ * (fused.c's file comment says why that cannot deadlock). Private to
+ * src/ops/cuda. */
 #ifndef TD_OPS_CUDA_FUSED_H
 #define TD_OPS_CUDA_FUSED_H
 
@@ -22,7 +25,11 @@ enum { TD__FR_F16 = 0, TD__FR_BF16 = 1, TD__FR_F32 = 2 };
 typedef struct td__tp_fused td__tp_fused;
 struct td__tp_fused {
   int dev, n, r, sms, timeout_ms, one_shot;
-  int ag_blocks;  /* ag: GEMMs per call: 1 (all rows), 3 (own, after, before) or n (one per source) */
+  int multi;      /* 1: some rank uses another GPU than this one (peer access enabled at creation) */
+  int ag_direct;  /* ag: the GEMMs read each peer's A in place (no gather copy), one launch per rank */
+  int ag_blocks;  /* ag (copy): GEMMs per call: 1 (all rows), 3 (own, after, before) or n (one per source) */
+  int rs_push;    /* rs / ar two-shot: row blocks pushed to their owners' receive slots as they are computed */
+  int pdev[TD__MAXR]; /* every rank's device */
   int poisoned;   /* set (atomically) by a rank whose call failed: later results are void */
   td__tp_fused *peer[TD__MAXR]; /* every rank's state (one process) */
   size_t esz;
@@ -30,10 +37,12 @@ struct td__tp_fused {
   cudaEvent_t ce_done;
   cudaEvent_t ev_put[TD__MAXR];   /* ag: recorded on ce after run i of the peers' rows was copied in */
   cudaEvent_t ev_gdone, ev_rdone; /* rs/ar: after the partial GEMM; after the reduction */
+  cudaEvent_t ev_push;            /* rs/ar push: recorded on ce after this rank's last push */
   void *buf;      /* ag: gather buffer [M,K]; rs/ar: partial [M,N] */
   void *red;      /* gemm_ar two-shot: reduced rows [M,N] */
+  void *recv;     /* rs/ar push: n receive slots [rows[0], N]; slot p = rank p's partial of this rank's rows */
   uint64_t *ctl;  /* TD__CTL_WORDS progress words (fin, gemm done, reduce done), for diagnostics */
-  void *pbuf[TD__MAXR], *pred[TD__MAXR];
+  void *pbuf[TD__MAXR], *pred[TD__MAXR], *precv[TD__MAXR];
   uint64_t *pctl[TD__MAXR];
   int64_t row0[TD__MAXR], rows[TD__MAXR];
   int64_t nb;
@@ -58,6 +67,9 @@ td_status td__f_finish(td_tp_op *op, td__tp_fused *f);
 td_status td__f_sync_mid(td_tp_op *op, td__tp_fused *f);
 td_status td__f_setv(cudaStream_t s, uint64_t *addr, uint64_t v);
 int td__f_dt(td_dtype dt);
+/* fused_gemm.c: one call of ag_gemm (epoch e); of gemm_rs or gemm_ar. */
+td_status td__f_ag(td_tp_op *op, td__tp_fused *f, void *c, const void *a, const void *b, uint64_t e);
+td_status td__f_rs_ar(td_tp_op *op, td__tp_fused *f, void *c, const void *a, const void *b, uint64_t e);
 /* fused_ar.c: one all-reduce call (epoch e). */
 td_status td__f_all_reduce(td_tp_op *op, td__tp_fused *f, void *dst, const void *src, uint64_t e);
 

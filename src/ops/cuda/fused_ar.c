@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0
  * Operators layer, fused cuda variant: the low-latency all-reduce
  * (td_ll_all_reduce with TD_TP_FUSED) for ranks that are threads of one
- * process sharing one GPU. A peer's device pointers are directly usable, so
+ * process, on one GPU or on GPUs with peer access (the reduction kernel then
+ * loads the peers' src over NVLink). A peer's device pointers are directly
+ * usable, so
  * the ranks swap this call's src and dst through their shared host state
  * (fused.h) instead of staging data in symmetric buffers:
  *   one-shot (output up to 1 MiB): after a host barrier every rank reduces

@@ -1,0 +1,226 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Operators layer, fused cuda variant: one call of ag_gemm, gemm_rs or
+ * gemm_ar (set-up, barriers and deadlines are in fused.c). The GEMMs run on
+ * the rank's compute stream through td__gemm_cuda_run (cuBLAS or our Hopper
+ * tiles, no hooks), data moves with cudaMemcpyAsync on its high-priority
+ * copy-engine stream, and every cross-rank dependency is a CUDA event
+ * recorded before a host barrier and waited for after it. Where the ranks
+ * are (one shared GPU, or GPUs with peer access) picks the schedule:
+ *
+ *  ag_gemm  direct (ranks sharing one GPU): the peers' A already sits in this
+ *           GPU's memory, so after the opening barrier the rank runs one GEMM
+ *           per rank straight on that rank's published A (its own first, then
+ *           r+1, r+2, ...) into C at the rows' offset: no gather copy at all,
+ *           which the baseline (a collective, then a GEMM) cannot avoid.
+ *           copy (across GPUs): the copy-engine stream pulls the peers' rows
+ *           into the gather buffer, r+1 first, an event after each run of
+ *           rows; the GEMM runs on the own rows straight from A (overlapping
+ *           the copies), then on each run behind its event (f->ag_blocks: one
+ *           run per source across GPUs; 1 or 3 runs on a shared GPU when
+ *           forced). Every wait is on the rank's own streams; a closing
+ *           barrier keeps a rank's A alive until no peer reads it.
+ *  gemm_rs  pull (shared GPU): every rank computes its whole partial into its
+ *           buffer; after a barrier each reduces its rows of all partials.
+ *           push (across GPUs, after FLUX / Triton-distributed): the partial
+ *           is computed in row blocks ordered by owner, r+1, r+2, ..., r
+ *           last; as each block is done the copy-engine stream pushes it into
+ *           its owner's receive slot [r], so the NVLink transfers hide behind
+ *           the next blocks' GEMMs. After a barrier each rank waits for every
+ *           peer's last push and reduces its own block and the n-1 received
+ *           slots, all in local memory.
+ *  gemm_ar  the same reduction into the reduced-rows buffer, then every rank
+ *           copies every rank's reduced rows into C behind a second barrier
+ *           (two-shot); outputs up to 1 MiB are reduced whole by every rank
+ *           from the peers' partials (one-shot).
+ * Reductions sum in f32 in rank order (td__fused_reduce), push or pull. */
+#include <cuda_runtime.h>
+
+#include "core/error.h"
+#include "ops/cuda/fused.h"
+
+/* Bound in programs that link the GEMM library (fused.c says why it is weak;
+ * creation refuses the GEMM operators where it is missing). */
+#pragma weak td__gemm_cuda_run
+
+/* One GEMM of A rows [row0, row0 + rows) (read from a_rows) into C. */
+static td_status td__f_ag_gemm(td_tp_op *op, td__tp_fused *f, void *c, const void *a_rows, const void *b,
+                               int64_t row0, int64_t rows) {
+  if (rows <= 0)
+    return TD_OK;
+  td_gemm_problem pr = {(int)rows, (int)f->nb, (int)op->d.k, op->d.dtype, TD_GEMM_B_KN, a_rows, b,
+                        (char *)c + (size_t)row0 * (size_t)f->nb * f->esz, NULL};
+  return td__gemm_cuda_run(&pr, &f->cfg, 0, NULL, f->s);
+}
+
+/* direct: a GEMM per rank on its A in place, own rows first. */
+static td_status td__f_ag_direct(td_tp_op *op, td__tp_fused *f, void *c, const void *a, const void *b) {
+  td_status gst = td__f_ag_gemm(op, f, c, a, b, f->row0[f->r], f->rows[f->r]);
+  for (int j = 1; j < f->n && gst == TD_OK; j++) {
+    int q = (f->r + j) % f->n;
+    const void *pa = __atomic_load_n(&f->peer[q]->ar_src, __ATOMIC_ACQUIRE);
+    gst = td__f_ag_gemm(op, f, c, pa, b, f->row0[q], f->rows[q]);
+  }
+  return gst;
+}
+
+/* copy: pulls the peers' rows (r+1 first) in runs of contiguous rows, an
+ * event after each run, and a GEMM per run behind its event (or one GEMM over
+ * every row after every copy). Failures go to *st; returns the GEMMs'. */
+static td_status td__f_ag_copy(td_tp_op *op, td__tp_fused *f, void *c, const void *a, const void *b,
+                               td_status *st) {
+  const int64_t r = f->r, n = f->n;
+  const size_t row_bytes = (size_t)op->d.k * f->esz;
+  int64_t lo[TD__MAXR], hi[TD__MAXR];
+  int runs = 0;
+  if (f->ag_blocks == 1 && f->rows[r] > 0) /* one GEMM over every row: the own rows are copied too (first) */
+    td__f_keep(st, td__f_cu(cudaMemcpyAsync((char *)f->buf + (size_t)f->row0[r] * row_bytes, a,
+                                            (size_t)f->rows[r] * row_bytes, cudaMemcpyDeviceToDevice, f->ce),
+                            "cudaMemcpyAsync (own A rows)"));
+  for (int j = 1; j < n; j++) {
+    int q = (int)((r + j) % n);
+    const void *pa = __atomic_load_n(&f->peer[q]->ar_src, __ATOMIC_ACQUIRE);
+    if (f->rows[q] > 0) /* from the peer's GPU when it is another: a copy over NVLink / PCIe (peer access) */
+      td__f_keep(st, td__f_cu(cudaMemcpyAsync((char *)f->buf + (size_t)f->row0[q] * row_bytes, pa,
+                                              (size_t)f->rows[q] * row_bytes, cudaMemcpyDeviceToDevice, f->ce),
+                              "cudaMemcpyAsync (a peer's A rows)"));
+    if (j == 1 || (f->ag_blocks > 3 || q == 0))
+      lo[runs++] = f->row0[q];
+    hi[runs - 1] = f->row0[q] + f->rows[q];
+    int next = (int)((q + 1) % n);
+    if (j == n - 1 || f->ag_blocks > 3 || next == 0) /* the run ends: its rows are in */
+      td__f_keep(st, td__f_cu(cudaEventRecord(f->ev_put[runs - 1], f->ce), "cudaEventRecord"));
+  }
+  td__f_keep(st, td__f_cu(cudaEventRecord(f->ce_done, f->ce), "cudaEventRecord"));
+  td_status gst = TD_OK;
+  if (f->ag_blocks == 1) {
+    td__f_keep(st, td__f_cu(cudaStreamWaitEvent(f->s, f->ce_done, 0), "cudaStreamWaitEvent"));
+    return td__f_ag_gemm(op, f, c, f->buf, b, 0, op->d.m);
+  }
+  gst = td__f_ag_gemm(op, f, c, a, b, f->row0[r], f->rows[r]);
+  for (int i = 0; i < runs; i++) {
+    td__f_keep(st, td__f_cu(cudaStreamWaitEvent(f->s, f->ev_put[i], 0), "cudaStreamWaitEvent"));
+    if (gst == TD_OK)
+      gst = td__f_ag_gemm(op, f, c, (const char *)f->buf + (size_t)lo[i] * row_bytes, b, lo[i], hi[i] - lo[i]);
+  }
+  /* the compute stream joins the copy stream, so the host wait covers both */
+  td__f_keep(st, td__f_cu(cudaStreamWaitEvent(f->s, f->ce_done, 0), "cudaStreamWaitEvent"));
+  return gst;
+}
+
+td_status td__f_ag(td_tp_op *op, td__tp_fused *f, void *c, const void *a, const void *b, uint64_t e) {
+  td_status st = TD_OK;
+  __atomic_store_n(&f->ar_src, a, __ATOMIC_RELEASE);
+  /* 1. every rank's A of call e is published and ready, and its call e-1 is
+   * over (so nobody still reads an older A) */
+  TD_CHECK(td__f_sync(op, f));
+  /* 2. the GEMMs (and the copies they wait for); the call goes on to its
+   * closing barrier even when a launch failed, so the peers are not left
+   * waiting */
+  td_status gst = f->ag_direct ? td__f_ag_direct(op, f, c, a, b) : td__f_ag_copy(op, f, c, a, b, &st);
+  td__f_keep(&st, td__f_setv(f->s, f->ctl + TD__CTL_FIN, e));
+  td_status fin = td__f_finish(op, f);
+  /* 3. nobody reads this rank's A any more (its caller may overwrite it) */
+  td_status done = td__f_sync(op, f);
+  return gst != TD_OK ? gst : st != TD_OK ? st : fin != TD_OK ? fin : done;
+}
+
+/* pull: this rank's whole partial A_r * B_r into its buffer. */
+static td_status td__f_rs_gemm_whole(td_tp_op *op, td__tp_fused *f, const void *a, const void *b) {
+  td_gemm_problem pr = {(int)op->d.m, (int)op->d.n, (int)(op->d.k / f->n), op->d.dtype, TD_GEMM_B_KN, a, b,
+                        f->buf, NULL};
+  return td__gemm_cuda_run(&pr, &f->cfg, 0, NULL, f->s);
+}
+
+/* push: the partial in row blocks by owner, r+1 first and the own block
+ * last; each peer's block is pushed into the owner's receive slot [r] by the
+ * copy-engine stream behind the block's event, and ev_push follows the last
+ * push. Failures go to *st; returns the GEMMs'. */
+static td_status td__f_rs_gemm_push(td_tp_op *op, td__tp_fused *f, const void *a, const void *b, td_status *st) {
+  const int n = f->n, r = f->r;
+  const int64_t kp = op->d.k / n;
+  const size_t crow = (size_t)op->d.n * f->esz, arow = (size_t)kp * f->esz, slot = (size_t)f->rows[0] * crow;
+  td_status gst = TD_OK;
+  for (int j = 1; j <= n; j++) {
+    int q = (r + j) % n;
+    if (f->rows[q] <= 0)
+      continue;
+    char *part = (char *)f->buf + (size_t)f->row0[q] * crow;
+    td_gemm_problem pr = {(int)f->rows[q], (int)op->d.n, (int)kp, op->d.dtype, TD_GEMM_B_KN,
+                          (const char *)a + (size_t)f->row0[q] * arow, b, part, NULL};
+    if (gst == TD_OK)
+      gst = td__gemm_cuda_run(&pr, &f->cfg, 0, NULL, f->s);
+    if (q == r)
+      continue;
+    /* the push of a failed block is still enqueued: its owner's result is
+     * void anyway, and every event the peers wait for is recorded */
+    td__f_keep(st, td__f_cu(cudaEventRecord(f->ev_put[j - 1], f->s), "cudaEventRecord"));
+    td__f_keep(st, td__f_cu(cudaStreamWaitEvent(f->ce, f->ev_put[j - 1], 0), "cudaStreamWaitEvent"));
+    td__f_keep(st, td__f_cu(cudaMemcpyAsync((char *)f->precv[q] + (size_t)r * slot, part, (size_t)f->rows[q] * crow,
+                                            cudaMemcpyDeviceToDevice, f->ce),
+                            "cudaMemcpyAsync (a partial block to its owner)"));
+  }
+  td__f_keep(st, td__f_cu(cudaEventRecord(f->ev_push, f->ce), "cudaEventRecord"));
+  return gst;
+}
+
+td_status td__f_rs_ar(td_tp_op *op, td__tp_fused *f, void *c, const void *a, const void *b, uint64_t e) {
+  const int64_t M = op->d.m, N = op->d.n;
+  const int r = f->r, n = f->n;
+  const size_t crow = (size_t)N * f->esz;
+  const int dt = td__f_dt(op->d.dtype);
+  /* push only where each rank reduces its own rows (rs, ar two-shot) */
+  const int push = f->rs_push && (op->d.kind == TD_TP_GEMM_RS || !f->one_shot);
+  td_status st = TD_OK;
+  /* every rank finished call e-1, so no peer still reads this rank's partial
+   * or writes its receive slots */
+  TD_CHECK(td__f_sync(op, f));
+  td_status gst = push ? td__f_rs_gemm_push(op, f, a, b, &st) : td__f_rs_gemm_whole(op, f, a, b);
+  td__f_keep(&st, td__f_setv(f->s, f->ctl + TD__CTL_GDONE, e));
+  td__f_keep(&st, td__f_cu(cudaEventRecord(f->ev_gdone, f->s), "cudaEventRecord"));
+  TD_CHECK(td__f_sync_mid(op, f)); /* every partial GEMM (and push) of call e is enqueued */
+  const void *src[TD__MAXR];
+  int le = 0;
+  if (push) {
+    /* the peers' pushes into this rank's slots, and this rank's own pushes
+     * (the compute stream joins its copy stream, so the host wait covers it) */
+    for (int p = 0; p < n; p++)
+      td__f_keep(&st, td__f_cu(cudaStreamWaitEvent(f->s, f->peer[p]->ev_push, 0), "cudaStreamWaitEvent"));
+    const size_t slot = (size_t)f->rows[0] * crow;
+    for (int p = 0; p < n; p++)
+      src[p] = p == r ? (const char *)f->buf + (size_t)f->row0[r] * crow : (const char *)f->recv + (size_t)p * slot;
+  } else {
+    for (int p = 0; p < n; p++)
+      if (p != r)
+        td__f_keep(&st, td__f_cu(cudaStreamWaitEvent(f->s, f->peer[p]->ev_gdone, 0), "cudaStreamWaitEvent"));
+    for (int p = 0; p < n; p++)
+      src[p] = (const char *)f->pbuf[p] + (size_t)f->row0[r] * crow;
+  }
+  if (op->d.kind == TD_TP_GEMM_RS || !f->one_shot) {
+    void *dst = op->d.kind == TD_TP_GEMM_RS ? c : (char *)f->red + (size_t)f->row0[r] * crow;
+    le = td__fused_reduce(dst, src, n, (long long)(f->rows[r] * N), dt, f->sms, f->s);
+  } else { /* one-shot all-reduce: every rank sums every row */
+    for (int p = 0; p < n; p++)
+      src[p] = f->pbuf[p];
+    le = td__fused_reduce(c, src, n, (long long)(M * N), dt, f->sms, f->s);
+  }
+  if (le != 0 && gst == TD_OK)
+    gst = td__f_cu((cudaError_t)le, "the reduction kernel's launch");
+  if (op->d.kind == TD_TP_GEMM_AR && !f->one_shot) { /* all-gather of the reduced rows */
+    td__f_keep(&st, td__f_setv(f->s, f->ctl + TD__CTL_RDONE, e));
+    td__f_keep(&st, td__f_cu(cudaEventRecord(f->ev_rdone, f->s), "cudaEventRecord"));
+    TD_CHECK(td__f_sync_mid(op, f)); /* every reduction of call e is enqueued */
+    for (int j = 0; j < n; j++) {
+      int p = (r + j) % n;
+      if (p != r)
+        td__f_keep(&st, td__f_cu(cudaStreamWaitEvent(f->s, f->peer[p]->ev_rdone, 0), "cudaStreamWaitEvent"));
+      if (f->rows[p] > 0)
+        td__f_keep(&st, td__f_cu(cudaMemcpyAsync((char *)c + (size_t)f->row0[p] * crow,
+                                                 (const char *)f->pred[p] + (size_t)f->row0[p] * crow,
+                                                 (size_t)f->rows[p] * crow, cudaMemcpyDeviceToDevice, f->s),
+                                 "cudaMemcpyAsync (reduced rows)"));
+    }
+  }
+  td__f_keep(&st, td__f_setv(f->s, f->ctl + TD__CTL_FIN, e));
+  td_status fin = td__f_finish(op, f);
+  return gst != TD_OK ? gst : st != TD_OK ? st : fin;
+}
