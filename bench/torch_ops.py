@@ -11,7 +11,11 @@ Sides per case:
                fused_matmul_reduce_scatter where the installed PyTorch has them
 
 With one GPU per rank (NCCL refuses two ranks on one GPU) launch it with
-    torchrun --nproc-per-node 8 bench/torch_ops.py ag_gemm --json out.json
+    torchrun --nproc-per-node 4 bench/torch_ops.py ag_gemm --json out.json
+(NCCL_NVLS_ENABLE=0 and TORCH_SYMM_MEM_DISABLE_MULTICAST=1 are set here
+unless given: NVLink multicast stays off). Each case is timed as in `tdist
+bench`: a barrier, CUDA events around the call, the slowest rank's time
+(all_reduce MAX of the per-rank times), p50 and p99 over --iters calls.
 On one GPU (no torchrun, or WORLD_SIZE 1) it runs the same per-rank work of
 --ranks ranks from one process instead, which is what `tdist bench --backend
 cuda` measures there (ranks sharing the GPU); per case, timed as one step
@@ -45,7 +49,13 @@ MODELS = {
     "qwen2-72b": (29568, 8192),
     "gpt3-175b": (49152, 12288),
 }
-SIZES = [8 << 10, 64 << 10, 512 << 10, 4 << 20, 64 << 20]
+SIZES = "8K,64K,512K,4M,64M"  # tdist bench all_reduce's default
+
+
+def parse_size(text):
+    """'64K' -> 65536 (K, M, G suffixes as tdist's --sizes)."""
+    mul = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:].upper(), 1)
+    return int(text[:-1] if mul > 1 else text) * mul
 
 
 def parse_args():
@@ -56,6 +66,8 @@ def parse_args():
     p.add_argument("--iters", type=int, default=50)
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--dtype", default="bf16", choices=["bf16", "f16", "f32"])
+    p.add_argument("--sizes", default=SIZES, help="all_reduce byte sizes, e.g. 8K,64K,4M")
+    p.add_argument("--no-check", action="store_true", help="leave out the correctness case M = 4091 x ranks")
     p.add_argument("--json")
     p.add_argument("--ranks", type=int, default=8, help="ranks emulated on one GPU (one-GPU mode)")
     return p.parse_args()
@@ -220,19 +232,23 @@ def time_it(torch, dist, fn, iters, warmup):
 
 def shapes(args, world):
     if args.op == "all_reduce":
-        return [("%d B" % s, None, None, None, s) for s in SIZES]
+        return [("%s" % t, None, None, None, parse_size(t)) for t in args.sizes.split(",")]
     out = []
     for name, (n, k) in MODELS.items():
         if args.models != "all" and name not in args.models:
             continue
         for m in (int(x) for x in args.m.split(",")):
             out.append((name, m, n, k, None))
-    out.append(("check 4091xR", 4091 * world, 5120, 1024, None))
+    if not args.no_check:
+        out.append(("check 4091xR", 4091 * world, 5120, 1024, None))
     return out
 
 
 def main():
     args = parse_args()
+    # NVLink multicast can take a shared host's GPUs out of service: off unless the caller set it.
+    os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
+    os.environ.setdefault("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1")
     env = {"note": ""}
     try:
         import torch
@@ -253,7 +269,11 @@ def main():
     dist.init_process_group("nccl")
     dt = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}[args.dtype]
     env.update(torch=torch.__version__, cuda=torch.version.cuda, nccl=".".join(map(str, torch.cuda.nccl.version())),
-               gpu=torch.cuda.get_device_name(), ranks=world)
+               gpu=torch.cuda.get_device_name(), ranks=world, gpu_count=torch.cuda.device_count(),
+               NCCL_NVLS_ENABLE=os.environ.get("NCCL_NVLS_ENABLE"),
+               TORCH_SYMM_MEM_DISABLE_MULTICAST=os.environ.get("TORCH_SYMM_MEM_DISABLE_MULTICAST"),
+               timing="barrier, CUDA events around the call, max over ranks, p50/p99 of --iters",
+               git_revision=os.environ.get("TD_GIT_REV", "unknown"))
     symm = None
     try:
         import torch.distributed._symmetric_memory as symm  # noqa: F811
@@ -263,13 +283,22 @@ def main():
         env["note"] = "no symmetric-memory fused ops: %s" % e
         symm = None
     results = []
+    if rank == 0:
+        print("# torch_ops.py %s: %d ranks (one GPU each), %s, torch %s, NCCL %s, %d iters" %
+              (args.op, world, args.dtype, env["torch"], env["nccl"], args.iters))
+        print("| case | side | p50 ms | p99 ms |")
+        print("| --- | --- | ---: | ---: |")
     for name, m, n, k, size in shapes(args, world):
         case = {"case": name, "M": m, "N": n, "K": k, "bytes": size, "sides": []}
         if args.op == "all_reduce":
             x = torch.randn(size // torch.tensor([], dtype=dt).element_size(), device="cuda", dtype=dt)
             p50, p99 = time_it(torch, dist, lambda: dist.all_reduce(x), args.iters, args.warmup)
-            case["sides"].append({"side": "torch all_reduce", "p50_s": p50, "p99_s": p99})
+            case["sides"].append({"side": "torch all_reduce", "p50_s": p50, "p99_s": p99,
+                                  "algbw_gb_s": size / p50 * 1e-9})
             results.append(case)
+            if rank == 0:
+                print("| %s | torch all_reduce | %.3f | %.3f |" % (name, p50 * 1e3, p99 * 1e3))
+                sys.stdout.flush()
             continue
         mp = (m + world - 1) // world * world
         case["M_padded"] = mp
@@ -309,6 +338,10 @@ def main():
             except Exception as e:
                 case["sides"].append({"side": side, "error": str(e)})
         results.append(case)
+        del a, b
+        if args.op == "ag_gemm":
+            del g
+        torch.cuda.empty_cache()
         if rank == 0:
             for s in case["sides"]:
                 print("| %s M=%s | %s | %s | %s |" % (name, m, s["side"],
