@@ -79,8 +79,11 @@ typedef enum td_tp_variant {
   TD_TP_ONE_SHOT = 5,    /* gemm_ar, ll_all_reduce: every rank pushes to every peer and
                             reduces all contributions itself */
   TD_TP_TWO_SHOT = 6,    /* gemm_ar, ll_all_reduce: ReduceScatter, then AllGather */
-  TD_TP_FUSED = 7,       /* cuda only, ranks that are threads of one process sharing
-                            one GPU: ag_gemm, gemm_rs, gemm_ar run the Hopper GEMM
+  TD_TP_FUSED = 7,       /* cuda only, ranks that are threads of one process on one
+                            GPU, or on GPUs with peer access between every pair
+                            (enabled at creation; a pair without it is refused
+                            naming both ranks and GPUs): ag_gemm, gemm_rs,
+                            gemm_ar run the Hopper GEMM
                             (src/tile/cuda) with copy-engine puts and reduction
                             kernels, ll_all_reduce one-shot/two-shot reduction
                             kernels reading the peers' buffers, all outside the
