@@ -36,7 +36,8 @@ int bo_fill(int cuda, void *p, size_t bytes, td_dtype dt, uint64_t seed, double 
 /* Copies `rows` rows of `cols` elements (row stride ld) from p to host dst (packed). */
 int bo_rows_to_host(int cuda, void *dst, const void *p, int64_t row0, int64_t rows, int64_t cols, int64_t ld,
                     td_dtype dt);
-/* Bytes of device memory in use (cuda) or of the symmetric heap (cpu). */
+/* Bytes of device memory in use (cuda: the calling rank's GPU, times the ranks when each
+ * rank has its own GPU) or of the symmetric heap (cpu). */
 size_t bo_mem_used(int cuda, td_world *w);
 /* Environment lines for the report: fills a cJSON object (opaque here).
  * On cuda also the GPU count, the placement of `ranks` ranks, NCCL's

@@ -111,8 +111,14 @@ int bo_rows_to_host(int cuda, void *dst, const void *p, int64_t row0, int64_t ro
 size_t bo_mem_used(int cuda, td_world *w) {
 #ifdef TD_HAVE_GEMM_CUDA
   if (cuda) {
+    /* The caller's device only. With one GPU per rank the ranks allocate
+     * alike, so the whole is this GPU's share times the ranks (the caller
+     * divides by them, as for ranks sharing one GPU). */
     size_t fr = 0, tot = 0;
+    int count = 0, n = td_world_size(w);
     cudaMemGetInfo(&fr, &tot);
+    if (cudaGetDeviceCount(&count) == cudaSuccess && n > 1 && count >= n)
+      return (tot - fr) * (size_t)n;
     return tot - fr;
   }
 #endif
