@@ -11,7 +11,13 @@
  * be written and ||C - C_cublas|| / ||C_cublas|| under 1e-2.
  *
  * usage: gemm_bench [--shapes MxNxK,...] [--configs all|BMxBNxSTAGES,...]
- *                   [--layout nk|kn] [--iters N] [--hooks] [--json FILE]
+ *                   [--layout nk|kn] [--iters N] [--hooks] [--hook-modes LIST]
+ *                   [--json FILE]
+ * --hooks measures the best configuration with wait + raise hooks whose waits
+ * are already satisfied (system scope); --hook-modes adds more variants, each
+ * measured the same way (alternating launch pairs): wait, raise (one hook
+ * alone), both, and the same with a _gpu suffix (TD_GEMM_SCOPE_*_GPU: the
+ * signals' other side is on this GPU), e.g. wait,raise,both_gpu.
  * Prints one line per (shape, config) and a summary table; exit 1 on a
  * failed check. */
 #include <cublas_v2.h>
@@ -102,6 +108,19 @@ static std::vector<shape> parse_shapes(const char *s) {
   return v;
 }
 
+/* Whether the comma-separated `list` has `item` as one of its entries. */
+static bool has_item(const char *list, const char *item) {
+  const size_t len = strlen(item);
+  for (const char *p = list; p && *p;) {
+    const char *end = strchr(p, ',');
+    const size_t n = end ? (size_t)(end - p) : strlen(p);
+    if (n == len && !strncmp(p, item, len))
+      return true;
+    p = end ? end + 1 : NULL;
+  }
+  return false;
+}
+
 static double median(std::vector<float> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
@@ -111,7 +130,7 @@ int main(int argc, char **argv) {
   const char *shapes_arg =
       "8192x3584x8192,8192x8192x3584,8192x1280x8192,4096x3584x8192,1024x3584x8192,128x3584x8192,"
       "8192x8192x8192";
-  const char *configs_arg = "all", *json_path = NULL;
+  const char *configs_arg = "all", *json_path = NULL, *modes_arg = "";
   int iters = 50, layout = TD_GEMM_B_NK, with_hooks = 0;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--shapes") && i + 1 < argc)
@@ -124,11 +143,14 @@ int main(int argc, char **argv) {
       layout = !strcmp(argv[++i], "kn") ? TD_GEMM_B_KN : TD_GEMM_B_NK;
     else if (!strcmp(argv[i], "--hooks"))
       with_hooks = 1;
+    else if (!strcmp(argv[i], "--hook-modes") && i + 1 < argc)
+      modes_arg = argv[++i], with_hooks = 1;
     else if (!strcmp(argv[i], "--json") && i + 1 < argc)
       json_path = argv[++i];
     else {
       fprintf(stderr, "usage: %s [--shapes MxNxK,..] [--configs all|BMxBNxS,..] [--layout nk|kn] "
-                      "[--iters N] [--hooks] [--json FILE]\n", argv[0]);
+                      "[--iters N] [--hooks] [--hook-modes wait,raise,both,wait_gpu,raise_gpu,both_gpu] "
+                      "[--json FILE]\n", argv[0]);
       return 2;
     }
   }
@@ -163,6 +185,7 @@ int main(int argc, char **argv) {
   td__gemm_u64 *signals;
   CK(cudaMalloc(&signals, 1 << 20));
   cJSON *root = cJSON_CreateObject(), *rows = cJSON_AddArrayToObject(root, "results");
+  cJSON *hook_rows = cJSON_AddArrayToObject(root, "hooks");
   cJSON_AddStringToObject(root, "gpu", prop.name);
   cJSON_AddStringToObject(root, "layout", layout == TD_GEMM_B_KN ? "kn" : "nk");
   cJSON_AddNumberToObject(root, "iters", iters);
@@ -334,18 +357,25 @@ int main(int argc, char **argv) {
         sum.hooked = flop / mh / 1e9;
         printf(", hooked %.4f ms (%+.2f%%, rounds %.4f %.4f %.4f vs %.4f %.4f %.4f)", mh,
                100.0 * (mh - mp) / mp, th[0], th[1], th[2], tp[0], tp[1], tp[2]);
-        /* Launch-by-launch alternation: plain, hooked, plain, hooked ... each
-         * between its own events behind one spin kernel, so clock and
-         * thermal drift hit both sides alike; the figure is the median of
-         * the per-pair ratios (hooked / plain of adjacent launches). */
+      }
+      /* Launch-by-launch alternation: plain, hooked, plain, hooked ... each
+       * between its own events behind one spin kernel, so clock and thermal
+       * drift hit both sides alike; the figure is the median of the per-pair
+       * ratios (hooked / plain of adjacent launches). Returns 0 when the
+       * hooked kernel is not compiled for this configuration. */
+      auto pairs_ratio = [&](const char *mode, unsigned fl, const td_gemm_hooks *hk) -> double {
+        if (td__gemm_cuda_run(&p, &sum.cfg, fl, hk, NULL) != TD_OK || td__gemm_cuda_check_diag(hk->diag) != TD_OK) {
+          printf("\n    hooks %s: not run (%s)", mode, td_last_error());
+          return 0;
+        }
         const int pairs = iters / 2 > 0 ? iters / 2 : 1;
         for (int i = 0; i < 10; i++)
-          run_ours(i % sets, sum.cfg, (i & 1) ? flags : 0u, (i & 1) ? &h : NULL);
+          run_ours(i % sets, sum.cfg, (i & 1) ? fl : 0u, (i & 1) ? hk : NULL);
         CK(cudaDeviceSynchronize());
         spin<<<1, 1>>>(2000000ull + 30000ull * (unsigned long long)iters);
         for (int i = 0; i < 2 * pairs; i++) {
           CK(cudaEventRecord(ev[2 * i]));
-          run_ours((i / 2) % sets, sum.cfg, (i & 1) ? flags : 0u, (i & 1) ? &h : NULL);
+          run_ours((i / 2) % sets, sum.cfg, (i & 1) ? fl : 0u, (i & 1) ? hk : NULL);
           CK(cudaEventRecord(ev[2 * i + 1]));
         }
         CK(cudaDeviceSynchronize());
@@ -357,9 +387,41 @@ int main(int argc, char **argv) {
           CK(cudaEventElapsedTime(&t1, ev[4 * i + 2], ev[4 * i + 3]));
           pp.push_back(t0), ph.push_back(t1), ratio.push_back(t1 / t0);
         }
-        sum.hooked_pair = median(ratio);
-        printf("\n    hooks, %d alternating pairs: plain %.4f ms, hooked %.4f ms, median ratio %+.2f%%",
-               pairs, median(pp), median(ph), 100.0 * (sum.hooked_pair - 1.0));
+        const double r = median(ratio);
+        printf("\n    hooks %-9s %d alternating pairs: plain %.4f ms, hooked %.4f ms (%+.2f us), median ratio %+.2f%%",
+               mode, pairs, median(pp), median(ph), 1e3 * (median(ph) - median(pp)), 100.0 * (r - 1.0));
+        cJSON *j = cJSON_CreateObject();
+        cJSON_AddNumberToObject(j, "m", s.m);
+        cJSON_AddNumberToObject(j, "n", s.n);
+        cJSON_AddNumberToObject(j, "k", s.k);
+        cJSON_AddStringToObject(j, "mode", mode);
+        cJSON_AddNumberToObject(j, "bm", sum.cfg.bm);
+        cJSON_AddNumberToObject(j, "bn", sum.cfg.bn);
+        cJSON_AddNumberToObject(j, "stages", sum.cfg.stages);
+        cJSON_AddNumberToObject(j, "cluster", sum.cfg.cluster);
+        cJSON_AddNumberToObject(j, "plain_ms", median(pp));
+        cJSON_AddNumberToObject(j, "hooked_ms", median(ph));
+        cJSON_AddNumberToObject(j, "median_ratio", r);
+        cJSON_AddItemToArray(hook_rows, j);
+        return r;
+      };
+      if (hooked)
+        sum.hooked_pair = pairs_ratio("both", flags, &h);
+      /* The extra modes: one hook alone, or the GPU scope. */
+      static const struct {
+        const char *name;
+        unsigned flags, scope;
+      } modes[] = {{"wait", TD_GEMM_HOOK_WAIT, 0},
+                   {"raise", TD_GEMM_HOOK_RAISE, 0},
+                   {"wait_gpu", TD_GEMM_HOOK_WAIT, TD_GEMM_SCOPE_WAIT_GPU},
+                   {"raise_gpu", TD_GEMM_HOOK_RAISE, TD_GEMM_SCOPE_RAISE_GPU},
+                   {"both_gpu", flags, TD_GEMM_SCOPE_ALL}};
+      for (const auto &md : modes) {
+        if (!has_item(modes_arg, md.name))
+          continue;
+        td_gemm_hooks hm = h;
+        hm.scope = md.scope;
+        pairs_ratio(md.name, md.flags, &hm);
       }
       printf("\n");
     }

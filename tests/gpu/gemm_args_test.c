@@ -65,6 +65,9 @@ static void test_hooks(void **state) {
   memset(&h, 0, sizeof h);
   expect(&p, &cfg90, 0x40, &h, TD_ERR_INVALID_ARG, "unknown hooks");
   expect(&p, &cfg90, TD_GEMM_HOOK_RAISE, NULL, TD_ERR_INVALID_ARG, "without a hooks description");
+  h.scope = 0x4; /* only TD_GEMM_SCOPE_WAIT_GPU | TD_GEMM_SCOPE_RAISE_GPU exist */
+  expect(&p, &cfg90, TD_GEMM_HOOK_RAISE, &h, TD_ERR_INVALID_ARG, "scope 0x4 has unknown bits");
+  h.scope = 0;
   expect(&p, &cfg90, TD_GEMM_HOOK_WAIT, &h, TD_ERR_INVALID_ARG, "wait_signals and wait_rows");
   expect(&p, &cfg90, TD_GEMM_HOOK_RAISE, &h, TD_ERR_INVALID_ARG, "raise_signals[0]");
   expect(&p, &cfg90, TD_GEMM_HOOK_PUSH, &h, TD_ERR_INVALID_ARG, "rows_per_peer >= 1");

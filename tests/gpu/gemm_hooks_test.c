@@ -6,13 +6,21 @@
  *    the diagnostic record into TD_ERR_TIMEOUT naming signal and values;
  *  - push: rows scattered to per-peer buffers (three "peers" = three device
  *    buffers), with raise on each peer's signals; push + accumulate adds the
- *    tile into buffers that already hold values (also with 2-CTA clusters). */
+ *    tile into buffers that already hold values (also with 2-CTA clusters);
+ *  - waits really wait, at system and at GPU scope: a GEMM whose A is the
+ *    output of another GEMM, launched first while that A is still NaN; the
+ *    producing GEMM starts ~20 ms later (held by a stream wait the host
+ *    releases) and raises the signals, and the waiting GEMM's result must be
+ *    the product of the finished A. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
 #include <cmocka.h>
 #include <stdio.h>
+
+#include <cuda.h>
+#include <time.h>
 
 #include "gemm_test_util.h"
 
@@ -182,6 +190,113 @@ static void push(td_gemm_arch arch, int accumulate) {
   cudaFree(da), cudaFree(db), cudaFree(dw), cudaFree(diag);
 }
 
+typedef CUresult (*wait32_fn)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
+
+static void *driver_entry(const char *name) {
+  void *fn = NULL;
+  enum cudaDriverEntryPointQueryResult q;
+  if (cudaGetDriverEntryPointByVersion(name, &fn, 12000, cudaEnableDefault, &q) != cudaSuccess ||
+      q != cudaDriverEntryPointSuccess)
+    return NULL;
+  return fn;
+}
+
+/* X = A1 * B1 (raise, GEMM 1) then Y = X * B2 (wait, GEMM 2), GEMM 2 launched
+ * first on its own stream: its waits must hold until GEMM 1's raises. Both
+ * GEMMs are small (4 CTAs each), so GEMM 1 finds free SMs while GEMM 2 waits. */
+static void late_chain(unsigned scope) {
+  enum { RROWS = 64, NS = (M + RROWS - 1) / RROWS, N2 = 72 };
+  td_gemm_config cfg = config_for(TD_GEMM_SM90);
+  const uint64_t tiles_n1 = (uint64_t)((N + cfg.bn - 1) / cfg.bn); /* adds per signal from GEMM 1 */
+  wait32_fn wait32 = (wait32_fn)driver_entry("cuStreamWaitValue32");
+  wait32_fn write32 = (wait32_fn)driver_entry("cuStreamWriteValue32");
+  assert_non_null(wait32);
+  assert_non_null(write32);
+  uint16_t *a = gt_random(TD_BF16, (size_t)M * K), *b1 = gt_random(TD_BF16, (size_t)N * K);
+  uint16_t *b2 = gt_random(TD_BF16, (size_t)N2 * N);
+  void *da = gt_device_copy(a, (size_t)M * K * 2), *db1 = gt_device_copy(b1, (size_t)N * K * 2);
+  void *db2 = gt_device_copy(b2, (size_t)N2 * N * 2);
+  void *dx = gt_device_copy(NULL, (size_t)M * N * 2), *dy = gt_device_copy(NULL, (size_t)M * N2 * 2);
+  assert_int_equal(cudaMemset(dx, 0xff, (size_t)M * N * 2), cudaSuccess); /* NaN until GEMM 1 writes it */
+  assert_int_equal(cudaMemset(dy, 0xff, (size_t)M * N2 * 2), cudaSuccess);
+  uint64_t zeros[16] = {0}, ready[16];
+  for (int i = 0; i < 16; i++)
+    ready[i] = EPOCH;
+  uint64_t *sig = gt_device_copy(zeros, sizeof zeros), *sat = gt_device_copy(ready, sizeof ready);
+  uint64_t *sink = gt_device_copy(zeros, sizeof zeros);
+  uint64_t *diag1 = gt_device_copy(zeros, sizeof zeros), *diag2 = gt_device_copy(zeros, sizeof zeros);
+  uint32_t *flag = gt_device_copy(zeros, sizeof zeros);
+  td_gemm_hooks h1, h2;
+  memset(&h1, 0, sizeof h1);
+  h1.wait_signals = (const td__gemm_u64 *)sat; /* satisfied: GEMM 1 runs at once when started */
+  h1.wait_rows = M;
+  h1.wait_value = EPOCH;
+  h1.timeout_ns = 5000000000ull;
+  h1.diag = (td__gemm_u64 *)diag1;
+  h1.raise_signals[0] = (td__gemm_u64 *)sig;
+  h1.raise_rows = RROWS;
+  h1.raise_value = 1;
+  h1.scope = scope;
+  h2 = h1;
+  h2.wait_signals = (const td__gemm_u64 *)sig; /* one add per N-tile of GEMM 1 covering the rows */
+  h2.wait_rows = RROWS;
+  h2.wait_value = tiles_n1;
+  h2.diag = (td__gemm_u64 *)diag2;
+  h2.raise_signals[0] = (td__gemm_u64 *)sink;
+  cudaStream_t s1, s2, s3;
+  assert_int_equal(cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking), cudaSuccess);
+  assert_int_equal(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking), cudaSuccess);
+  assert_int_equal(cudaStreamCreateWithFlags(&s3, cudaStreamNonBlocking), cudaSuccess);
+  const unsigned wr = TD_GEMM_HOOK_WAIT | TD_GEMM_HOOK_RAISE;
+  td_gemm_problem p2 = {M, N2, N, TD_BF16, TD_GEMM_B_NK, dx, db2, dy, NULL};
+  td_gemm_problem p1 = {M, N, K, TD_BF16, TD_GEMM_B_NK, da, db1, dx, NULL};
+  assert_int_equal(td__gemm_cuda_run(&p2, &cfg, wr, &h2, s2), TD_OK); /* waits for X */
+  assert_int_equal(wait32((CUstream)s1, (CUdeviceptr)(uintptr_t)flag, 1, CU_STREAM_WAIT_VALUE_GEQ), CUDA_SUCCESS);
+  assert_int_equal(td__gemm_cuda_run(&p1, &cfg, wr, &h1, s1), TD_OK); /* held until the flag */
+  struct timespec pause = {0, 20000000};
+  nanosleep(&pause, NULL);
+  assert_int_equal(cudaStreamQuery(s2), cudaErrorNotReady); /* GEMM 2 is still waiting */
+  assert_int_equal(write32((CUstream)s3, (CUdeviceptr)(uintptr_t)flag, 1, 0), CUDA_SUCCESS);
+  assert_int_equal(cudaStreamSynchronize(s3), cudaSuccess);
+  assert_int_equal(cudaStreamSynchronize(s1), cudaSuccess);
+  assert_int_equal(cudaStreamSynchronize(s2), cudaSuccess);
+  assert_int_equal(td__gemm_cuda_check_diag(h1.diag), TD_OK);
+  assert_int_equal(td__gemm_cuda_check_diag(h2.diag), TD_OK);
+  uint16_t *x = malloc((size_t)M * N * 2), *y = malloc((size_t)M * N2 * 2);
+  cudaMemcpy(x, dx, (size_t)M * N * 2, cudaMemcpyDeviceToHost);
+  cudaMemcpy(y, dy, (size_t)M * N2 * 2, cudaMemcpyDeviceToHost);
+  double *ref1 = gt_reference(TD_BF16, a, b1, M, N, K, TD_GEMM_B_NK);
+  double *ref2 = gt_reference(TD_BF16, x, b2, M, N2, N, TD_GEMM_B_NK); /* from the X GEMM 1 wrote */
+  size_t nans1, nans2;
+  assert_true(gt_rel_error(TD_BF16, x, ref1, (size_t)M * N, &nans1) <= gt_tolerance(TD_BF16));
+  assert_int_equal(nans1, 0);
+  double rel2 = gt_rel_error(TD_BF16, y, ref2, (size_t)M * N2, &nans2);
+  if (nans2 || rel2 > gt_tolerance(TD_BF16))
+    fail_msg("scope 0x%x: GEMM 2 read X before it was complete: %zu NaNs, rel err %.3e", scope, nans2, rel2);
+  uint64_t got[16];
+  cudaMemcpy(got, sig, sizeof got, cudaMemcpyDeviceToHost);
+  for (int i = 0; i < NS; i++)
+    assert_int_equal(got[i], tiles_n1);
+  cudaStreamDestroy(s1), cudaStreamDestroy(s2), cudaStreamDestroy(s3);
+  free(a), free(b1), free(b2), free(x), free(y), free(ref1), free(ref2);
+  cudaFree(da), cudaFree(db1), cudaFree(db2), cudaFree(dx), cudaFree(dy), cudaFree(sig), cudaFree(sat);
+  cudaFree(sink), cudaFree(diag1), cudaFree(diag2), cudaFree(flag);
+}
+
+static void test_late_raise_system_scope(void **state) {
+  (void)state;
+  if (skip_arch(TD_GEMM_SM90))
+    skip();
+  late_chain(0);
+}
+
+static void test_late_raise_gpu_scope(void **state) {
+  (void)state;
+  if (skip_arch(TD_GEMM_SM90))
+    skip();
+  late_chain(TD_GEMM_SCOPE_ALL);
+}
+
 static void test_wait_raise(void **state) {
   td_gemm_arch arch = *(td_gemm_arch *)*state;
   if (skip_arch(arch))
@@ -225,6 +340,8 @@ int main(void) {
       cmocka_unit_test_prestate(test_push, &sm90),
       cmocka_unit_test_prestate(test_push_accumulate, &sm90),
       cmocka_unit_test(test_push_accumulate_cluster),
+      cmocka_unit_test(test_late_raise_system_scope),
+      cmocka_unit_test(test_late_raise_gpu_scope),
       cmocka_unit_test_prestate(test_wait_raise, &sm80),
       cmocka_unit_test_prestate(test_timeout, &sm80),
       cmocka_unit_test_prestate(test_push_accumulate, &sm80),

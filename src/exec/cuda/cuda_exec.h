@@ -199,13 +199,18 @@ void td__cuda_stream_wait_quiet(td__cuda_exec *cx, cudaStream_t s);
  * positive number, at most 32. */
 int td__cuda_max_connections(void);
 
+/* Hardware queues kept free of executor streams (the legacy default stream,
+ * streams of libraries and earlier executors); see td__cuda_stream_plan. */
+#define TD__CUDA_STREAM_RESERVE 2
+
 /** Whether the kernel queue (*kq_ok) and the copy-engine queue (*ce_ok) may
  * be used when `ranks_per_gpu` ranks share a GPU with `connections` hardware
  * queues: each rank uses up to 4 streams (persistent kernel, copy engine, two
  * queue streams), and more streams than hardware queues can deadlock (a
  * parked stream waiting in front of a peer's kernel). The queue needs 4 per
- * rank, the copy engine 2. Pure: callers pass the most ranks on any GPU of the
- * team, so every rank decides alike. */
+ * rank, the copy engine 2, and TD__CUDA_STREAM_RESERVE queues stay spare (an
+ * exact fit aliased on the H200). Pure: callers pass the most ranks on any GPU
+ * of the team, so every rank decides alike. */
 void td__cuda_stream_plan(int ranks_per_gpu, int connections, int *kq_ok, int *ce_ok);
 
 /** Formats a CUDA error as TD_ERR_CUDA naming the call and the rank. */

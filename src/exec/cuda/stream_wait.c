@@ -55,10 +55,17 @@ int td__cuda_max_connections(void) {
 void td__cuda_stream_plan(int ranks_per_gpu, int connections, int *kq_ok, int *ce_ok) {
   /* Streams per rank: the persistent kernel's, the copy engine's, the two of
    * the kernel queue. Turn off the queue, then the copy engine, until every
-   * stream of every rank on the GPU can have a hardware queue of its own. */
+   * stream of every rank on the GPU can have a hardware queue of its own with
+   * TD__CUDA_STREAM_RESERVE queues to spare. An exact fit is not enough: the
+   * legacy default stream (every synchronous cudaMemcpy) and any stream
+   * the process makes meanwhile (a GEMM library's, an earlier executor's)
+   * take queues from the same pool, so with exactly as many streams as queues
+   * two of them alias. Seen on the H200: 4 ranks x 2 streams on the default 8
+   * queues stalled exec_random_test, and 8 ranks x 4 streams on 32 queues
+   * stalled exec_gemm_queue_test, both until killed (2026-11-29). */
   const int r = ranks_per_gpu > 0 ? ranks_per_gpu : 1;
-  *kq_ok = r * 4 <= connections;
-  *ce_ok = r * 2 <= connections;
+  *kq_ok = r * 4 + TD__CUDA_STREAM_RESERVE <= connections;
+  *ce_ok = r * 2 + TD__CUDA_STREAM_RESERVE <= connections;
 }
 
 static int64_t td__now_ms(void) {

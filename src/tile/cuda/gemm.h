@@ -39,6 +39,27 @@
  *                       Each signal therefore receives one add per N-tile
  *                       that covers its rows: a waiter expects
  *                       epoch * ceil(N / BN) * raise_value (per covering tile row).
+ *
+ * Scope of the hooks' synchronisation (td_gemm_hooks.scope): system scope by
+ * default (0), which is right whatever reads or writes the signals: the host,
+ * a copy engine, a peer GPU over NVLink/PCIe. A system-scope acquire or
+ * release costs about a microsecond more than a GPU-scope one, which a kernel
+ * with one tile per CTA cannot hide (docs/perf.md, "Hooks overhead"), so a
+ * launcher that knows where the other side runs says so:
+ *   TD_GEMM_SCOPE_WAIT_GPU   every write the waits depend on (the signals and
+ *                       the A rows they cover) is made by threads of this
+ *                       GPU, or is ordered before this launch by the stream
+ *                       (an earlier kernel or copy): the waits acquire at GPU
+ *                       scope. A copy engine or a peer GPU writing while the
+ *                       kernel runs needs system scope.
+ *   TD_GEMM_SCOPE_RAISE_GPU  everything that reads the raised signals (and the
+ *                       rows behind them) while this kernel runs is a thread
+ *                       of this GPU; later stream work is ordered anyway. The
+ *                       raises release at GPU scope. A peer GPU, the host or
+ *                       a stream memory operation polling the signals needs
+ *                       system scope.
+ * Both are ordinary PTX scopes: a GPU-scope release and a system-scope acquire
+ * by two threads of one GPU still synchronise (each scope includes both).
  */
 #ifndef TD_TILE_CUDA_GEMM_H
 #define TD_TILE_CUDA_GEMM_H
@@ -50,6 +71,10 @@ typedef unsigned long long td__gemm_u64;
 #define TD_GEMM_HOOK_PUSH 4u
 #define TD_GEMM_HOOK_ACCUMULATE 8u
 #define TD_GEMM_HOOK_ALL 15u
+/* td_gemm_hooks.scope bits (see above); 0 = system scope for both. */
+#define TD_GEMM_SCOPE_WAIT_GPU 1u
+#define TD_GEMM_SCOPE_RAISE_GPU 2u
+#define TD_GEMM_SCOPE_ALL 3u
 
 /* Most destination peers a PUSH tile can address (one node of 8 GPUs). */
 #define TD_GEMM_MAX_PEERS 8
@@ -84,6 +109,7 @@ typedef struct td_gemm_hooks {
   void *dst[TD_GEMM_MAX_PEERS]; /* PUSH: output base of each peer, [rows_per_peer, N] */
   long long rows_per_peer;      /* PUSH: rows owned by each peer */
   td__gemm_u64 *diag;                /* WAIT: TD_GEMM_DIAG_WORDS device words, zeroed by the host */
+  unsigned scope;                    /* TD_GEMM_SCOPE_* bits; 0 (memset) = system scope */
 } td_gemm_hooks;
 
 #if !defined(__CUDACC_RTC__)
@@ -136,7 +162,7 @@ typedef struct td_gemm_problem {
  * Asynchronous: returns after the launch. `hooks` may be NULL when
  * hooks_flags == 0; with hooks it is copied into the kernel's parameters.
  * Errors: TD_ERR_INVALID_ARG (NULL pointers, negative sizes, K == 0, bad
- * dtype, layout or flags), TD_ERR_SHAPE (K % 8 != 0, or N % 8 != 0 for [K,N]),
+ * dtype, layout, flags or scope bits), TD_ERR_SHAPE (K % 8 != 0, or N % 8 != 0 for [K,N]),
  * TD_ERR_UNSUPPORTED (no compiled kernel for that configuration -- the
  * message lists the ones compiled; or the GPU lacks the architecture; or
  * hooks with a TD_GEMM_CUBLAS configuration, which runs cuBLAS and has none),

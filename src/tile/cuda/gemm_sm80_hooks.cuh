@@ -49,9 +49,14 @@ __device__ __forceinline__ td__gemm_u64 td__gemm_globaltimer(void) {
   return t;
 }
 
-__device__ __forceinline__ td__gemm_u64 td__gemm_load_acquire(const td__gemm_u64 *p) {
+/* `gpu`: acquire at GPU scope (TD_GEMM_SCOPE_WAIT_GPU: every writer is on this
+ * GPU), else at system scope. A branch on a kernel parameter: uniform. */
+__device__ __forceinline__ td__gemm_u64 td__gemm_load_acquire(const td__gemm_u64 *p, bool gpu) {
   td__gemm_u64 v;
-  asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  if (gpu)
+    asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  else
+    asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
   return v;
 }
 
@@ -67,6 +72,7 @@ __device__ __forceinline__ int td__gemm_wait_rows(const td_gemm_hooks &h, long l
   const int lane = threadIdx.x % 32;
   const long long first = row0 / h.wait_rows, last = (row_end - 1) / h.wait_rows;
   const td__gemm_u64 start = td__gemm_globaltimer();
+  const bool gpu = (h.scope & TD_GEMM_SCOPE_WAIT_GPU) != 0;
   for (long long base = first; base <= last; base += 32) {
     const long long i = base + lane;
     const bool mine = i <= last;
@@ -74,7 +80,7 @@ __device__ __forceinline__ int td__gemm_wait_rows(const td_gemm_hooks &h, long l
     for (;;) {
       bool ok = true;
       if (mine) {
-        seen = td__gemm_load_acquire(h.wait_signals + i);
+        seen = td__gemm_load_acquire(h.wait_signals + i, gpu);
         ok = seen >= h.wait_value;
       }
       if (__all_sync(full, ok))
@@ -224,14 +230,33 @@ __device__ __forceinline__ void td__gemm_put_quad(td__gemm_u16 *rowp, int col0, 
   }
 }
 
+/* One relaxed add at the raise's scope; the fence before it makes it a release. */
+__device__ __forceinline__ void td__gemm_red_add(td__gemm_u64 *p, td__gemm_u64 v, bool gpu) {
+  if (gpu)
+    asm volatile("red.relaxed.gpu.global.add.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+  else
+    asm volatile("red.relaxed.sys.global.add.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+
 /* Raises the signals covering rows [row0, row_end) of a finished tile. Called
  * by one thread after a barrier (or mbarrier hand-off) that follows every
- * thread's stores: the system-scope acquire-release fence (cumulative) makes
- * those stores visible before the release add; lighter than fence.sc. */
+ * thread's stores. Memory model: the hand-off makes those stores happen
+ * before this thread's fence (CTA-scope release/acquire through the barrier);
+ * the acquire-release fence is cumulative, so it orders them before the
+ * relaxed adds at the fence's scope (fence + relaxed = release), and a
+ * consumer whose acquire reads an add sees the rows. The scope is the
+ * consumers' (TD_GEMM_SCOPE_RAISE_GPU: all on this GPU): at GPU scope the
+ * fence waits for the stores to reach this GPU's L2 only, not for the
+ * system-wide acknowledgement a system-scope fence needs -- the microsecond
+ * that a one-tile-per-CTA kernel pays at its end. Lighter than fence.sc. */
 template <unsigned HOOKS>
 __device__ __forceinline__ void td__gemm_raise_rows(const td_gemm_hooks &h, long long row0,
                                                     long long row_end) {
-  asm volatile("fence.acq_rel.sys;" ::: "memory");
+  const bool gpu = (h.scope & TD_GEMM_SCOPE_RAISE_GPU) != 0;
+  if (gpu)
+    asm volatile("fence.acq_rel.gpu;" ::: "memory");
+  else
+    asm volatile("fence.acq_rel.sys;" ::: "memory");
   long long r = row0;
   while (r < row_end) {
     long long peer = 0, local = r, span_end = row_end;
@@ -243,12 +268,10 @@ __device__ __forceinline__ void td__gemm_raise_rows(const td_gemm_hooks &h, long
     }
     long long s0 = local / h.raise_rows, s1 = (local + (span_end - r) - 1) / h.raise_rows;
     for (long long s = s0; s <= s1; s++)
-      /* relaxed: the fence.acq_rel.sys above already orders the tile's
-       * stores before every add (fence + relaxed = release), so a tile that
-       * covers several signals pays for one system fence, not one each */
-      asm volatile("red.relaxed.sys.global.add.u64 [%0], %1;" ::"l"(h.raise_signals[peer] + s),
-                   "l"(h.raise_value)
-                   : "memory");
+      /* relaxed: the fence above already orders the tile's stores before
+       * every add (fence + relaxed = release), so a tile that covers several
+       * signals pays for one fence, not one each */
+      td__gemm_red_add(h.raise_signals[peer] + s, h.raise_value, gpu);
     r = span_end;
   }
 }

@@ -17,6 +17,9 @@
  * TMA multicast. Hooks run off the critical path: a waiter warp checks the
  * signals of the next tiles ahead of the loads, a raiser warp raises each
  * finished tile's signals while the consumers go on (mbarrier hand-offs).
+ * The hooks' scope (td_gemm_hooks.scope, gemm.h) picks GPU- or system-scope
+ * acquires and releases; the memory-model argument is in
+ * gemm_sm80_hooks.cuh and docs/architecture.md ("GEMM hooks").
  *
  * Tile configuration comes from template parameters, which the JIT sets from
  * -D values through td_gemm_sm90_jit_entry below; the benchmark and the
@@ -80,6 +83,16 @@ __device__ __forceinline__ void td__tma_load_2d(td__gemm_u32 dst, const td__tens
       " [%0], [%1, {%3, %4}], [%2];" ::"r"(dst),
       "l"((td__gemm_u64)map), "r"(bar), "r"(x), "r"(y)
       : "memory");
+}
+
+/* Warms L2 with a box of the tensor (no shared memory, no mbarrier). A hint
+ * without effect on what any load returns (PTX: prefetches do not take part
+ * in the memory consistency model), so it may run before the data is known
+ * to be ready: the load that counts still comes after the acquire. */
+__device__ __forceinline__ void td__tma_prefetch_2d(const td__tensor_map *map, int x, int y) {
+  asm volatile("cp.async.bulk.prefetch.tensor.2d.L2.global [%0, {%1, %2}];" ::"l"((td__gemm_u64)map), "r"(x),
+               "r"(y)
+               : "memory");
 }
 
 __device__ __forceinline__ void td__wgmma_fence(void) {
@@ -271,12 +284,19 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
           /* B (the weights) never waits: while the tile's A rows are not known
            * to be ready, claim stages and start only their B loads, so a signal
            * check in progress hides behind B traffic; once ready (usually at
-           * once: the waiter runs ahead), issue the A loads owed and go on. */
+           * once: the waiter runs ahead), issue the A loads owed and go on.
+           * When the check is still running (a CTA's first tile: the case of
+           * one tile per CTA, e.g. M = 128), A's first slices are also
+           * prefetched into L2 meanwhile, so the A loads issued after the
+           * acquire hit L2 instead of paying the HBM latency on top of it. */
           const int pre = nk < STAGES ? nk : STAGES;
           const td__gemm_u32 rb = ready + 8 * (i & 1), rp = (i >> 1) & 1;
           int st = stage, claimed = 0;
           td__gemm_u32 ph = phase;
           bool ok = td__mbar_test(rb, rp);
+          if (!ok)
+            for (int p = 0; p < pre; p++)
+              td__tma_prefetch_2d(&map_a, p * S::BK, tm * BM);
           while (!ok && claimed < pre) {
             claim(st, ph);
             load_b(st, claimed++);

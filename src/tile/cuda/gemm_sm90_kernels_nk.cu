@@ -50,6 +50,9 @@ static const td__gemm_kernel_entry td__nk[] = {
     td__entry<128, 160, 6, 8, TD_GEMM_DT_BF16, WR>(),
     td__entry<128, 128, 6, 8, TD_GEMM_DT_BF16, WR>(),
     td__entry<64, 64, 8, 8, TD_GEMM_DT_BF16, WR>(),
+    /* one hook alone at M = 128's configuration: gemm_bench --hook-modes splits the overhead */
+    td__entry<64, 64, 8, 8, TD_GEMM_DT_BF16, TD_GEMM_HOOK_WAIT>(),
+    td__entry<64, 64, 8, 8, TD_GEMM_DT_BF16, TD_GEMM_HOOK_RAISE>(),
     td__entry<256, 128, 4, 8, TD_GEMM_DT_BF16, WR, 2>(),
     td__entry<128, 128, 6, 8, TD_GEMM_DT_BF16, PR>(),
     td__entry<128, 128, 6, 8, TD_GEMM_DT_BF16, TD_GEMM_HOOK_ALL>(),

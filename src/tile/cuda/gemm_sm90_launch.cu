@@ -194,6 +194,11 @@ static td_status td__check(const td_gemm_problem *p, const td_gemm_config *cfg, 
   if (flags && !hooks)
     return td__error(TD_ERR_INVALID_ARG, "gemm: hook flags 0x%x given without a hooks description",
                      flags);
+  if (flags && (hooks->scope & ~TD_GEMM_SCOPE_ALL))
+    return td__error(TD_ERR_INVALID_ARG,
+                     "gemm: hooks scope 0x%x has unknown bits; allowed: 0 (system scope), "
+                     "TD_GEMM_SCOPE_WAIT_GPU (0x1), TD_GEMM_SCOPE_RAISE_GPU (0x2)",
+                     hooks->scope);
   if (p->k % 8 != 0)
     return td__error(TD_ERR_SHAPE,
                      "gemm: K=%d is not a multiple of 8; rows of A%s must start on 16-byte "
