@@ -396,6 +396,11 @@ int main(int argc, char **argv) {
     } else if (!strcmp(a, "--nccl")) {
       o.nccl = 1;
       continue;
+    } else if (strcmp(a, "--bytes") && strcmp(a, "--iters") && strcmp(a, "--warmup") && strcmp(a, "--gpus") &&
+               strcmp(a, "--json")) {
+      fprintf(stderr, "td_link_bench: unknown option %s\n", a);
+      lb_usage(stderr);
+      return 2;
     } else if (!v) {
       bad = 1;
     } else if (!strcmp(a, "--bytes")) {
@@ -406,12 +411,8 @@ int main(int argc, char **argv) {
       bad = lb_parse_int(v, 0, 1000, &o.warmup);
     } else if (!strcmp(a, "--gpus")) {
       bad = lb_parse_int(v, 2, LB_MAX_GPUS, &o.ngpus);
-    } else if (!strcmp(a, "--json")) {
-      o.json = v;
     } else {
-      fprintf(stderr, "td_link_bench: unknown option %s\n", a);
-      lb_usage(stderr);
-      return 2;
+      o.json = v;
     }
     if (bad) {
       fprintf(stderr, "td_link_bench: %s needs a valid value (got '%s')\n", a, v ? v : "nothing");
