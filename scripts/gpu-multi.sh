@@ -16,8 +16,8 @@
 #      baseline, nccl+cublas, gemm only, tdist auto (+ TD_MG_VARIANTS)
 #   5. bench/torch_ops.py for the same under torchrun --nproc-per-node GPUs
 #   6. bench/mg_summary.py: floor, NCCL + cuBLAS, tdist best, torch, ratios
-# smoke: small shapes, 2 and 4 GPUs, 8 ranks on 4 GPUs (nccl side skipped), and
-# test_bench_nccl_side (the NCCL side's GPU test).
+# smoke: small shapes, test_bench_nccl_side (the NCCL side's GPU test: one GPU
+# per rank, and ranks sharing GPUs, where the side is skipped), torch ag_gemm.
 # $OUT gets summary.md, summary.json and raw.tar.gz (every log and JSON);
 # the last lines printed are the final table. NVLink multicast stays off.
 set -uo pipefail
@@ -96,29 +96,23 @@ for op in ag_gemm gemm_rs gemm_ar all_reduce; do
   table "tdist_$op"
   [ -f "$W/tdist_$op.json" ] && tdist_files+=("$W/tdist_$op.json")
 done
-if [ "$MODE" = smoke ]; then
-  echo "== smoke: test_bench_nccl_side ($(( $(date +%s) - t0 )) s)"
-  TD_BIN_DIR=$BIN step test_bench_nccl_side 90 "$BIN/test_bench_nccl_side"
-  grep -E "^\[ *(OK|FAILED|SKIPPED|PASSED) *\]" "$W/test_bench_nccl_side.log" | head -6
-  echo "== smoke: 2 ranks on GPUs 0,1; $((2 * NG)) ranks on $NG GPUs (nccl side skipped) ($(( $(date +%s) - t0 )) s)"
-  CUDA_VISIBLE_DEVICES=0,1 TD_OPS_FUSED=0 step tdist_gemm_ar_2gpu 45 "$BIN/tdist" bench gemm_ar --backend cuda \
-    --ranks 2 --iters 3 --warmup 1 --variants none --shape 1000x2048x1024 --json "$W/tdist_gemm_ar_2gpu.json"
-  table tdist_gemm_ar_2gpu
-  TD_OPS_FUSED=0 step tdist_all_reduce_shared 45 "$BIN/tdist" bench all_reduce --backend cuda --ranks $((2 * NG)) \
-    --iters 3 --warmup 1 --variants none --sizes 64K
-  table tdist_all_reduce_shared
-fi
 
 echo "== torch, torchrun --nproc-per-node $R ($(( $(date +%s) - t0 )) s)"
 torch_files=()
 for op in ag_gemm gemm_rs gemm_ar all_reduce; do
-  [ "$MODE" = smoke ] && [ $op != ag_gemm ] && [ $op != all_reduce ] && continue
+  [ "$MODE" = smoke ] && [ $op != ag_gemm ] && continue
   if [ $op = all_reduce ]; then targs=(--sizes $AR_SIZES --iters $AR_ITERS); else targs=($TORCH_ARGS --iters $TITERS); fi
   step "torch_$op" 90 python3 -m torch.distributed.run --nproc-per-node "$R" bench/torch_ops.py $op --warmup 3 \
     "${targs[@]}" --json "$W/torch_$op.json"
   table "torch_$op" 160 | head -20
   [ -f "$W/torch_$op.json" ] && torch_files+=("$W/torch_$op.json")
 done
+
+if [ "$MODE" = smoke ]; then
+  echo "== smoke: test_bench_nccl_side ($(( $(date +%s) - t0 )) s)"
+  TD_BIN_DIR=$BIN step test_bench_nccl_side 90 "$BIN/test_bench_nccl_side"
+  grep -E "^\[ *(OK|FAILED|SKIPPED|PASSED) *\]" "$W/test_bench_nccl_side.log" | head -6
+fi
 
 echo "== final table ($(( $(date +%s) - t0 )) s)"
 python3 bench/mg_summary.py --link "$W/link.json" --tdist "${tdist_files[@]}" --torch "${torch_files[@]}" \
