@@ -5,7 +5,7 @@
 # gemm_ar with 4 ranks on 4 GPUs (fused vs NCCL + cuBLAS) and ag_gemm with 8
 # ranks sharing GPU 0 (direct GEMMs vs the copying baseline). Binaries from
 # scripts/fusedmg-prep.sh; carry .gpubin-fusedmg and .debs:
-#   . scripts/gpu-env.sh >/dev/null 2>&1; scripts/fusedmg-gpu.sh [tests,multi,shared,ar]
+#   . scripts/gpu-env.sh >/dev/null 2>&1; scripts/fusedmg-gpu.sh [tests,multi,shared,sharedcopy,ar]
 # Logs and JSON go to $OUT (one archive); the output is a compact summary.
 set -uo pipefail
 STEPS=${1:-tests,multi,shared}
@@ -35,8 +35,12 @@ M="--models llama3.1-70b,check --m 8192 --variants fused"
 if has multi; then
   for op in ag_gemm gemm_rs gemm_ar; do bench ${op}_r4 90 $op --ranks 4 $M; done
 fi
-if has shared; then
-  TD_CUDA_DEVICE=0 bench ag_gemm_r8_shared 90 ag_gemm --ranks 8 $M
+S="--models ${TD_SHARED_MODELS:-llama3.1-8b,llama3.1-70b,check} --m ${TD_SHARED_M:-1024,8192} --variants fused"
+if has shared; then # direct (zero-copy) GEMMs, the default on a shared GPU
+  TD_CUDA_DEVICE=0 bench ag_gemm_r8_shared 90 ag_gemm --ranks 8 $S
+fi
+if has sharedcopy; then # the copy path on the same GPU, for the comparison
+  TD_CUDA_DEVICE=0 TD_OPS_FUSED_AG=copy bench ag_gemm_r8_shared_copy 90 ag_gemm --ranks 8 $S
 fi
 if has ar; then
   bench all_reduce_r4 60 all_reduce --ranks 4 --sizes 64K,4M,64M
