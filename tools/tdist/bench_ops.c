@@ -389,8 +389,11 @@ static int bo_run_case(const bo_opts *o, const bo_shape *shape, cJSON *results) 
       double tf = flops > 0 ? flops / sd->p50 * 1e-12 : 0;
       /* all_reduce: algorithm bandwidth in GB/s in the same column. */
       double rate = o->kind == TD_TP_ALL_REDUCE ? (double)(bc.s.count * td_dtype_size(o->dt)) / sd->p50 * 1e-9 : tf;
-      if (o->kind == TD_TP_ALL_REDUCE)
+      if (o->kind == TD_TP_ALL_REDUCE) {
         cJSON_AddNumberToObject(j, "algbw_gb_s", rate);
+        /* nccl-tests' bus bandwidth, comparable with td_link_bench --nccl and the link rate */
+        cJSON_AddNumberToObject(j, "busbw_gb_s", rate * 2.0 * (o->ranks - 1) / (o->ranks > 1 ? o->ranks : 1));
+      }
       /* Without a baseline there is no speedup, and the differences are
        * against tdist auto: none for auto itself (it would be 0 by
        * construction), so those cells say so instead of a number. */
