@@ -7,8 +7,10 @@ Sides per case:
   sequential   all_gather_into_tensor + matmul (ag_gemm); matmul +
                reduce_scatter_tensor (gemm_rs); matmul + all_reduce (gemm_ar);
                all_reduce (all_reduce)
-  fused        torch.distributed._symmetric_memory.fused_all_gather_matmul /
-               fused_matmul_reduce_scatter where the installed PyTorch has them
+  fused        torch.ops.symm_mem.fused_all_gather_matmul /
+               fused_matmul_reduce_scatter (symmetric memory, registered by
+               torch.distributed._symmetric_memory) where the installed
+               PyTorch has them
 
 With one GPU per rank (NCCL refuses two ranks on one GPU) launch it with
     torchrun --nproc-per-node 4 bench/torch_ops.py ag_gemm --json out.json
@@ -211,6 +213,19 @@ def one_gpu(torch, args):
     return 0
 
 
+def symm_op(torch, symm, name):
+    """PyTorch's fused operator `name` (A, Bs|B, ..., dim, group_name), or None.
+    Recent versions register it as torch.ops.symm_mem.<name> when
+    torch.distributed._symmetric_memory is imported; older ones had it as a
+    function of that module."""
+    if symm is None:
+        return None
+    try:
+        return getattr(torch.ops.symm_mem, name)
+    except (AttributeError, RuntimeError):
+        return getattr(symm, name, None)
+
+
 def time_it(torch, dist, fn, iters, warmup):
     """Per call: barrier, CUDA events around fn; the slowest rank's time."""
     for _ in range(warmup):
@@ -249,6 +264,7 @@ def main():
     # NVLink multicast can take a shared host's GPUs out of service: off unless the caller set it.
     os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
     os.environ.setdefault("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1")
+    os.environ.setdefault("NVSHMEM_DISABLE_NVLS", "1")
     env = {"note": ""}
     try:
         import torch
@@ -310,8 +326,8 @@ def main():
             def seq():
                 dist.all_gather_into_tensor(g, a)
                 return g @ b
-            fused = (lambda: symm.fused_all_gather_matmul(a, [b], gather_dim=0, group_name=group_name)) \
-                if symm is not None and hasattr(symm, "fused_all_gather_matmul") else None
+            op = symm_op(torch, symm, "fused_all_gather_matmul")
+            fused = (lambda: op(a, [b], 0, group_name)) if op else None
         else:
             a = torch.randn(mp, k // world, device="cuda", dtype=dt)
             b = torch.randn(k // world, n, device="cuda", dtype=dt) / k ** 0.5
@@ -320,9 +336,8 @@ def main():
 
                 def seq():
                     dist.reduce_scatter_tensor(out, a @ b)
-                fused = (lambda: symm.fused_matmul_reduce_scatter(a, b, "sum", scatter_dim=0,
-                                                                  group_name=group_name)) \
-                    if symm is not None and hasattr(symm, "fused_matmul_reduce_scatter") else None
+                op = symm_op(torch, symm, "fused_matmul_reduce_scatter")
+                fused = (lambda: op(a, b, "sum", 0, group_name)) if op else None
             else:
                 def seq():
                     c = a @ b

@@ -56,7 +56,7 @@ echo "== $MODE run, rev $TD_GIT_REV, $NG GPU(s), $R ranks"
 nvidia-smi topo -m 2>&1 | tee "$W/topo.txt" | head -$((NG + 3))
 nvidia-smi --query-gpu=index,name,driver_version,clocks.max.sm,temperature.gpu,power.draw --format=csv,noheader \
   > "$W/gpus.txt" 2>&1; cat "$W/gpus.txt"
-timeout 60 python3 -c 'import torch, torch.distributed._symmetric_memory as s; print("torch", torch.__version__, "cuda", torch.version.cuda, "nccl", torch.cuda.nccl.version(), "gpus", torch.cuda.device_count(), "fused_all_gather_matmul", hasattr(s, "fused_all_gather_matmul"), "fused_matmul_reduce_scatter", hasattr(s, "fused_matmul_reduce_scatter"))' \
+timeout 60 python3 -c 'import torch, torch.distributed._symmetric_memory as s; print("torch", torch.__version__, "cuda", torch.version.cuda, "nccl", torch.cuda.nccl.version(), "gpus", torch.cuda.device_count(), "symm_mem ops", [o for o in ("fused_all_gather_matmul", "fused_matmul_reduce_scatter") if hasattr(torch.ops.symm_mem, o)])' \
   2>&1 | tail -1 | tee "$W/torch_version.txt"
 if [ "$NG" -lt 2 ]; then echo "needs >= 2 GPUs, found $NG"; exit 1; fi
 
