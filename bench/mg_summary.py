@@ -94,6 +94,15 @@ def main():
         print("link: all-to-all egress %.1f GB/s per GPU, unidirectional %.1f..%.1f GB/s, 8-byte copy %.2f us "
               "(device, median over pairs)\n" % (egress * 1e-9, link["summary"]["unidirectional_min_gb_s"],
                                                  link["summary"]["unidirectional_max_gb_s"], lat_s * 1e6))
+    if link and link.get("nccl"):
+        sizes = sorted({x["bytes"] for x in link["nccl"]})
+        print("NCCL bus bandwidth, GB/s (td_link_bench --nccl, nccl-tests style):\n")
+        print("| collective | " + " | ".join("%d KiB" % (b // 1024) for b in sizes) + " |")
+        print("| --- |" + " ---: |" * len(sizes))
+        for coll in ("all_reduce", "all_gather", "reduce_scatter"):
+            got = {x["bytes"]: x["busbw_gb_s"] for x in link["nccl"] if x["collective"] == coll}
+            print("| %s | " % coll + " | ".join(fmt(got.get(b), "%.1f") for b in sizes) + " |")
+        print()
     torch = torch_cases(a.torch)
     rows = []
     print("| op | case | floor ms | comm ms | gemm ms | nccl+cublas ms | tdist best ms | tdist side | torch ms "
