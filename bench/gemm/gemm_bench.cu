@@ -12,12 +12,15 @@
  *
  * usage: gemm_bench [--shapes MxNxK,...] [--configs all|BMxBNxSTAGES,...]
  *                   [--layout nk|kn] [--iters N] [--hooks] [--hook-modes LIST]
- *                   [--json FILE]
+ *                   [--hook-variants 1,2,4,7] [--json FILE]
  * --hooks measures the best configuration with wait + raise hooks whose waits
  * are already satisfied (system scope); --hook-modes adds more variants, each
  * measured the same way (alternating launch pairs): wait, raise (one hook
  * alone), both, and the same with a _gpu suffix (TD_GEMM_SCOPE_*_GPU: the
  * signals' other side is on this GPU), e.g. wait,raise,both_gpu.
+ * --hook-variants times measurement variants of the hook paths (XV bits of
+ * gemm_sm90.cuh, launched by gemm_bench_xv.cu) for wait, raise and both,
+ * where the best configuration is 64x64 s8 g8 c1 (M = 128).
  * Prints one line per (shape, config) and a summary table; exit 1 on a
  * failed check. */
 #include <cublas_v2.h>
@@ -33,6 +36,7 @@
 #include <cjson/cJSON.h>
 
 #include "gemm.h"
+#include "gemm_bench_xv.h"
 
 #define CK(x)                                                                        \
   do {                                                                               \
@@ -130,7 +134,7 @@ int main(int argc, char **argv) {
   const char *shapes_arg =
       "8192x3584x8192,8192x8192x3584,8192x1280x8192,4096x3584x8192,1024x3584x8192,128x3584x8192,"
       "8192x8192x8192";
-  const char *configs_arg = "all", *json_path = NULL, *modes_arg = "";
+  const char *configs_arg = "all", *json_path = NULL, *modes_arg = "", *variants_arg = "";
   int iters = 50, layout = TD_GEMM_B_NK, with_hooks = 0;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--shapes") && i + 1 < argc)
@@ -145,11 +149,14 @@ int main(int argc, char **argv) {
       with_hooks = 1;
     else if (!strcmp(argv[i], "--hook-modes") && i + 1 < argc)
       modes_arg = argv[++i], with_hooks = 1;
+    else if (!strcmp(argv[i], "--hook-variants") && i + 1 < argc)
+      variants_arg = argv[++i], with_hooks = 1;
     else if (!strcmp(argv[i], "--json") && i + 1 < argc)
       json_path = argv[++i];
     else {
       fprintf(stderr, "usage: %s [--shapes MxNxK,..] [--configs all|BMxBNxS,..] [--layout nk|kn] "
                       "[--iters N] [--hooks] [--hook-modes wait,raise,both,wait_gpu,raise_gpu,both_gpu] "
+                      "[--hook-variants 0,1,2,4,7] "
                       "[--json FILE]\n", argv[0]);
       return 2;
     }
@@ -363,19 +370,26 @@ int main(int argc, char **argv) {
        * drift hit both sides alike; the figure is the median of the per-pair
        * ratios (hooked / plain of adjacent launches). Returns 0 when the
        * hooked kernel is not compiled for this configuration. */
-      auto pairs_ratio = [&](const char *mode, unsigned fl, const td_gemm_hooks *hk) -> double {
-        if (td__gemm_cuda_run(&p, &sum.cfg, fl, hk, NULL) != TD_OK || td__gemm_cuda_check_diag(hk->diag) != TD_OK) {
+      /* hooked(set): one launch of the hooked kernel on input set `set`. */
+      auto pairs_run = [&](const char *mode, const td_gemm_hooks *hk, auto &&hooked) -> double {
+        if (!hooked(0) || td__gemm_cuda_check_diag(hk->diag) != TD_OK) {
           printf("\n    hooks %s: not run (%s)", mode, td_last_error());
           return 0;
         }
         const int pairs = iters / 2 > 0 ? iters / 2 : 1;
+        auto one = [&](int i, int set) {
+          if (i & 1)
+            hooked(set);
+          else
+            run_ours(set, sum.cfg, 0u, NULL);
+        };
         for (int i = 0; i < 10; i++)
-          run_ours(i % sets, sum.cfg, (i & 1) ? fl : 0u, (i & 1) ? hk : NULL);
+          one(i, i % sets);
         CK(cudaDeviceSynchronize());
         spin<<<1, 1>>>(2000000ull + 30000ull * (unsigned long long)iters);
         for (int i = 0; i < 2 * pairs; i++) {
           CK(cudaEventRecord(ev[2 * i]));
-          run_ours((i / 2) % sets, sum.cfg, (i & 1) ? fl : 0u, (i & 1) ? hk : NULL);
+          one(i, (i / 2) % sets);
           CK(cudaEventRecord(ev[2 * i + 1]));
         }
         CK(cudaDeviceSynchronize());
@@ -405,6 +419,14 @@ int main(int argc, char **argv) {
         cJSON_AddItemToArray(hook_rows, j);
         return r;
       };
+      auto pairs_ratio = [&](const char *mode, unsigned fl, const td_gemm_hooks *hk) -> double {
+        return pairs_run(mode, hk, [&](int set) {
+          td_gemm_problem q = {s.m, s.n, s.k, TD_BF16, layout, a + na * set, b + nb * set, c, NULL};
+          if (td__gemm_cuda_run(&q, &sum.cfg, fl, hk, NULL) == TD_OK)
+            return true;
+          return false;
+        });
+      };
       if (hooked)
         sum.hooked_pair = pairs_ratio("both", flags, &h);
       /* The extra modes: one hook alone, or the GPU scope. */
@@ -422,6 +444,26 @@ int main(int argc, char **argv) {
         td_gemm_hooks hm = h;
         hm.scope = md.scope;
         pairs_ratio(md.name, md.flags, &hm);
+      }
+      /* Measurement variants of the hook paths (gemm_bench_xv.cu), system scope. */
+      if (variants_arg[0] && !xv_config_matches(&sum.cfg, layout))
+        printf("\n    hook variants: none for this configuration (only 64x64 s8 g8 c1, B as [N,K])");
+      for (const char *v = variants_arg; *v && xv_config_matches(&sum.cfg, layout);) {
+        const int xv = atoi(v);
+        static const struct {
+          const char *name;
+          unsigned flags;
+        } vm[] = {{"wait", TD_GEMM_HOOK_WAIT}, {"raise", TD_GEMM_HOOK_RAISE}, {"both", flags}};
+        for (const auto &md : vm) {
+          char name[32];
+          snprintf(name, sizeof name, "%s_xv%d", md.name, xv);
+          pairs_run(name, &h, [&](int set) {
+            td_gemm_problem q = {s.m, s.n, s.k, TD_BF16, layout, a + na * set, b + nb * set, c, NULL};
+            return xv_run(xv, md.flags, &q, &h, NULL);
+          });
+        }
+        v = strchr(v, ',');
+        v = v ? v + 1 : "";
       }
       printf("\n");
     }

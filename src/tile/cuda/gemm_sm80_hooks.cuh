@@ -230,9 +230,14 @@ __device__ __forceinline__ void td__gemm_put_quad(td__gemm_u16 *rowp, int col0, 
   }
 }
 
-/* One relaxed add at the raise's scope; the fence before it makes it a release. */
-__device__ __forceinline__ void td__gemm_red_add(td__gemm_u64 *p, td__gemm_u64 v, bool gpu) {
-  if (gpu)
+/* One add at the raise's scope: relaxed after the caller's fence (fence +
+ * relaxed = release), or itself a release (`release`, a measurement variant). */
+__device__ __forceinline__ void td__gemm_red_add(td__gemm_u64 *p, td__gemm_u64 v, bool gpu, bool release) {
+  if (release && gpu)
+    asm volatile("red.release.gpu.global.add.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+  else if (release)
+    asm volatile("red.release.sys.global.add.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+  else if (gpu)
     asm volatile("red.relaxed.gpu.global.add.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
   else
     asm volatile("red.relaxed.sys.global.add.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
@@ -249,14 +254,16 @@ __device__ __forceinline__ void td__gemm_red_add(td__gemm_u64 *p, td__gemm_u64 v
  * fence waits for the stores to reach this GPU's L2 only, not for the
  * system-wide acknowledgement a system-scope fence needs -- the microsecond
  * that a one-tile-per-CTA kernel pays at its end. Lighter than fence.sc. */
-template <unsigned HOOKS>
+template <unsigned HOOKS, bool RELEASE_EACH = false>
 __device__ __forceinline__ void td__gemm_raise_rows(const td_gemm_hooks &h, long long row0,
                                                     long long row_end) {
   const bool gpu = (h.scope & TD_GEMM_SCOPE_RAISE_GPU) != 0;
-  if (gpu)
-    asm volatile("fence.acq_rel.gpu;" ::: "memory");
-  else
-    asm volatile("fence.acq_rel.sys;" ::: "memory");
+  if constexpr (!RELEASE_EACH) {
+    if (gpu)
+      asm volatile("fence.acq_rel.gpu;" ::: "memory");
+    else
+      asm volatile("fence.acq_rel.sys;" ::: "memory");
+  }
   long long r = row0;
   while (r < row_end) {
     long long peer = 0, local = r, span_end = row_end;
@@ -271,7 +278,7 @@ __device__ __forceinline__ void td__gemm_raise_rows(const td_gemm_hooks &h, long
       /* relaxed: the fence above already orders the tile's stores before
        * every add (fence + relaxed = release), so a tile that covers several
        * signals pays for one fence, not one each */
-      td__gemm_red_add(h.raise_signals[peer] + s, h.raise_value, gpu);
+      td__gemm_red_add(h.raise_signals[peer] + s, h.raise_value, gpu, RELEASE_EACH);
     r = span_end;
   }
 }

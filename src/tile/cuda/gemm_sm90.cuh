@@ -191,7 +191,13 @@ __device__ __forceinline__ void td__tma_load_2d_multicast(td__gemm_u32 dst, cons
  * traffic by a third for 128x256 tiles; a stage is refilled only when the
  * consumers of both CTAs released it. The tile map for B then has a box of
  * BN/2 rows ([N,K]); for [K,N] each CTA loads every other 64-column box. */
-template <int BM, int BN, int STAGES, int GROUP_M, int DTYPE, int B_KN, unsigned HOOKS, int CLUSTER>
+/* XV: measurement variants of the hook paths for bench/gemm (gemm_bench
+ * --hook-variants); 0, the kernel every launcher uses, has none of them:
+ *   XV & 1  while the first tile's wait is pending, prefetch A's first
+ *           slices into L2 after B's loads (cp.async.bulk.prefetch.tensor);
+ *   XV & 2  each raise is one red.release (no separate fence);
+ *   XV & 4  prefetch both tensor maps' descriptors at the start. */
+template <int BM, int BN, int STAGES, int GROUP_M, int DTYPE, int B_KN, unsigned HOOKS, int CLUSTER, int XV = 0>
 __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
                                                    const td__tensor_map &map_b, td__gemm_u16 *c, int m,
                                                    int n, int k, const td_gemm_hooks &hooks) {
@@ -240,6 +246,12 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
   else
     __syncthreads();
 
+  if constexpr ((XV & 4) != 0) {
+    if (threadIdx.x == 0) {
+      asm volatile("prefetch.tensormap [%0];" ::"l"((td__gemm_u64)&map_a) : "memory");
+      asm volatile("prefetch.tensormap [%0];" ::"l"((td__gemm_u64)&map_b) : "memory");
+    }
+  }
   if (wg == 0) {
     /* ---- producer warpgroup: warp 0 loads, warp 1 waits (WAIT), warp 2 raises (RAISE) ---- */
     asm volatile("setmaxnreg.dec.sync.aligned.u32 56;");
@@ -285,18 +297,14 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
            * to be ready, claim stages and start only their B loads, so a signal
            * check in progress hides behind B traffic; once ready (usually at
            * once: the waiter runs ahead), issue the A loads owed and go on.
-           * When the check is still running (a CTA's first tile: the case of
-           * one tile per CTA, e.g. M = 128), A's first slices are also
-           * prefetched into L2 meanwhile, so the A loads issued after the
-           * acquire hit L2 instead of paying the HBM latency on top of it. */
+           * (Prefetching A's first slices into L2 before the B loads made a
+           * one-tile-per-CTA launch 1.5 us slower on the H200, 2026-11-29:
+           * the prefetches queue in front of B in the TMA unit.) */
           const int pre = nk < STAGES ? nk : STAGES;
           const td__gemm_u32 rb = ready + 8 * (i & 1), rp = (i >> 1) & 1;
           int st = stage, claimed = 0;
           td__gemm_u32 ph = phase;
           bool ok = td__mbar_test(rb, rp);
-          if (!ok)
-            for (int p = 0; p < pre; p++)
-              td__tma_prefetch_2d(&map_a, p * S::BK, tm * BM);
           while (!ok && claimed < pre) {
             claim(st, ph);
             load_b(st, claimed++);
@@ -306,8 +314,12 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
             }
             ok = td__mbar_test(rb, rp);
           }
-          if (!ok)
+          if (!ok) {
+            if constexpr ((XV & 1) != 0)
+              for (int p = 0; p < claimed; p++)
+                td__tma_prefetch_2d(&map_a, p * S::BK, tm * BM);
             td__mbar_wait(rb, rp);
+          }
           td__mbar_arrive(ready_free + 8 * (i & 1));
           for (; kb < claimed; kb++) {
             load_a(stage, kb);
@@ -357,7 +369,7 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
         const long long r1 = r0 + BM < m ? r0 + BM : m;
         td__mbar_wait(done + 8 * (i & 1), (i >> 1) & 1);
         if (r0 < r1)
-          td__gemm_raise_rows<HOOKS>(hooks, r0, r1);
+          td__gemm_raise_rows<HOOKS, (XV & 2) != 0>(hooks, r0, r1);
         td__mbar_arrive(done_free + 8 * (i & 1));
       }
     }
@@ -480,12 +492,12 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
 /* The kernel as the nvcc-built launcher instantiates it. Launch with
  * S::THREADS threads, S::SMEM_BYTES dynamic shared memory, at most one block
  * per multiprocessor (the grid is persistent), cluster dimension CLUSTER. */
-template <int BM, int BN, int STAGES, int GROUP_M, int DTYPE, int B_KN, unsigned HOOKS, int CLUSTER>
+template <int BM, int BN, int STAGES, int GROUP_M, int DTYPE, int B_KN, unsigned HOOKS, int CLUSTER, int XV = 0>
 __global__ void __launch_bounds__(td__gemm_sm90_shape<BM, BN, STAGES>::THREADS, 1)
     td__gemm_sm90_kernel(const __grid_constant__ td__tensor_map map_a,
                          const __grid_constant__ td__tensor_map map_b, td__gemm_u16 *c, int m, int n,
                          int k, const __grid_constant__ td_gemm_hooks hooks) {
-  td__gemm_sm90_body<BM, BN, STAGES, GROUP_M, DTYPE, B_KN, HOOKS, CLUSTER>(map_a, map_b, c, m, n,
+  td__gemm_sm90_body<BM, BN, STAGES, GROUP_M, DTYPE, B_KN, HOOKS, CLUSTER, XV>(map_a, map_b, c, m, n,
                                                                            k, hooks);
 }
 

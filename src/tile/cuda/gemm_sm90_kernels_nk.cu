@@ -45,6 +45,7 @@ static const td__gemm_kernel_entry td__nk[] = {
      * (AG+GEMM); push+raise (GEMM+RS); every hook */
     td__entry<128, 256, 4, 8, TD_GEMM_DT_BF16, WR>(),
     td__entry<128, 256, 4, 8, TD_GEMM_DT_BF16, WR, 2>(),
+    td__entry<128, 256, 4, 16, TD_GEMM_DT_BF16, WR, 2>(), /* the 8192-row winner */
     td__entry<128, 224, 5, 8, TD_GEMM_DT_BF16, WR, 2>(),
     td__entry<128, 224, 5, 8, TD_GEMM_DT_BF16, WR>(),
     td__entry<128, 160, 6, 8, TD_GEMM_DT_BF16, WR>(),
