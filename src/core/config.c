@@ -78,9 +78,11 @@ static const td__cfg_var td__vars[] = {
      "default: the tuning cache's entry, else cuBLAS", td__check_fused_tile},
     {"TD_OPS_FUSED_AG_GEMMS", TD__CFG_INT, "0", 0, 8, "0,1,3,8",
      "fused ag_gemm: GEMMs per call, 1 (all rows), 3 (own, after, before) or 8 (one per rank); 0 = by shape", NULL},
-    {"TD_OPS_FUSED_AG", TD__CFG_STR, "auto", 0, 0, "auto,copy,direct",
-     "fused ag_gemm: copy (gather the peers' A rows, then GEMM) or direct (GEMMs read the peers' A in place, no "
-     "copy; ranks sharing one GPU); auto = direct on one shared GPU unless TD_OPS_FUSED_AG_GEMMS is set, else copy",
+    {"TD_OPS_FUSED_AG", TD__CFG_STR, "auto", 0, 0, "auto,copy,direct,batched",
+     "fused ag_gemm: copy (gather the peers' A rows, then GEMM), direct (a GEMM per rank reading its A in place, "
+     "no copy; for ranks sharing one GPU) or batched (direct as one cuBLAS batched launch when the parts are "
+     "equal); auto = batched/direct on one shared GPU for parts of >= 512 rows unless TD_OPS_FUSED_AG_GEMMS is "
+     "set, else copy",
      NULL},
     {"TD_OPS_FUSED_RS", TD__CFG_STR, "auto", 0, 0, "auto,pull,push",
      "fused gemm_rs / gemm_ar: pull (each rank reduces its rows from the peers' whole partials) or push (row blocks "

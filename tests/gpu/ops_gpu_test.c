@@ -191,21 +191,32 @@ static void test_fused_all_reduce(void **state) {
 }
 
 /* ag_gemm on ranks sharing one GPU, direct (zero copy): the GEMMs read every
- * peer's A in place. M not divisible by the ranks and M < ranks, bf16 and
- * f16, 100 calls; the copy path forced beside it; and gemm_rs / gemm_ar with
+ * peer's A in place, one launch per rank or one batched launch (equal
+ * parts). M not divisible by the ranks and M < ranks, bf16 and f16, 100
+ * calls; the copy path forced beside it; and gemm_rs / gemm_ar with
  * the push schedule forced on one GPU (its receive slots, order and events
  * checked where every machine can run them). */
 static void test_fused_direct(void **state) {
   (void)state;
   setenv("TD_CUDA_DEVICE", "0", 1);
-  const int ranks[] = {2, 4, 8};
-  for (int r = 0; r < 3; r++) {
-    fused_case(TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 333, 512, 136, 0, 3, 0, ranks[r]);
-    fused_case(TD_TP_AG_GEMM, TD_TP_FUSED, TD_F16, 1001, 1024, 64, 0, 3, 0, ranks[r]);
-  }
-  fused_case(TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 5, 128, 64, 0, 2, 0, 8); /* M < ranks: empty parts */
-  fused_case(TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 259, 128, 64, 0, 100, 0, 8);
+  /* by rule direct runs parts of >= 512 rows; forced here on small shapes */
   fused_case(TD_TP_AG_GEMM, TD_TP_AUTO, TD_BF16, 4091 * 4, 5120, 1024, 0, 2, 16, 4);
+  fused_case(TD_TP_AG_GEMM, TD_TP_FUSED, TD_F16, 2053 * 2 + 1, 256, 64, 0, 2, 0, 2); /* unequal parts */
+  /* one launch per rank, and one batched launch where the parts are equal */
+  const char *modes[] = {"direct", "batched"};
+  const int ranks[] = {2, 4, 8};
+  for (int i = 0; i < 2; i++) {
+    setenv("TD_OPS_FUSED_AG", modes[i], 1);
+    for (int r = 0; r < 3; r++) {
+      fused_case(TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 333, 512, 136, 0, 3, 0, ranks[r]);
+      fused_case(TD_TP_AG_GEMM, TD_TP_FUSED, TD_F16, 1001, 1024, 64, 0, 3, 0, ranks[r]);
+      fused_case(TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 128 * ranks[r], 256, 64, 0, 3, 0, ranks[r]); /* equal */
+      fused_case(TD_TP_AG_GEMM, TD_TP_FUSED, TD_F16, 136 * ranks[r], 512, 136, 0, 3, 0, ranks[r]);
+    }
+    fused_case(TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 5, 128, 64, 0, 2, 0, 8); /* M < ranks: empty parts */
+    fused_case(TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 259, 128, 64, 0, 100, 0, 8);
+    fused_case(TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 256, 128, 64, 0, 100, 0, 8);
+  }
   setenv("TD_OPS_FUSED_AG", "copy", 1);
   fused_case(TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 333, 512, 136, 0, 3, 0, 4);
   setenv("TD_OPS_FUSED_AG", "direct", 1);

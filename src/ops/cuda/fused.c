@@ -64,6 +64,7 @@
 #pragma weak td__gemm_cuda_run
 #pragma weak td__gemm_cuda_configs
 #pragma weak td__gemm_tune_lookup
+#pragma weak td__gemm_cublas_batched
 
 /* The two records swapped at creation: where each rank is (its status and
  * its probe), then what it allocated. */
@@ -154,7 +155,7 @@ static void td__f_free(td__tp_fused *f) {
     return;
   }
   cudaSetDevice(f->dev);
-  cudaFree(f->buf), cudaFree(f->red), cudaFree(f->recv), cudaFree(f->ctl);
+  cudaFree(f->buf), cudaFree(f->red), cudaFree(f->recv), cudaFree(f->ptrs), cudaFree(f->ctl);
   if (f->ce_done)
     cudaEventDestroy(f->ce_done);
   for (int p = 0; p < TD__MAXR; p++)
@@ -257,9 +258,15 @@ static td_status td__f_pick_config(td_tp_op *op, td__tp_fused *f, int m, int n, 
 }
 
 /* ag_gemm's schedule. TD_OPS_FUSED_AG: direct (GEMMs on the peers' A in
- * place) or copy (gather, then GEMM); auto = direct when every rank shares
- * this GPU and TD_OPS_FUSED_AG_GEMMS does not ask for a split of the copy
- * path. Copy's GEMM launches: TD_OPS_FUSED_AG_GEMMS, else by placement and
+ * place, one launch per rank), batched (the same as one cuBLAS batched launch
+ * where the parts are equal, set up in td__f_alloc) or copy (gather, then
+ * GEMM); auto = direct (batched where it can) when every rank shares
+ * this GPU, its part has at least 512 rows and TD_OPS_FUSED_AG_GEMMS does not
+ * ask for a split of the copy path (H200, 8 ranks, 2026-11-29: direct
+ * 1.10-1.13x of the baseline where the copy path gave 1.00-1.02x, but
+ * 0.52-0.59x at M = 1024, whose 128-row launches run far below the GEMM's
+ * speed, where copy + one launch gave 0.98-1.04x; docs/perf.md).
+ * Copy's GEMM launches: TD_OPS_FUSED_AG_GEMMS, else by placement and
  * shape -- one per source across GPUs (own rows first, then each peer's as
  * its copy lands: the natural order when the copies cross NVLink); on one
  * GPU (H200, 8 ranks, 2026-11-29) one launch over every row while a rank's
@@ -273,7 +280,9 @@ static td_status td__f_ag_mode(const td_tp_op *op, td__tp_fused *f) {
   if (v != 0 && v != 1 && v != 3 && v != 8)
     return td__error(TD_ERR_INVALID_ARG, "fused: TD_OPS_FUSED_AG_GEMMS=%" PRId64 ": use 0 (by shape), 1, 3 or 8",
                      v);
-  f->ag_direct = mode && !strcmp(mode, "direct") ? 1 : mode && !strcmp(mode, "copy") ? 0 : !f->multi && v == 0;
+  f->ag_direct = mode && (!strcmp(mode, "direct") || !strcmp(mode, "batched")) ? 1
+                : mode && !strcmp(mode, "copy")                                 ? 0
+                                                : !f->multi && v == 0 && op->d.m / f->n >= 512;
   if (v == 0)
     v = f->multi ? 8 : op->d.m / f->n < 512 ? 1 : 3;
   f->ag_blocks = f->ag_direct || v == 8 ? f->n : (int)v;
@@ -355,6 +364,14 @@ static td_status td__f_alloc(td_tp_op *op, td__tp_fused *f) {
     /* the gather buffer in global row order; this rank's own rows stay in A */
     if (!f->ag_direct)
       TD_CHECK(td__f_cu(cudaMalloc(&f->buf, m * (size_t)d->k * f->esz), "cudaMalloc (gather buffer)"));
+    /* direct with equal parts on cuBLAS: one batched launch (unless TD_OPS_FUSED_AG=direct) */
+    const char *mode = NULL;
+    TD_CHECK(td_config_str("TD_OPS_FUSED_AG", &mode));
+    f->ag_batched = f->ag_direct && !(mode && !strcmp(mode, "direct")) && td__gemm_cublas_batched &&
+                    f->cfg.arch == TD_GEMM_CUBLAS && d->m % f->n == 0;
+    if (f->ag_batched)
+      TD_CHECK(td__f_cu(cudaMalloc((void **)&f->ptrs, 3 * (size_t)f->n * sizeof(void *)),
+                        "cudaMalloc (pointer table)"));
   } else if (d->kind != TD_TP_ALL_REDUCE) {
     TD_CHECK(td__f_rs_mode(f));
     const int push = f->rs_push && (d->kind == TD_TP_GEMM_RS || !f->one_shot);

@@ -27,6 +27,8 @@ struct td__tp_fused {
   int dev, n, r, sms, timeout_ms, one_shot;
   int multi;      /* 1: some rank uses another GPU than this one (peer access enabled at creation) */
   int ag_direct;  /* ag: the GEMMs read each peer's A in place (no gather copy), one launch per rank */
+  int ag_batched; /* ag direct: all of them as one cuBLAS batched launch (equal parts) */
+  void **ptrs;    /* ag batched: device table of 3 x n pointers (B, A, C per part) */
   int ag_blocks;  /* ag (copy): GEMMs per call: 1 (all rows), 3 (own, after, before) or n (one per source) */
   int rs_push;    /* rs / ar two-shot: row blocks pushed to their owners' receive slots as they are computed */
   int pdev[TD__MAXR]; /* every rank's device */
@@ -67,6 +69,10 @@ td_status td__f_finish(td_tp_op *op, td__tp_fused *f);
 td_status td__f_sync_mid(td_tp_op *op, td__tp_fused *f);
 td_status td__f_setv(cudaStream_t s, uint64_t *addr, uint64_t v);
 int td__f_dt(td_dtype dt);
+/* src/tile/cuda/gemm_cublas.c (in the GEMM library, so reached through a weak
+ * reference): count GEMMs of p's shape in one cublasGemmBatchedEx launch;
+ * ptrs (device) = count B, then count A, then count C pointers. */
+td_status td__gemm_cublas_batched(const td_gemm_problem *p, const void *const *ptrs, int count, void *stream);
 /* fused_gemm.c: one call of ag_gemm (epoch e); of gemm_rs or gemm_ar. */
 td_status td__f_ag(td_tp_op *op, td__tp_fused *f, void *c, const void *a, const void *b, uint64_t e);
 td_status td__f_rs_ar(td_tp_op *op, td__tp_fused *f, void *c, const void *a, const void *b, uint64_t e);

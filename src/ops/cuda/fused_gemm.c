@@ -12,6 +12,8 @@
  *           per rank straight on that rank's published A (its own first, then
  *           r+1, r+2, ...) into C at the rows' offset: no gather copy at all,
  *           which the baseline (a collective, then a GEMM) cannot avoid.
+ *           With equal parts on cuBLAS the n GEMMs are one batched launch
+ *           (cublasGemmBatchedEx over a device table of pointers).
  *           copy (across GPUs): the copy-engine stream pulls the peers' rows
  *           into the gather buffer, r+1 first, an event after each run of
  *           rows; the GEMM runs on the own rows straight from A (overlapping
@@ -38,9 +40,11 @@
 #include "core/error.h"
 #include "ops/cuda/fused.h"
 
-/* Bound in programs that link the GEMM library (fused.c says why it is weak;
- * creation refuses the GEMM operators where it is missing). */
+/* Bound in programs that link the GEMM library (fused.c says why they are
+ * weak; creation refuses the GEMM operators where it is missing, and uses the
+ * batched launch only where it is bound). */
 #pragma weak td__gemm_cuda_run
+#pragma weak td__gemm_cublas_batched
 
 /* One GEMM of A rows [row0, row0 + rows) (read from a_rows) into C. */
 static td_status td__f_ag_gemm(td_tp_op *op, td__tp_fused *f, void *c, const void *a_rows, const void *b,
@@ -52,8 +56,29 @@ static td_status td__f_ag_gemm(td_tp_op *op, td__tp_fused *f, void *c, const voi
   return td__gemm_cuda_run(&pr, &f->cfg, 0, NULL, f->s);
 }
 
-/* direct: a GEMM per rank on its A in place, own rows first. */
-static td_status td__f_ag_direct(td_tp_op *op, td__tp_fused *f, void *c, const void *a, const void *b) {
+/* direct: a GEMM per rank on its A in place, own rows first; or, with equal
+ * parts on cuBLAS, all of them in one batched launch (its pointer table
+ * uploaded on the compute stream: the H2D copy of a pageable array returns
+ * once staged, and the previous call's launch read the table before it in
+ * stream order). */
+static td_status td__f_ag_direct(td_tp_op *op, td__tp_fused *f, void *c, const void *a, const void *b,
+                                 td_status *st) {
+  if (f->ag_batched) {
+    const int n = f->n;
+    const void *h[3 * TD__MAXR];
+    for (int p = 0; p < n; p++) {
+      h[p] = b;
+      h[n + p] = p == f->r ? a : __atomic_load_n(&f->peer[p]->ar_src, __ATOMIC_ACQUIRE);
+      h[2 * n + p] = (char *)c + (size_t)f->row0[p] * (size_t)f->nb * f->esz;
+    }
+    td__f_keep(st, td__f_cu(cudaMemcpyAsync(f->ptrs, h, 3 * (size_t)n * sizeof(void *), cudaMemcpyHostToDevice,
+                                            f->s), "cudaMemcpyAsync (pointer table)"));
+    if (*st != TD_OK)
+      return TD_OK;
+    td_gemm_problem pr = {(int)f->rows[0], (int)f->nb, (int)op->d.k, op->d.dtype, TD_GEMM_B_KN, NULL, NULL, NULL,
+                          NULL};
+    return td__gemm_cublas_batched(&pr, (const void *const *)f->ptrs, n, f->s);
+  }
   td_status gst = td__f_ag_gemm(op, f, c, a, b, f->row0[f->r], f->rows[f->r]);
   for (int j = 1; j < f->n && gst == TD_OK; j++) {
     int q = (f->r + j) % f->n;
@@ -116,7 +141,7 @@ td_status td__f_ag(td_tp_op *op, td__tp_fused *f, void *c, const void *a, const 
   /* 2. the GEMMs (and the copies they wait for); the call goes on to its
    * closing barrier even when a launch failed, so the peers are not left
    * waiting */
-  td_status gst = f->ag_direct ? td__f_ag_direct(op, f, c, a, b) : td__f_ag_copy(op, f, c, a, b, &st);
+  td_status gst = f->ag_direct ? td__f_ag_direct(op, f, c, a, b, &st) : td__f_ag_copy(op, f, c, a, b, &st);
   td__f_keep(&st, td__f_setv(f->s, f->ctl + TD__CTL_FIN, e));
   td_status fin = td__f_finish(op, f);
   /* 3. nobody reads this rank's A any more (its caller may overwrite it) */

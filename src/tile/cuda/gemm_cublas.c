@@ -95,6 +95,35 @@ td_status td__gemm_cublas_run(const td_gemm_problem *p, void *stream) {
   return TD_OK;
 }
 
+/* Several GEMMs of one shape in one cublasGemmBatchedEx launch: the shape,
+ * dtype and B layout of *p (its a, b, c are ignored); ptrs, device memory,
+ * holds count B pointers, then count A pointers, then count C pointers (each
+ * row-major and contiguous as in td_gemm_problem). Asynchronous on `stream`.
+ * Declared where it is used (src/ops/cuda/fused.h: ag_gemm's direct GEMMs of
+ * ranks sharing a GPU, one launch instead of one per rank), reached there
+ * through a weak reference like td__gemm_cuda_run. */
+td_status td__gemm_cublas_batched(const td_gemm_problem *p, const void *const *ptrs, int count, void *stream) {
+  if (!p || !ptrs || count < 1)
+    return td__error(TD_ERR_INVALID_ARG, "gemm (cuBLAS batched): problem, pointer table and count >= 1 needed");
+  if (p->m == 0 || p->n == 0)
+    return TD_OK;
+  cublasHandle_t h = NULL;
+  TD_CHECK(td__blas_handle(&h));
+  cublasStatus_t bs = cublasSetStream(h, (cudaStream_t)stream);
+  const cudaDataType_t t = p->dtype == TD_BF16 ? CUDA_R_16BF : CUDA_R_16F;
+  const float one = 1.0f, zero = 0.0f;
+  const int kn = p->b_layout == TD_GEMM_B_KN;
+  if (bs == CUBLAS_STATUS_SUCCESS)
+    bs = cublasGemmBatchedEx(h, kn ? CUBLAS_OP_N : CUBLAS_OP_T, CUBLAS_OP_N, p->n, p->m, p->k, &one,
+                             (const void *const *)ptrs, t, kn ? p->n : p->k, (const void *const *)(ptrs + count), t,
+                             p->k, &zero, (void *const *)(ptrs + 2 * count), t, p->n, count, CUBLAS_COMPUTE_32F,
+                             CUBLAS_GEMM_DEFAULT);
+  if (bs != CUBLAS_STATUS_SUCCESS)
+    return td__error(TD_ERR_CUDA, "gemm (cuBLAS): cublasGemmBatchedEx %d x M=%d N=%d K=%d failed (status %d)",
+                     count, p->m, p->n, p->k, (int)bs);
+  return TD_OK;
+}
+
 void td__gemm_config_name(const td_gemm_config *c, char *buf, size_t cap) {
   if (!c)
     snprintf(buf, cap, "(none)");
