@@ -5,7 +5,7 @@
 # gemm_ar with 4 ranks on 4 GPUs (fused vs NCCL + cuBLAS) and ag_gemm with 8
 # ranks sharing GPU 0 (direct GEMMs vs the copying baseline). Binaries from
 # scripts/fusedmg-prep.sh; carry .gpubin-fusedmg and .debs:
-#   . scripts/gpu-env.sh >/dev/null 2>&1; scripts/fusedmg-gpu.sh [tests,multi,shared,sharedcopy,ar]
+#   . scripts/gpu-env.sh >/dev/null 2>&1; scripts/fusedmg-gpu.sh [tests,multi,shared,shareddirect,sharedcopy,ar]
 # Logs and JSON go to $OUT (one archive); the output is a compact summary.
 set -uo pipefail
 STEPS=${1:-tests,multi,shared}
@@ -38,6 +38,9 @@ fi
 S="--models ${TD_SHARED_MODELS:-llama3.1-8b,llama3.1-70b,check} --m ${TD_SHARED_M:-1024,8192} --variants fused"
 if has shared; then # direct (zero-copy) GEMMs, the default on a shared GPU
   TD_CUDA_DEVICE=0 bench ag_gemm_r8_shared 90 ag_gemm --ranks 8 $S
+fi
+if has shareddirect; then # one GEMM launch per rank (no batched launch), for the comparison
+  TD_CUDA_DEVICE=0 TD_OPS_FUSED_AG=direct bench ag_gemm_r8_shared_direct 90 ag_gemm --ranks 8 $S
 fi
 if has sharedcopy; then # the copy path on the same GPU, for the comparison
   TD_CUDA_DEVICE=0 TD_OPS_FUSED_AG=copy bench ag_gemm_r8_shared_copy 90 ag_gemm --ranks 8 $S
