@@ -42,10 +42,10 @@
  *
  * Scope of the hooks' synchronisation (td_gemm_hooks.scope): system scope by
  * default (0), which is right whatever reads or writes the signals: the host,
- * a copy engine, a peer GPU over NVLink/PCIe. A system-scope acquire or
- * release costs about a microsecond more than a GPU-scope one, which a kernel
- * with one tile per CTA cannot hide (docs/perf.md, "Hooks overhead"), so a
- * launcher that knows where the other side runs says so:
+ * a copy engine, a peer GPU over NVLink/PCIe. A launcher that knows the other
+ * side runs on this GPU may say so and get GPU-scope acquires and releases,
+ * which are never slower (on the H200 they saved 0.1-0.3 us per launch of a
+ * one-tile-per-CTA GEMM; docs/perf.md, hooks6):
  *   TD_GEMM_SCOPE_WAIT_GPU   every write the waits depend on (the signals and
  *                       the A rows they cover) is made by threads of this
  *                       GPU, or is ordered before this launch by the stream

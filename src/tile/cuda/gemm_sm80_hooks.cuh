@@ -251,9 +251,9 @@ __device__ __forceinline__ void td__gemm_red_add(td__gemm_u64 *p, td__gemm_u64 v
  * relaxed adds at the fence's scope (fence + relaxed = release), and a
  * consumer whose acquire reads an add sees the rows. The scope is the
  * consumers' (TD_GEMM_SCOPE_RAISE_GPU: all on this GPU): at GPU scope the
- * fence waits for the stores to reach this GPU's L2 only, not for the
- * system-wide acknowledgement a system-scope fence needs -- the microsecond
- * that a one-tile-per-CTA kernel pays at its end. Lighter than fence.sc. */
+ * fence need not wait for a system-wide acknowledgement -- though on the H200
+ * that saved only 0.1-0.3 us of the ~2.7 us a raise adds to a one-tile-per-CTA
+ * launch (docs/perf.md, hooks6). Lighter than fence.sc. */
 template <unsigned HOOKS, bool RELEASE_EACH = false>
 __device__ __forceinline__ void td__gemm_raise_rows(const td_gemm_hooks &h, long long row0,
                                                     long long row_end) {
