@@ -54,7 +54,14 @@ int bo_set_device(int cuda, int rank) {
     int count = 0;
     if (cudaGetDeviceCount(&count) != cudaSuccess || count < 1)
       return -1;
-    return cudaSetDevice(rank % count) == cudaSuccess ? 0 : -1;
+    /* TD_CUDA_DEVICE puts every rank on one GPU, as it does the operators'
+     * ranks (src/ops/cuda/fused.c, the cuda executor): the sides then share
+     * that GPU alike */
+    int64_t dev = rank % count;
+    const char *env = getenv("TD_CUDA_DEVICE");
+    if (env && *env && (td_config_int("TD_CUDA_DEVICE", &dev) != TD_OK || dev >= count))
+      return -1;
+    return cudaSetDevice((int)dev) == cudaSuccess ? 0 : -1;
   }
 #endif
   return cuda ? -1 : 0;
