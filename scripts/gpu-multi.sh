@@ -50,7 +50,7 @@ step() {
   [ $rc = 0 ] || { echo "--- $name rc=$rc:"; tail -6 "$W/$name.log" | cut -c1-220; }
   return $rc
 }
-table() { grep -E "^\|" "$W/$1.log" | grep -v -- "---" | cut -c1-${2:-180}; }
+table() { grep -E "^\|" "$W/$1.log" 2>/dev/null | grep -v -- "---" | cut -c1-${2:-180}; }
 
 echo "== $MODE run, rev $TD_GIT_REV, $NG GPU(s), $R ranks"
 nvidia-smi topo -m 2>&1 | tee "$W/topo.txt" | head -$((NG + 3))
