@@ -12,15 +12,18 @@
  *
  * usage: gemm_bench [--shapes MxNxK,...] [--configs all|BMxBNxSTAGES,...]
  *                   [--layout nk|kn] [--iters N] [--hooks] [--hook-modes LIST]
- *                   [--hook-variants 1,2,4,7] [--json FILE]
+ *                   [--hook-variants 0,16,32,48] [--stamps N] [--json FILE]
  * --hooks measures the best configuration with wait + raise hooks whose waits
  * are already satisfied (system scope); --hook-modes adds more variants, each
  * measured the same way (alternating launch pairs): wait, raise (one hook
  * alone), both, and the same with a _gpu suffix (TD_GEMM_SCOPE_*_GPU: the
  * signals' other side is on this GPU), e.g. wait,raise,both_gpu.
  * --hook-variants times measurement variants of the hook paths (XV bits of
- * gemm_sm90.cuh, launched by gemm_bench_xv.cu) for wait, raise and both,
- * where the best configuration is 64x64 s8 g8 c1 (M = 128).
+ * gemm_sm90.cuh, launched by gemm_bench_xv.cu: 0 shipped, 16 / 32 / 48 the
+ * hooks6 wait / raise / both) for wait, raise and both, where the best
+ * configuration is 64x64 s8 g8 c1 (M = 128); --stamps N launches the stamped
+ * variants there (plain, shipped and hooks6 wait + raise) N times each and
+ * prints the median time of each phase of a block's life.
  * Prints one line per (shape, config) and a summary table; exit 1 on a
  * failed check. */
 #include <cublas_v2.h>
@@ -135,7 +138,7 @@ int main(int argc, char **argv) {
       "8192x3584x8192,8192x8192x3584,8192x1280x8192,4096x3584x8192,1024x3584x8192,128x3584x8192,"
       "8192x8192x8192";
   const char *configs_arg = "all", *json_path = NULL, *modes_arg = "", *variants_arg = "";
-  int iters = 50, layout = TD_GEMM_B_NK, with_hooks = 0;
+  int iters = 50, layout = TD_GEMM_B_NK, with_hooks = 0, stamps = 0;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--shapes") && i + 1 < argc)
       shapes_arg = argv[++i];
@@ -151,12 +154,14 @@ int main(int argc, char **argv) {
       modes_arg = argv[++i], with_hooks = 1;
     else if (!strcmp(argv[i], "--hook-variants") && i + 1 < argc)
       variants_arg = argv[++i], with_hooks = 1;
+    else if (!strcmp(argv[i], "--stamps") && i + 1 < argc)
+      stamps = atoi(argv[++i]), with_hooks = 1;
     else if (!strcmp(argv[i], "--json") && i + 1 < argc)
       json_path = argv[++i];
     else {
       fprintf(stderr, "usage: %s [--shapes MxNxK,..] [--configs all|BMxBNxS,..] [--layout nk|kn] "
                       "[--iters N] [--hooks] [--hook-modes wait,raise,both,wait_gpu,raise_gpu,both_gpu] "
-                      "[--hook-variants 0,1,2,4,7] "
+                      "[--hook-variants 0,16,32,48] [--stamps N] "
                       "[--json FILE]\n", argv[0]);
       return 2;
     }
@@ -455,6 +460,8 @@ int main(int argc, char **argv) {
           unsigned flags;
         } vm[] = {{"wait", TD_GEMM_HOOK_WAIT}, {"raise", TD_GEMM_HOOK_RAISE}, {"both", flags}};
         for (const auto &md : vm) {
+          if (!xv_exists(xv, md.flags))
+            continue;
           char name[32];
           snprintf(name, sizeof name, "%s_xv%d", md.name, xv);
           pairs_run(name, &h, [&](int set) {
@@ -466,6 +473,14 @@ int main(int argc, char **argv) {
         v = v ? v + 1 : "";
       }
       printf("\n");
+      /* Phase stamps of one block's life: plain, shipped hooks, hooks6 hooks. */
+      if (stamps > 0 && xv_config_matches(&sum.cfg, layout)) {
+        fflush(stdout);
+        td_gemm_problem q = {s.m, s.n, s.k, TD_BF16, layout, a, b, c, NULL};
+        xv_stamps("plain", 8, 0, &q, &h, stamps, stdout);
+        xv_stamps("wait+raise shipped", 8, flags, &q, &h, stamps, stdout);
+        xv_stamps("wait+raise hooks6", 56, flags, &q, &h, stamps, stdout);
+      }
     }
     table.push_back(sum);
     CK(cudaFree(a));

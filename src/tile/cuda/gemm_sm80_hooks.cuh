@@ -230,40 +230,22 @@ __device__ __forceinline__ void td__gemm_put_quad(td__gemm_u16 *rowp, int col0, 
   }
 }
 
-/* One add at the raise's scope: relaxed after the caller's fence (fence +
- * relaxed = release), or itself a release (`release`, a measurement variant). */
-__device__ __forceinline__ void td__gemm_red_add(td__gemm_u64 *p, td__gemm_u64 v, bool gpu, bool release) {
-  if (release && gpu)
-    asm volatile("red.release.gpu.global.add.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-  else if (release)
-    asm volatile("red.release.sys.global.add.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-  else if (gpu)
-    asm volatile("red.relaxed.gpu.global.add.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+/* The release fence in front of a tile's adds, at the raise's scope. */
+__device__ __forceinline__ void td__gemm_raise_fence(const td_gemm_hooks &h) {
+  if ((h.scope & TD_GEMM_SCOPE_RAISE_GPU) != 0)
+    asm volatile("fence.acq_rel.gpu;" ::: "memory");
   else
-    asm volatile("red.relaxed.sys.global.add.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+    asm volatile("fence.acq_rel.sys;" ::: "memory");
 }
 
-/* Raises the signals covering rows [row0, row_end) of a finished tile. Called
- * by one thread after a barrier (or mbarrier hand-off) that follows every
- * thread's stores. Memory model: the hand-off makes those stores happen
- * before this thread's fence (CTA-scope release/acquire through the barrier);
- * the acquire-release fence is cumulative, so it orders them before the
- * relaxed adds at the fence's scope (fence + relaxed = release), and a
- * consumer whose acquire reads an add sees the rows. The scope is the
- * consumers' (TD_GEMM_SCOPE_RAISE_GPU: all on this GPU): at GPU scope the
- * fence need not wait for a system-wide acknowledgement -- though on the H200
- * that saved only 0.1-0.3 us of the ~2.7 us a raise adds to a one-tile-per-CTA
- * launch (docs/perf.md, hooks6). Lighter than fence.sc. */
-template <unsigned HOOKS, bool RELEASE_EACH = false>
-__device__ __forceinline__ void td__gemm_raise_rows(const td_gemm_hooks &h, long long row0,
+/* The adds of a tile covering rows [row0, row_end), relaxed at the raise's
+ * scope: td__gemm_raise_fence before them already orders the tile's stores
+ * before every add (fence + relaxed = release), so a tile that covers several
+ * signals pays for one fence, not one each. */
+template <unsigned HOOKS>
+__device__ __forceinline__ void td__gemm_raise_adds(const td_gemm_hooks &h, long long row0,
                                                     long long row_end) {
   const bool gpu = (h.scope & TD_GEMM_SCOPE_RAISE_GPU) != 0;
-  if constexpr (!RELEASE_EACH) {
-    if (gpu)
-      asm volatile("fence.acq_rel.gpu;" ::: "memory");
-    else
-      asm volatile("fence.acq_rel.sys;" ::: "memory");
-  }
   long long r = row0;
   while (r < row_end) {
     long long peer = 0, local = r, span_end = row_end;
@@ -274,13 +256,31 @@ __device__ __forceinline__ void td__gemm_raise_rows(const td_gemm_hooks &h, long
       span_end = row_end < peer_end ? row_end : peer_end;
     }
     long long s0 = local / h.raise_rows, s1 = (local + (span_end - r) - 1) / h.raise_rows;
-    for (long long s = s0; s <= s1; s++)
-      /* relaxed: the fence above already orders the tile's stores before
-       * every add (fence + relaxed = release), so a tile that covers several
-       * signals pays for one fence, not one each */
-      td__gemm_red_add(h.raise_signals[peer] + s, h.raise_value, gpu, RELEASE_EACH);
+    for (long long s = s0; s <= s1; s++) {
+      td__gemm_u64 *p = h.raise_signals[peer] + s;
+      if (gpu)
+        asm volatile("red.relaxed.gpu.global.add.u64 [%0], %1;" ::"l"(p), "l"(h.raise_value) : "memory");
+      else
+        asm volatile("red.relaxed.sys.global.add.u64 [%0], %1;" ::"l"(p), "l"(h.raise_value) : "memory");
+    }
     r = span_end;
   }
+}
+
+/* Raises the signals covering rows [row0, row_end) of a finished tile. Called
+ * by one thread after a barrier (or mbarrier hand-off) that follows every
+ * thread's stores. Memory model: the barrier makes those stores happen before
+ * this thread's fence (CTA-scope release/acquire); the acquire-release fence
+ * is cumulative, so it orders them before the relaxed adds at the fence's
+ * scope (fence + relaxed = release), and a consumer whose acquire reads an
+ * add sees the rows. The scope is the consumers' (TD_GEMM_SCOPE_RAISE_GPU: all
+ * on this GPU); on the H200 the GPU scope saved only 0.1-0.3 us per
+ * one-tile-per-CTA launch (docs/perf.md, hooks6). Lighter than fence.sc. */
+template <unsigned HOOKS>
+__device__ __forceinline__ void td__gemm_raise_rows(const td_gemm_hooks &h, long long row0,
+                                                    long long row_end) {
+  td__gemm_raise_fence(h);
+  td__gemm_raise_adds<HOOKS>(h, row0, row_end);
 }
 
 #endif

@@ -85,16 +85,6 @@ __device__ __forceinline__ void td__tma_load_2d(td__gemm_u32 dst, const td__tens
       : "memory");
 }
 
-/* Warms L2 with a box of the tensor (no shared memory, no mbarrier). A hint
- * without effect on what any load returns (PTX: prefetches do not take part
- * in the memory consistency model), so it may run before the data is known
- * to be ready: the load that counts still comes after the acquire. */
-__device__ __forceinline__ void td__tma_prefetch_2d(const td__tensor_map *map, int x, int y) {
-  asm volatile("cp.async.bulk.prefetch.tensor.2d.L2.global [%0, {%1, %2}];" ::"l"((td__gemm_u64)map), "r"(x),
-               "r"(y)
-               : "memory");
-}
-
 __device__ __forceinline__ void td__wgmma_fence(void) {
   asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 }
@@ -184,19 +174,70 @@ __device__ __forceinline__ void td__tma_load_2d_multicast(td__gemm_u32 dst, cons
       : "memory");
 }
 
+/* Phases stamped by the measurement variant XV & 8 (see below), in the
+ * order of one tile's life. */
+enum {
+  TD__XV_START = 0,    /* thread 0, first instruction */
+  TD__XV_SYNCED,       /* thread 0, mbarriers initialised and the block synced */
+  TD__XV_W_ISSUED,     /* waiter lane 0: the first tile's acquire issued */
+  TD__XV_W_SEEN,       /* waiter lane 0: every signal of the first tile seen satisfied */
+  TD__XV_W_FENCED,     /* waiter lane 0: its proxy fence done */
+  TD__XV_W_READY,      /* waiter lane 0: ready arrived (the loader may load A) */
+  TD__XV_L_FIRST_B,    /* loader: first B load issued */
+  TD__XV_L_FIRST_A,    /* loader: first A load issued */
+  TD__XV_C_FIRST_FULL, /* consumer thread 0: first full stage seen */
+  TD__XV_C_LAST_MMA,   /* consumer thread 0: last tile's last wgmma retired */
+  TD__XV_C_STORED,     /* consumer thread 0: its epilogue stores issued */
+  TD__XV_C_DONE,       /* consumer thread 0: done arrived (or the consumers' barrier passed) */
+  TD__XV_R_SEEN,       /* raising thread: the last tile's stores known done */
+  TD__XV_R_FENCED,     /* raising thread: release fence done */
+  TD__XV_R_ADDED,      /* raising thread: adds issued */
+  TD__XV_C_END,        /* consumer thread 0: last instruction */
+  TD__XV_PHASES
+};
+
+/* One phase stamp (XV & 8 only): %globaltimer and %clock64, into the buffer
+ * the measurement launcher passes as hooks.dst[0] (a PUSH field; no variant
+ * has PUSH), TD__XV_PHASES pairs per block. Kernels with XV = 0 compile to
+ * nothing here. */
+template <int XV>
+__device__ __forceinline__ void td__gemm_xv_stamp(const td_gemm_hooks &h, int phase) {
+  if constexpr ((XV & 8) != 0) {
+    td__gemm_u64 clk;
+    asm volatile("mov.u64 %0, %%clock64;" : "=l"(clk));
+    td__gemm_u64 *p = (td__gemm_u64 *)h.dst[0] + ((td__gemm_u64)blockIdx.x * TD__XV_PHASES + phase) * 2;
+    p[0] = td__gemm_globaltimer();
+    p[1] = clk;
+  }
+}
+
 /* The kernel. B_KN = 1 reads B as [K,N] (MN-major wgmma operand, needs BN % 64
  * == 0: BN/64 TMA boxes of 64 columns per stage); 0 reads [N,K].
  * CLUSTER = 2 pairs CTAs on vertically adjacent tiles (same B columns): each
  * loads half of the B slice and multicasts it to both, which cuts the L2 -> SM
  * traffic by a third for 128x256 tiles; a stage is refilled only when the
  * consumers of both CTAs released it. The tile map for B then has a box of
- * BN/2 rows ([N,K]); for [K,N] each CTA loads every other 64-column box. */
-/* XV: measurement variants of the hook paths for bench/gemm (gemm_bench
- * --hook-variants); 0, the kernel every launcher uses, has none of them:
- *   XV & 1  while the first tile's wait is pending, prefetch A's first
- *           slices into L2 after B's loads (cp.async.bulk.prefetch.tensor);
- *   XV & 2  each raise is one red.release (no separate fence);
- *   XV & 4  prefetch both tensor maps' descriptors at the start. */
+ * BN/2 rows ([N,K]); for [K,N] each CTA loads every other 64-column box.
+ *
+ * Hooks on the critical path of a one-tile-per-CTA launch (M = 128: nothing
+ * runs ahead of the first wait or after the last raise), and what is done
+ * about them:
+ *   - the first tile's signals are read by the waiter warp's very first
+ *     instructions, before the mbarrier set-up and the block barrier, so the
+ *     acquire's round trip overlaps the prologue; the later tiles' waits run
+ *     up to two tiles ahead of the loads, off the critical path;
+ *   - the CTA's last tile is raised by the consumers themselves (a named
+ *     barrier over the consumer threads after their stores, then one fence
+ *     and the adds), not handed to the raiser warp, which would have to wake
+ *     up first; earlier tiles still go to the raiser warp so that the fence
+ *     never holds a consumer back from its next tile.
+ * XV: measurement variants for bench/gemm (gemm_bench --hook-variants,
+ * --stamps); 0, the kernel every launcher uses, has none of them:
+ *   XV & 8   phase stamps (td__gemm_xv_stamp);
+ *   XV & 16  the first tile's wait starts after the block barrier, like the
+ *            later ones (the hooks6 kernel);
+ *   XV & 32  every tile, the last too, is raised by the raiser warp (the
+ *            hooks6 kernel). */
 template <int BM, int BN, int STAGES, int GROUP_M, int DTYPE, int B_KN, unsigned HOOKS, int CLUSTER, int XV = 0>
 __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
                                                    const td__tensor_map &map_b, td__gemm_u16 *c, int m,
@@ -211,6 +252,44 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
   static_assert(CLUSTER == 1 || (CLUSTER == 2 && BN % 16 == 0), "CLUSTER must be 1 or 2");
   static_assert(S::SMEM_BYTES <= 232448, "tile ring does not fit in shared memory");
   constexpr bool WAIT = (HOOKS & TD_GEMM_HOOK_WAIT) != 0, RAISE = (HOOKS & TD_GEMM_HOOK_RAISE) != 0;
+  constexpr bool EARLY_WAIT = WAIT && (XV & 16) == 0;   /* first tile's acquire before the set-up */
+  constexpr bool INLINE_RAISE = RAISE && (XV & 32) == 0; /* last tile raised by the consumers */
+  if (threadIdx.x == 0)
+    td__gemm_xv_stamp<XV>(hooks, TD__XV_START);
+
+  const int tiles_m = (m + BM - 1) / BM, tiles_n = (n + BN - 1) / BN;
+  const int rows_c = (tiles_m + CLUSTER - 1) / CLUSTER; /* tile rows of clusters */
+  const int units = rows_c * tiles_n;
+  const int first_unit = blockIdx.x / CLUSTER, unit_step = gridDim.x / CLUSTER;
+  const int group_c = GROUP_M / CLUSTER > 0 ? GROUP_M / CLUSTER : 1;
+  const td__gemm_u32 crank = CLUSTER > 1 ? td__cluster_rank() : 0;
+
+  /* The first tile's acquire, issued by the waiter warp (warp 1) before
+   * anything else so that its round trip overlaps the mbarrier set-up and the
+   * block barrier; its value is looked at after them. Each lane reads one of
+   * the first 32 signals covering the tile's rows. An acquire that reads a
+   * satisfying value synchronises with the writer's release whenever it was
+   * issued: the barrier between changes nothing in that argument. */
+  td__gemm_u64 early_seen = 0;
+  bool early_mine = false, early_all = false; /* this lane read one; one read per signal covers them all */
+  if constexpr (EARLY_WAIT) {
+    if (threadIdx.x / 32 == 1 && first_unit < units) {
+      int tc, tn;
+      td__gemm_tile_coords(first_unit, rows_c, tiles_n, group_c, &tc, &tn);
+      const long long r0 = (long long)(tc * CLUSTER + (int)crank) * BM;
+      const long long r1 = r0 + BM < m ? r0 + BM : m;
+      if (r0 < r1) {
+        const long long first = r0 / hooks.wait_rows, last = (r1 - 1) / hooks.wait_rows;
+        const long long i = first + threadIdx.x % 32;
+        early_all = last - first < 32;
+        early_mine = i <= last;
+        if (early_mine)
+          early_seen = td__gemm_load_acquire(hooks.wait_signals + i, (hooks.scope & TD_GEMM_SCOPE_WAIT_GPU) != 0);
+        if (threadIdx.x % 32 == 0)
+          td__gemm_xv_stamp<XV>(hooks, TD__XV_W_ISSUED);
+      }
+    }
+  }
 
   extern __shared__ unsigned char td__smem_raw[];
   const td__gemm_u32 base = td__smem_addr(td__smem_raw);
@@ -218,15 +297,8 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
   const td__gemm_u32 full = ring + STAGES * S::STAGE_BYTES, empty = full + 8 * STAGES;
   const td__gemm_u32 ready = empty + 8 * STAGES, ready_free = ready + 16;
   const td__gemm_u32 done = ready_free + 16, done_free = done + 16;
-
-  const int tiles_m = (m + BM - 1) / BM, tiles_n = (n + BN - 1) / BN;
-  const int rows_c = (tiles_m + CLUSTER - 1) / CLUSTER; /* tile rows of clusters */
-  const int units = rows_c * tiles_n;
   const int nk = (k + S::BK - 1) / S::BK;
   const int wg = threadIdx.x / 128;
-  const td__gemm_u32 crank = CLUSTER > 1 ? td__cluster_rank() : 0;
-  const int first_unit = blockIdx.x / CLUSTER, unit_step = gridDim.x / CLUSTER;
-  const int group_c = GROUP_M / CLUSTER > 0 ? GROUP_M / CLUSTER : 1;
 
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; s++) {
@@ -245,13 +317,9 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
     td__cluster_sync(); /* peers multicast into our ring only after our barriers exist */
   else
     __syncthreads();
+  if (threadIdx.x == 0)
+    td__gemm_xv_stamp<XV>(hooks, TD__XV_SYNCED);
 
-  if constexpr ((XV & 4) != 0) {
-    if (threadIdx.x == 0) {
-      asm volatile("prefetch.tensormap [%0];" ::"l"((td__gemm_u64)&map_a) : "memory");
-      asm volatile("prefetch.tensormap [%0];" ::"l"((td__gemm_u64)&map_b) : "memory");
-    }
-  }
   if (wg == 0) {
     /* ---- producer warpgroup: warp 0 loads, warp 1 waits (WAIT), warp 2 raises (RAISE) ---- */
     asm volatile("setmaxnreg.dec.sync.aligned.u32 56;");
@@ -267,6 +335,8 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
         const td__gemm_u32 mask = (1u << CLUSTER) - 1;
         auto load_a = [&](int st, int kb) {
           td__tma_load_2d(ring + st * S::STAGE_BYTES, &map_a, full + 8 * st, kb * S::BK, tm * BM);
+          if (i == 0 && kb == 0)
+            td__gemm_xv_stamp<XV>(hooks, TD__XV_L_FIRST_A);
         };
         auto load_b = [&](int st, int kb) {
           const td__gemm_u32 f = full + 8 * st, sb = ring + st * S::STAGE_BYTES + S::A_BYTES;
@@ -286,6 +356,8 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
             else
               td__tma_load_2d(sb, &map_b, f, kb * S::BK, tn * BN);
           }
+          if (i == 0 && kb == 0)
+            td__gemm_xv_stamp<XV>(hooks, TD__XV_L_FIRST_B);
         };
         auto claim = [&](int st, td__gemm_u32 ph) { /* wait for the slot, announce its bytes */
           td__mbar_wait(empty + 8 * st, ph ^ 1);
@@ -296,7 +368,8 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
           /* B (the weights) never waits: while the tile's A rows are not known
            * to be ready, claim stages and start only their B loads, so a signal
            * check in progress hides behind B traffic; once ready (usually at
-           * once: the waiter runs ahead), issue the A loads owed and go on.
+           * once: the waiter runs ahead, and reads the first tile's signals
+           * before the set-up), issue the A loads owed and go on.
            * (Prefetching A's first slices into L2 before the B loads made a
            * one-tile-per-CTA launch 1.5 us slower on the H200, 2026-11-29:
            * the prefetches queue in front of B in the TMA unit.) */
@@ -314,12 +387,8 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
             }
             ok = td__mbar_test(rb, rp);
           }
-          if (!ok) {
-            if constexpr ((XV & 1) != 0)
-              for (int p = 0; p < claimed; p++)
-                td__tma_prefetch_2d(&map_a, p * S::BK, tm * BM);
+          if (!ok)
             td__mbar_wait(rb, rp);
-          }
           td__mbar_arrive(ready_free + 8 * (i & 1));
           for (; kb < claimed; kb++) {
             load_a(stage, kb);
@@ -348,28 +417,52 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
         const long long r0 = (long long)(tc * CLUSTER + (int)crank) * BM;
         const long long r1 = r0 + BM < m ? r0 + BM : m;
         td__mbar_wait(ready_free + 8 * (i & 1), ((i >> 1) + 1) & 1);
-        if (waits_on && r0 < r1 && td__gemm_wait_rows(hooks, r0, r1))
-          waits_on = 0; /* recorded; the host reports it: stop waiting */
+        if (waits_on && r0 < r1) {
+          /* The first tile: the acquires issued before the set-up settle it
+           * when every signal was read and satisfied; otherwise poll as usual. */
+          bool settled = false;
+          if constexpr (EARLY_WAIT)
+            settled = i == 0 && __all_sync(0xffffffffu, early_all && (!early_mine || early_seen >= hooks.wait_value));
+          else if (i == 0 && lane == 0)
+            td__gemm_xv_stamp<XV>(hooks, TD__XV_W_ISSUED);
+          if (!settled && td__gemm_wait_rows(hooks, r0, r1))
+            waits_on = 0; /* recorded; the host reports it: stop waiting */
+          if (i == 0 && lane == 0)
+            td__gemm_xv_stamp<XV>(hooks, TD__XV_W_SEEN);
+        }
         /* The loader reads these rows with TMA, through the async proxy: each
          * lane that acquired fences its view over to that proxy before the
          * hand-off (the writer-fence-then-barrier pattern), so the loader
          * itself, with loads in flight, never waits on a proxy fence. */
         asm volatile("fence.proxy.async.global;" ::: "memory");
+        if (i == 0 && lane == 0)
+          td__gemm_xv_stamp<XV>(hooks, TD__XV_W_FENCED);
         __syncwarp();
-        if (lane == 0)
+        if (lane == 0) {
           td__mbar_arrive(ready + 8 * (i & 1));
+          if (i == 0)
+            td__gemm_xv_stamp<XV>(hooks, TD__XV_W_READY);
+        }
       }
     } else if (RAISE && warp == 2 && lane == 0) {
-      /* Raises each finished tile's signals off the consumers' path. */
+      /* Raises each finished tile's signals off the consumers' path; with
+       * INLINE_RAISE the CTA's last tile is the consumers' own. */
       int i = 0;
       for (int u = first_unit; u < units; u += unit_step, i++) {
+        if (INLINE_RAISE && u + unit_step >= units)
+          break;
         int tc, tn;
         td__gemm_tile_coords(u, rows_c, tiles_n, group_c, &tc, &tn);
         const long long r0 = (long long)(tc * CLUSTER + (int)crank) * BM;
         const long long r1 = r0 + BM < m ? r0 + BM : m;
         td__mbar_wait(done + 8 * (i & 1), (i >> 1) & 1);
-        if (r0 < r1)
-          td__gemm_raise_rows<HOOKS, (XV & 2) != 0>(hooks, r0, r1);
+        td__gemm_xv_stamp<XV>(hooks, TD__XV_R_SEEN);
+        if (r0 < r1) {
+          td__gemm_raise_fence(hooks);
+          td__gemm_xv_stamp<XV>(hooks, TD__XV_R_FENCED);
+          td__gemm_raise_adds<HOOKS>(hooks, r0, r1);
+          td__gemm_xv_stamp<XV>(hooks, TD__XV_R_ADDED);
+        }
         td__mbar_arrive(done_free + 8 * (i & 1));
       }
     }
@@ -379,6 +472,7 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
     const int cw = wg - 1;                  /* consumer index */
     const int tid = threadIdx.x - 128 * wg; /* 0..127 inside the warpgroup */
     const int warp = tid / 32, lane = tid % 32;
+    const bool stamper = cw == 0 && tid == 0;
     float acc[S::MI][BN / 2];
     int stage = 0;
     td__gemm_u32 phase = 0;
@@ -389,9 +483,12 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
       int tc, tn;
       td__gemm_tile_coords(u, rows_c, tiles_n, group_c, &tc, &tn);
       const int tm = tc * CLUSTER + (int)crank;
+      const bool raise_here = INLINE_RAISE && u + unit_step >= units; /* the CTA's last tile */
       int prev = -1;
       for (int kb = 0; kb < nk; kb++) {
         td__mbar_wait(full + 8 * stage, phase);
+        if (i == 0 && kb == 0 && stamper)
+          td__gemm_xv_stamp<XV>(hooks, TD__XV_C_FIRST_FULL);
         const td__gemm_u32 sa = ring + stage * S::STAGE_BYTES + cw * S::WG_ROWS * 128;
         const td__gemm_u32 sb = ring + stage * S::STAGE_BYTES + S::A_BYTES;
 #pragma unroll
@@ -433,6 +530,8 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
 #pragma unroll
       for (int x = 0; x < S::MI; x++)
         td__fence_regs<BN / 2>(acc[x]);
+      if (stamper)
+        td__gemm_xv_stamp<XV>(hooks, TD__XV_C_LAST_MMA);
       if (prev >= 0 && lane == 0) {
 #pragma unroll
         for (int r = 0; r < CLUSTER; r++) {
@@ -443,7 +542,8 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
         }
       }
       if constexpr (RAISE) /* the raiser has finished with this hand-off slot's last use */
-        td__mbar_wait(done_free + 8 * (i & 1), ((i >> 1) + 1) & 1);
+        if (!raise_here)
+          td__mbar_wait(done_free + 8 * (i & 1), ((i >> 1) + 1) & 1);
 
       /* ---- epilogue: registers -> C (or a peer's buffer) ---- */
 #pragma unroll
@@ -476,13 +576,39 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
           }
         }
       }
+      if (stamper)
+        td__gemm_xv_stamp<XV>(hooks, TD__XV_C_STORED);
       if constexpr (RAISE) {
-        /* The warp's stores, then one release-arrive per warp; the raiser acquires it. */
-        __syncwarp();
-        if (lane == 0)
-          td__mbar_arrive(done + 8 * (i & 1));
+        if (raise_here) {
+          /* The last tile: every consumer thread's stores, then a named
+           * barrier over the consumer threads (CTA-scope ordering, as
+           * bar.sync orders the memory accesses of the threads it joins),
+           * then one thread's cumulative fence and relaxed adds: the same
+           * release argument as the hand-off below, with no warp to wake. */
+          asm volatile("bar.sync 1, %0;" ::"n"(128 * S::NC) : "memory");
+          if (stamper) {
+            td__gemm_xv_stamp<XV>(hooks, TD__XV_C_DONE);
+            td__gemm_xv_stamp<XV>(hooks, TD__XV_R_SEEN);
+            const long long t0 = (long long)tm * BM, t1 = t0 + BM < m ? t0 + BM : m;
+            if (t0 < t1) {
+              td__gemm_raise_fence(hooks);
+              td__gemm_xv_stamp<XV>(hooks, TD__XV_R_FENCED);
+              td__gemm_raise_adds<HOOKS>(hooks, t0, t1);
+              td__gemm_xv_stamp<XV>(hooks, TD__XV_R_ADDED);
+            }
+          }
+        } else {
+          /* The warp's stores, then one release-arrive per warp; the raiser acquires it. */
+          __syncwarp();
+          if (lane == 0)
+            td__mbar_arrive(done + 8 * (i & 1));
+          if (stamper)
+            td__gemm_xv_stamp<XV>(hooks, TD__XV_C_DONE);
+        }
       }
     }
+    if (stamper)
+      td__gemm_xv_stamp<XV>(hooks, TD__XV_C_END);
   }
   if constexpr (CLUSTER > 1)
     td__cluster_sync(); /* no CTA leaves while its peer may still write into its ring */
