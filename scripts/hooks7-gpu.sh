@@ -24,7 +24,7 @@ grep -E "^\[  (FAILED|PASSED)|ERROR|rror" "$OUT/gemm_tile_test.log" | head
 if [ "${HOOKS7_STAMPS:-1}" = 1 ]; then
   s=$(date +%s)
   timeout 90 "$BIN/gemm_bench" --shapes 128x3584x8192 --configs 64x64x8 --iters 100 \
-    --hook-modes wait,raise --hook-variants 0,16,32,48 --stamps 30 \
+    --hook-modes wait,raise --hook-variants 0,16,32,48,64,112,128 --stamps 30 \
     --json "$OUT/gemm_stamps.json" > "$OUT/gemm_stamps.log" 2>&1; echo "gemm_bench stamps rc=$? $(( $(date +%s) - s )) s"
 fi
 s=$(date +%s)

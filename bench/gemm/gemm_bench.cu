@@ -12,7 +12,7 @@
  *
  * usage: gemm_bench [--shapes MxNxK,...] [--configs all|BMxBNxSTAGES,...]
  *                   [--layout nk|kn] [--iters N] [--hooks] [--hook-modes LIST]
- *                   [--hook-variants 0,16,32,48] [--stamps N] [--json FILE]
+ *                   [--hook-variants 0,16,32,48,64,112,128] [--stamps N] [--json FILE]
  * --hooks measures the best configuration with wait + raise hooks whose waits
  * are already satisfied (system scope); --hook-modes adds more variants, each
  * measured the same way (alternating launch pairs): wait, raise (one hook
@@ -20,7 +20,9 @@
  * signals' other side is on this GPU), e.g. wait,raise,both_gpu.
  * --hook-variants times measurement variants of the hook paths (XV bits of
  * gemm_sm90.cuh, launched by gemm_bench_xv.cu: 0 shipped, 16 / 32 / 48 the
- * hooks6 wait / raise / both) for wait, raise and both, where the best
+ * hooks6 wait / raise / both paths, 64 the hooks6 loader codegen, 112 the
+ * hooks6 kernel, 128 a uniform warpgroup index, also timed without hooks as
+ * "plain_xv128") for wait, raise and both, where the best
  * configuration is 64x64 s8 g8 c1 (M = 128); --stamps N launches the stamped
  * variants there (plain, shipped and hooks6 wait + raise) N times each and
  * prints the median time of each phase of a block's life.
@@ -161,7 +163,7 @@ int main(int argc, char **argv) {
     else {
       fprintf(stderr, "usage: %s [--shapes MxNxK,..] [--configs all|BMxBNxS,..] [--layout nk|kn] "
                       "[--iters N] [--hooks] [--hook-modes wait,raise,both,wait_gpu,raise_gpu,both_gpu] "
-                      "[--hook-variants 0,16,32,48] [--stamps N] "
+                      "[--hook-variants 0,16,32,48,64,112,128] [--stamps N] "
                       "[--json FILE]\n", argv[0]);
       return 2;
     }
@@ -458,7 +460,7 @@ int main(int argc, char **argv) {
         static const struct {
           const char *name;
           unsigned flags;
-        } vm[] = {{"wait", TD_GEMM_HOOK_WAIT}, {"raise", TD_GEMM_HOOK_RAISE}, {"both", flags}};
+        } vm[] = {{"plain", 0u}, {"wait", TD_GEMM_HOOK_WAIT}, {"raise", TD_GEMM_HOOK_RAISE}, {"both", flags}};
         for (const auto &md : vm) {
           if (!xv_exists(xv, md.flags))
             continue;
@@ -479,7 +481,8 @@ int main(int argc, char **argv) {
         td_gemm_problem q = {s.m, s.n, s.k, TD_BF16, layout, a, b, c, NULL};
         xv_stamps("plain", 8, 0, &q, &h, stamps, stdout);
         xv_stamps("wait+raise shipped", 8, flags, &q, &h, stamps, stdout);
-        xv_stamps("wait+raise hooks6", 56, flags, &q, &h, stamps, stdout);
+        xv_stamps("wait+raise hooks6", 120, flags, &q, &h, stamps, stdout);
+        xv_stamps("wait+raise xv64", 72, flags, &q, &h, stamps, stdout);
       }
     }
     table.push_back(sum);

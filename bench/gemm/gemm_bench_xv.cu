@@ -3,7 +3,7 @@
  * (bench layer). The XV template parameter of td__gemm_sm90_kernel
  * (gemm_sm90.cuh) selects the hooks6 paths that the shipped kernel replaced
  * (the first wait after the block barrier; the last tile raised by the
- * raiser warp) and phase stamps, so one GPU call can time them side by side
+ * raiser warp; the loader's non-uniform loop) and phase stamps, so one GPU call can time them side by side
  * with the shipped kernel (XV = 0) and see where a launch spends its time.
  * Only the configuration that wins at M = 128 (64 x 64, 8 stages, group 8,
  * no cluster, bf16, B as [N,K]) is instantiated; the launch mirrors
@@ -37,13 +37,18 @@ struct entry {
   const void *fn;
 };
 
-/* Timed variants (0 = shipped; 16, 32, 48 = the hooks6 wait, raise, both),
- * then the stamped ones (XV & 8): plain, shipped, hooks6. */
+/* Timed variants (0 = shipped; 16, 32, 48 = the hooks6 wait, raise, both
+ * paths; 64 = the hooks6 loader codegen; 112 = all three, the hooks6 kernel;
+ * 128 = uniform warpgroup index, also without hooks),
+ * then the stamped ones (XV & 8): plain, shipped, hooks6, shipped paths with
+ * the hooks6 loader codegen. */
 const entry table[] = {
     {W, 0, kern<W, 0>()},     {R, 0, kern<R, 0>()},     {WR, 0, kern<WR, 0>()},
     {W, 16, kern<W, 16>()},   {WR, 16, kern<WR, 16>()}, {R, 32, kern<R, 32>()},
-    {WR, 32, kern<WR, 32>()}, {WR, 48, kern<WR, 48>()},
-    {0, 8, kern<0, 8>()},     {WR, 8, kern<WR, 8>()},   {WR, 56, kern<WR, 56>()},
+    {WR, 32, kern<WR, 32>()}, {WR, 48, kern<WR, 48>()}, {W, 64, kern<W, 64>()},
+    {R, 64, kern<R, 64>()},   {WR, 64, kern<WR, 64>()}, {WR, 112, kern<WR, 112>()},
+    {0, 8, kern<0, 8>()},     {WR, 8, kern<WR, 8>()},   {WR, 120, kern<WR, 120>()},
+    {WR, 72, kern<WR, 72>()},   {0, 128, kern<0, 128>()},  {WR, 128, kern<WR, 128>()},
 };
 
 PFN_cuTensorMapEncodeTiled_v12000 encoder(void) {

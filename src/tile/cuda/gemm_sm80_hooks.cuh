@@ -238,6 +238,19 @@ __device__ __forceinline__ void td__gemm_raise_fence(const td_gemm_hooks &h) {
     asm volatile("fence.acq_rel.sys;" ::: "memory");
 }
 
+/* Adds raise_value to `count` consecutive signals from `first`, relaxed at
+ * the raise's scope (after td__gemm_raise_fence). */
+__device__ __forceinline__ void td__gemm_raise_span(const td_gemm_hooks &h, td__gemm_u64 *first,
+                                                    long long count) {
+  const bool gpu = (h.scope & TD_GEMM_SCOPE_RAISE_GPU) != 0;
+  for (long long s = 0; s < count; s++) {
+    if (gpu)
+      asm volatile("red.relaxed.gpu.global.add.u64 [%0], %1;" ::"l"(first + s), "l"(h.raise_value) : "memory");
+    else
+      asm volatile("red.relaxed.sys.global.add.u64 [%0], %1;" ::"l"(first + s), "l"(h.raise_value) : "memory");
+  }
+}
+
 /* The adds of a tile covering rows [row0, row_end), relaxed at the raise's
  * scope: td__gemm_raise_fence before them already orders the tile's stores
  * before every add (fence + relaxed = release), so a tile that covers several
@@ -245,7 +258,6 @@ __device__ __forceinline__ void td__gemm_raise_fence(const td_gemm_hooks &h) {
 template <unsigned HOOKS>
 __device__ __forceinline__ void td__gemm_raise_adds(const td_gemm_hooks &h, long long row0,
                                                     long long row_end) {
-  const bool gpu = (h.scope & TD_GEMM_SCOPE_RAISE_GPU) != 0;
   long long r = row0;
   while (r < row_end) {
     long long peer = 0, local = r, span_end = row_end;
@@ -256,13 +268,7 @@ __device__ __forceinline__ void td__gemm_raise_adds(const td_gemm_hooks &h, long
       span_end = row_end < peer_end ? row_end : peer_end;
     }
     long long s0 = local / h.raise_rows, s1 = (local + (span_end - r) - 1) / h.raise_rows;
-    for (long long s = s0; s <= s1; s++) {
-      td__gemm_u64 *p = h.raise_signals[peer] + s;
-      if (gpu)
-        asm volatile("red.relaxed.gpu.global.add.u64 [%0], %1;" ::"l"(p), "l"(h.raise_value) : "memory");
-      else
-        asm volatile("red.relaxed.sys.global.add.u64 [%0], %1;" ::"l"(p), "l"(h.raise_value) : "memory");
-    }
+    td__gemm_raise_span(h, h.raise_signals[peer] + s0, s1 - s0 + 1);
     r = span_end;
   }
 }

@@ -179,10 +179,10 @@ __device__ __forceinline__ void td__tma_load_2d_multicast(td__gemm_u32 dst, cons
 enum {
   TD__XV_START = 0,    /* thread 0, first instruction */
   TD__XV_SYNCED,       /* thread 0, mbarriers initialised and the block synced */
-  TD__XV_W_ISSUED,     /* waiter lane 0: the first tile's acquire issued */
-  TD__XV_W_SEEN,       /* waiter lane 0: every signal of the first tile seen satisfied */
-  TD__XV_W_FENCED,     /* waiter lane 0: its proxy fence done */
-  TD__XV_W_READY,      /* waiter lane 0: ready arrived (the loader may load A) */
+  TD__XV_W_ISSUED,     /* the first tile's acquire issued (thread 0 before the set-up; XV & 16: the waiter) */
+  TD__XV_W_SEEN,       /* its signals seen satisfied (the loader's vote; XV & 16: the waiter) */
+  TD__XV_W_FENCED,     /* the proxy fence after it done (the loader; XV & 16: the waiter) */
+  TD__XV_W_READY,      /* the first tile's ready arrived by the waiter */
   TD__XV_L_FIRST_B,    /* loader: first B load issued */
   TD__XV_L_FIRST_A,    /* loader: first A load issued */
   TD__XV_C_FIRST_FULL, /* consumer thread 0: first full stage seen */
@@ -237,7 +237,11 @@ __device__ __forceinline__ void td__gemm_xv_stamp(const td_gemm_hooks &h, int ph
  *   XV & 16  the first tile's wait starts after the block barrier, like the
  *            later ones (the hooks6 kernel);
  *   XV & 32  every tile, the last too, is raised by the raiser warp (the
- *            hooks6 kernel). */
+ *            hooks6 kernel);
+ *   XV & 64  the producer's warp index straight from threadIdx.x (the hooks6
+ *            kernel's non-uniform loader loop, see below);
+ *   XV & 128 the warpgroup index warp-uniform too (a candidate for every
+ *            kernel, hooks or not). */
 template <int BM, int BN, int STAGES, int GROUP_M, int DTYPE, int B_KN, unsigned HOOKS, int CLUSTER, int XV = 0>
 __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
                                                    const td__tensor_map &map_b, td__gemm_u16 *c, int m,
@@ -264,30 +268,25 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
   const int group_c = GROUP_M / CLUSTER > 0 ? GROUP_M / CLUSTER : 1;
   const td__gemm_u32 crank = CLUSTER > 1 ? td__cluster_rank() : 0;
 
-  /* The first tile's acquire, issued by the waiter warp (warp 1) before
-   * anything else so that its round trip overlaps the mbarrier set-up and the
-   * block barrier; its value is looked at after them. Each lane reads one of
-   * the first 32 signals covering the tile's rows. An acquire that reads a
-   * satisfying value synchronises with the writer's release whenever it was
-   * issued: the barrier between changes nothing in that argument. */
+  /* The first tile's acquire, issued by the loader warp (warp 0) before
+   * anything else, so that its round trip overlaps the mbarrier set-up, the
+   * block barrier and the loader's own start: lane j reads signal j, for the
+   * first 32 signals (no division, so it issues within a few instructions;
+   * cold code is slow here: about 5 ns per instruction at kernel start on the
+   * H200). The loader looks at the values when it reaches its first tile. An
+   * acquire that reads a satisfying value synchronises with the writer's
+   * release whenever it was issued: the barrier between changes nothing in
+   * that argument. */
   td__gemm_u64 early_seen = 0;
-  bool early_mine = false, early_all = false; /* this lane read one; one read per signal covers them all */
+  bool early_mine = false; /* this lane read a signal */
   if constexpr (EARLY_WAIT) {
-    if (threadIdx.x / 32 == 1 && first_unit < units) {
-      int tc, tn;
-      td__gemm_tile_coords(first_unit, rows_c, tiles_n, group_c, &tc, &tn);
-      const long long r0 = (long long)(tc * CLUSTER + (int)crank) * BM;
-      const long long r1 = r0 + BM < m ? r0 + BM : m;
-      if (r0 < r1) {
-        const long long first = r0 / hooks.wait_rows, last = (r1 - 1) / hooks.wait_rows;
-        const long long i = first + threadIdx.x % 32;
-        early_all = last - first < 32;
-        early_mine = i <= last;
-        if (early_mine)
-          early_seen = td__gemm_load_acquire(hooks.wait_signals + i, (hooks.scope & TD_GEMM_SCOPE_WAIT_GPU) != 0);
-        if (threadIdx.x % 32 == 0)
-          td__gemm_xv_stamp<XV>(hooks, TD__XV_W_ISSUED);
-      }
+    if (threadIdx.x < 32) {
+      early_mine = (long long)threadIdx.x * hooks.wait_rows < m;
+      if (early_mine)
+        early_seen = td__gemm_load_acquire(hooks.wait_signals + threadIdx.x,
+                                           (hooks.scope & TD_GEMM_SCOPE_WAIT_GPU) != 0);
+      if (threadIdx.x == 0)
+        td__gemm_xv_stamp<XV>(hooks, TD__XV_W_ISSUED);
     }
   }
 
@@ -298,7 +297,10 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
   const td__gemm_u32 ready = empty + 8 * STAGES, ready_free = ready + 16;
   const td__gemm_u32 done = ready_free + 16, done_free = done + 16;
   const int nk = (k + S::BK - 1) / S::BK;
-  const int wg = threadIdx.x / 128;
+  /* XV & 128: the warpgroup index through a shuffle (warp-uniform to ptxas,
+   * so the consumers' descriptors stay in uniform registers); measured
+   * before it is adopted, since it changes the kernel without hooks too. */
+  const int wg = (XV & 128) != 0 ? __shfl_sync(0xffffffffu, (int)threadIdx.x / 128, 0) : (int)threadIdx.x / 128;
 
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; s++) {
@@ -323,8 +325,20 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
   if (wg == 0) {
     /* ---- producer warpgroup: warp 0 loads, warp 1 waits (WAIT), warp 2 raises (RAISE) ---- */
     asm volatile("setmaxnreg.dec.sync.aligned.u32 56;");
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    if (warp == 0 && lane == 0) {
+    /* The warp index through a shuffle from lane 0: ptxas then knows it is
+     * warp-uniform. Computed from threadIdx.x alone, it made the loader's
+     * loop non-uniform in every hooked instantiation (the raiser or waiter
+     * branch beside it was enough): its indices went to ordinary registers
+     * with a register-to-uniform move before each copy, and the main loop
+     * ran ~20% slower per stage at M = 128 (phase stamps, docs/perf.md,
+     * hooks7). */
+    const int warp = (XV & 64) != 0 ? (int)threadIdx.x / 32 : __shfl_sync(0xffffffffu, (int)threadIdx.x / 32, 0);
+    const int lane = threadIdx.x % 32;
+    if (warp == 0) {
+      /* The whole warp walks the loads (every lane waits on the same
+       * barriers) and lane 0 issues them, so that the loop's control flow is
+       * warp-uniform as well and its indices stay in uniform registers. */
+      const bool leader = lane == 0;
       int stage = 0;
       td__gemm_u32 phase = 0;
       int i = 0;
@@ -334,11 +348,15 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
         const int tm = tc * CLUSTER + (int)crank;
         const td__gemm_u32 mask = (1u << CLUSTER) - 1;
         auto load_a = [&](int st, int kb) {
-          td__tma_load_2d(ring + st * S::STAGE_BYTES, &map_a, full + 8 * st, kb * S::BK, tm * BM);
-          if (i == 0 && kb == 0)
-            td__gemm_xv_stamp<XV>(hooks, TD__XV_L_FIRST_A);
+          if (leader) {
+            td__tma_load_2d(ring + st * S::STAGE_BYTES, &map_a, full + 8 * st, kb * S::BK, tm * BM);
+            if (i == 0 && kb == 0)
+              td__gemm_xv_stamp<XV>(hooks, TD__XV_L_FIRST_A);
+          }
         };
         auto load_b = [&](int st, int kb) {
+          if (!leader)
+            return;
           const td__gemm_u32 f = full + 8 * st, sb = ring + st * S::STAGE_BYTES + S::A_BYTES;
           if constexpr (B_KN) {
 #pragma unroll
@@ -361,35 +379,67 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
         };
         auto claim = [&](int st, td__gemm_u32 ph) { /* wait for the slot, announce its bytes */
           td__mbar_wait(empty + 8 * st, ph ^ 1);
-          td__mbar_expect_tx(full + 8 * st, S::STAGE_BYTES);
+          if (leader)
+            td__mbar_expect_tx(full + 8 * st, S::STAGE_BYTES);
         };
         int kb = 0;
         if constexpr (WAIT) {
           /* B (the weights) never waits: while the tile's A rows are not known
            * to be ready, claim stages and start only their B loads, so a signal
            * check in progress hides behind B traffic; once ready (usually at
-           * once: the waiter runs ahead, and reads the first tile's signals
-           * before the set-up), issue the A loads owed and go on.
+           * once: the first tile's signals were read before the set-up, and
+           * the waiter warp checks the later tiles' up to two tiles ahead),
+           * issue the A loads owed and go on.
            * (Prefetching A's first slices into L2 before the B loads made a
            * one-tile-per-CTA launch 1.5 us slower on the H200, 2026-11-29:
            * the prefetches queue in front of B in the TMA unit.) */
           const int pre = nk < STAGES ? nk : STAGES;
-          const td__gemm_u32 rb = ready + 8 * (i & 1), rp = (i >> 1) & 1;
           int st = stage, claimed = 0;
           td__gemm_u32 ph = phase;
-          bool ok = td__mbar_test(rb, rp);
-          while (!ok && claimed < pre) {
+          auto claim_b = [&]() {
             claim(st, ph);
             load_b(st, claimed++);
             if (++st == STAGES) {
               st = 0;
               ph ^= 1;
             }
-            ok = td__mbar_test(rb, rp);
+          };
+          /* The first tile: settled at once when its rows lie under the
+           * first 32 signals and every signal read before the set-up was
+           * satisfied. Each lane that acquired then fences its view over to
+           * the async proxy (TMA) before the warp barrier, after which lane 0
+           * loads A: the writer-fence-then-barrier pattern of the waiter's
+           * hand-off. Otherwise the waiter's check decides, as for any tile
+           * (the waiter checks the first tile in any case, off this path, so
+           * that the hand-off's phases stay in step). */
+          bool settled = false;
+          if constexpr (EARLY_WAIT) {
+            if (i == 0) {
+              const long long r1 = (long long)tm * BM + BM < m ? (long long)tm * BM + BM : m;
+              settled = r1 <= 32 * hooks.wait_rows &&
+                        __all_sync(0xffffffffu, !early_mine || early_seen >= hooks.wait_value);
+              if (leader)
+                td__gemm_xv_stamp<XV>(hooks, TD__XV_W_SEEN);
+              if (settled) {
+                asm volatile("fence.proxy.async.global;" ::: "memory");
+                __syncwarp();
+              }
+              if (leader)
+                td__gemm_xv_stamp<XV>(hooks, TD__XV_W_FENCED);
+            }
           }
-          if (!ok)
-            td__mbar_wait(rb, rp);
-          td__mbar_arrive(ready_free + 8 * (i & 1));
+          if (!settled) {
+            const td__gemm_u32 rb = ready + 8 * (i & 1), rp = (i >> 1) & 1;
+            bool ok = __all_sync(0xffffffffu, td__mbar_test(rb, rp));
+            while (!ok && claimed < pre) {
+              claim_b();
+              ok = __all_sync(0xffffffffu, td__mbar_test(rb, rp));
+            }
+            if (!ok)
+              td__mbar_wait(rb, rp);
+          }
+          if (leader)
+            td__mbar_arrive(ready_free + 8 * (i & 1));
           for (; kb < claimed; kb++) {
             load_a(stage, kb);
             if (++stage == STAGES) {
@@ -418,16 +468,11 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
         const long long r1 = r0 + BM < m ? r0 + BM : m;
         td__mbar_wait(ready_free + 8 * (i & 1), ((i >> 1) + 1) & 1);
         if (waits_on && r0 < r1) {
-          /* The first tile: the acquires issued before the set-up settle it
-           * when every signal was read and satisfied; otherwise poll as usual. */
-          bool settled = false;
-          if constexpr (EARLY_WAIT)
-            settled = i == 0 && __all_sync(0xffffffffu, early_all && (!early_mine || early_seen >= hooks.wait_value));
-          else if (i == 0 && lane == 0)
+          if (!EARLY_WAIT && i == 0 && lane == 0)
             td__gemm_xv_stamp<XV>(hooks, TD__XV_W_ISSUED);
-          if (!settled && td__gemm_wait_rows(hooks, r0, r1))
+          if (td__gemm_wait_rows(hooks, r0, r1))
             waits_on = 0; /* recorded; the host reports it: stop waiting */
-          if (i == 0 && lane == 0)
+          if (!EARLY_WAIT && i == 0 && lane == 0)
             td__gemm_xv_stamp<XV>(hooks, TD__XV_W_SEEN);
         }
         /* The loader reads these rows with TMA, through the async proxy: each
@@ -435,7 +480,7 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
          * hand-off (the writer-fence-then-barrier pattern), so the loader
          * itself, with loads in flight, never waits on a proxy fence. */
         asm volatile("fence.proxy.async.global;" ::: "memory");
-        if (i == 0 && lane == 0)
+        if (!EARLY_WAIT && i == 0 && lane == 0)
           td__gemm_xv_stamp<XV>(hooks, TD__XV_W_FENCED);
         __syncwarp();
         if (lane == 0) {
@@ -585,15 +630,27 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
            * bar.sync orders the memory accesses of the threads it joins),
            * then one thread's cumulative fence and relaxed adds: the same
            * release argument as the hand-off below, with no warp to wake. */
+          /* The signal range is worked out while the stores drain (the
+           * fence waits for them anyway), not after the fence. */
+          const long long t0 = (long long)tm * BM, t1 = t0 + BM < m ? t0 + BM : m;
+          td__gemm_u64 *first_signal = 0;
+          long long signals = 0;
+          if constexpr ((HOOKS & TD_GEMM_HOOK_PUSH) == 0)
+            if (stamper && t0 < t1) {
+              first_signal = hooks.raise_signals[0] + t0 / hooks.raise_rows;
+              signals = (t1 - 1) / hooks.raise_rows - t0 / hooks.raise_rows + 1;
+            }
           asm volatile("bar.sync 1, %0;" ::"n"(128 * S::NC) : "memory");
           if (stamper) {
             td__gemm_xv_stamp<XV>(hooks, TD__XV_C_DONE);
             td__gemm_xv_stamp<XV>(hooks, TD__XV_R_SEEN);
-            const long long t0 = (long long)tm * BM, t1 = t0 + BM < m ? t0 + BM : m;
             if (t0 < t1) {
               td__gemm_raise_fence(hooks);
               td__gemm_xv_stamp<XV>(hooks, TD__XV_R_FENCED);
-              td__gemm_raise_adds<HOOKS>(hooks, t0, t1);
+              if constexpr ((HOOKS & TD_GEMM_HOOK_PUSH) == 0)
+                td__gemm_raise_span(hooks, first_signal, signals);
+              else
+                td__gemm_raise_adds<HOOKS>(hooks, t0, t1);
               td__gemm_xv_stamp<XV>(hooks, TD__XV_R_ADDED);
             }
           }
