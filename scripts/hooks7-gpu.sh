@@ -30,7 +30,7 @@ fi
 s=$(date +%s)
 timeout 120 "$BIN/gemm_bench" --hooks --iters 100 \
   --shapes 8192x3584x8192,1024x3584x8192,128x3584x8192 --configs 128x256x4,128x224x5,64x64x8 \
-  --hook-modes wait,raise --json "$OUT/gemm_hooks.json" > "$OUT/gemm_bench.log" 2>&1
+  --hook-modes wait,raise,both_gpu --json "$OUT/gemm_hooks.json" > "$OUT/gemm_bench.log" 2>&1
 echo "gemm_bench rc=$? $(( $(date +%s) - s )) s"
 [ -f "$OUT/gemm_stamps.log" ] && grep -E "hooks |stamps|^      |final" "$OUT/gemm_stamps.log" | grep -v "not run" | cut -c1-160
 grep -E "^\||hooks |final|cublas  " "$OUT/gemm_bench.log" | grep -v "not run" | cut -c1-160
