@@ -411,6 +411,7 @@ int main(int argc, char **argv) {
         const double r = median(ratio);
         printf("\n    hooks %-9s %d alternating pairs: plain %.4f ms, hooked %.4f ms (%+.2f us), median ratio %+.2f%%",
                mode, pairs, median(pp), median(ph), 1e3 * (median(ph) - median(pp)), 100.0 * (r - 1.0));
+        fflush(stdout); /* the next mode or variant is the one a hang is in */
         cJSON *j = cJSON_CreateObject();
         cJSON_AddNumberToObject(j, "m", s.m);
         cJSON_AddNumberToObject(j, "n", s.n);

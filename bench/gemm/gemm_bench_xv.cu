@@ -206,5 +206,6 @@ bool xv_stamps(const char *label, int xv, unsigned hooks, const td_gemm_problem 
       fprintf(out, "      %-2d %-14s %8.0f %8.0f %8.0f\n", ph, phase_names[ph], med(own[ph]), med(from0[ph]),
               med(latest[ph]));
   fprintf(out, "      span (first start .. last stamp) %8.0f ns\n", med(span));
+  fflush(out);
   return true;
 }
