@@ -21,9 +21,11 @@
  * (td__f_pick_config): TD_OPS_FUSED_TILE, else the tuning cache's entry for
  * this GPU and shape, else the compiled configuration that the shape's tile
  * count and the tiles' measured efficiency favour.
- * Every call starts with a host barrier (each rank's previous call ended with
- * a host wait on its streams, so no buffer is overwritten while a peer still
- * reads it) and ends with a host wait under the operator's deadline. The
+ * Every call starts with a host barrier: the operand-check exchange of
+ * tp_op.c, before which td__tp_fused_publish hands this call's operands to
+ * the peers (each rank's previous call ended with a host wait on its
+ * streams, so no buffer is overwritten while a peer still reads it). Every
+ * call ends with a host wait under the operator's deadline. The
  * 64-bit progress words (cuStreamWriteValue64 of the epoch, never reset) are
  * only written, for diagnostics and poisoning; nothing waits on them.
  *
@@ -579,6 +581,14 @@ td_status td__f_sync_mid(td_tp_op *op, td__tp_fused *f) {
     return td__error(st, "%s", msg);
   }
   return TD_OK;
+}
+
+void td__tp_fused_publish(td_tp_op *op, void *c, const void *a) {
+  td__tp_fused *f = op->fused;
+  /* the exchange that follows publishes these (release/acquire through the
+   * collective); a peer reads them only after it */
+  __atomic_store_n(&f->ar_src, a, __ATOMIC_RELEASE);
+  __atomic_store_n(&f->ar_dst, c, __ATOMIC_RELEASE);
 }
 
 td_status td__tp_fused_run(td_tp_op *op, void *c, const void *a, const void *b) {

@@ -50,7 +50,7 @@ struct td__tp_fused {
   int64_t nb;
   td_gemm_config cfg; /* the GEMM tile configuration of this shape (td__f_pick_config) */
   uint64_t epoch;
-  /* this call's operands, read by peers after the first barrier: all-reduce src and dst; ag_gemm A (ar_src) */
+  /* this call's operands, published before the opening barrier (td__tp_fused_publish), read by peers after it: all-reduce src and dst; ag_gemm A (ar_src) */
   const void *ar_src;
   void *ar_dst;
   int64_t ar_off[TD__MAXR + 1]; /* two-shot: part p is [ar_off[p], ar_off[p+1]) */

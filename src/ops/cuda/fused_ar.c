@@ -6,7 +6,8 @@
  * usable, so
  * the ranks swap this call's src and dst through their shared host state
  * (fused.h) instead of staging data in symmetric buffers:
- *   one-shot (output up to 1 MiB): after a host barrier every rank reduces
+ *   one-shot (output up to 1 MiB): after the opening barrier (the call's
+ *     operand-check exchange, tp_op.c) every rank reduces
  *     all ranks' src into its dst with one kernel (td__fused_reduce: f32
  *     sums in rank order, so every rank gets the same bits);
  *   two-shot (larger): every rank reduces its part (whole 16-byte vectors,
@@ -25,11 +26,10 @@
 td_status td__f_all_reduce(td_tp_op *op, td__tp_fused *f, void *dst, const void *src, uint64_t e) {
   const int n = f->n, r = f->r, dt = td__f_dt(op->d.dtype);
   td_status st = TD_OK;
-  __atomic_store_n(&f->ar_src, src, __ATOMIC_RELEASE);
-  __atomic_store_n(&f->ar_dst, dst, __ATOMIC_RELEASE);
-  /* 1. every rank's operands of call e are published, its src is ready, and
-   * its call e-1 is over (so nobody still reads an older dst) */
-  TD_CHECK(td__f_sync(op, f));
+  /* 1. the operand-check exchange (tp_op.c) was this call's opening
+   * barrier: every rank's operands of call e are published
+   * (td__tp_fused_publish), its src is ready, and its call e-1 is over (so
+   * nobody still reads an older dst) */
   const void *srcs[TD__MAXR];
   for (int p = 0; p < n; p++)
     srcs[p] = __atomic_load_n(&f->peer[p]->ar_src, __ATOMIC_ACQUIRE);

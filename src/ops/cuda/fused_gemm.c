@@ -97,24 +97,30 @@ static td_status td__f_ag_copy(td_tp_op *op, td__tp_fused *f, void *c, const voi
   const size_t row_bytes = (size_t)op->d.k * f->esz;
   int64_t lo[TD__MAXR], hi[TD__MAXR];
   int runs = 0;
+  /* One GEMM after every copy on one GPU: nothing runs beside the copies, so
+   * they go on the compute stream itself (the cross-stream event hop costs
+   * more than it could hide; measured on the H200 at M = 1024, 8 ranks). */
+  const cudaStream_t cs = f->ag_blocks == 1 && !f->multi ? f->s : f->ce;
   if (f->ag_blocks == 1 && f->rows[r] > 0) /* one GEMM over every row: the own rows are copied too (first) */
     td__f_keep(st, td__f_cu(cudaMemcpyAsync((char *)f->buf + (size_t)f->row0[r] * row_bytes, a,
-                                            (size_t)f->rows[r] * row_bytes, cudaMemcpyDeviceToDevice, f->ce),
+                                            (size_t)f->rows[r] * row_bytes, cudaMemcpyDeviceToDevice, cs),
                             "cudaMemcpyAsync (own A rows)"));
   for (int j = 1; j < n; j++) {
     int q = (int)((r + j) % n);
     const void *pa = __atomic_load_n(&f->peer[q]->ar_src, __ATOMIC_ACQUIRE);
     if (f->rows[q] > 0) /* from the peer's GPU when it is another: a copy over NVLink / PCIe (peer access) */
       td__f_keep(st, td__f_cu(cudaMemcpyAsync((char *)f->buf + (size_t)f->row0[q] * row_bytes, pa,
-                                              (size_t)f->rows[q] * row_bytes, cudaMemcpyDeviceToDevice, f->ce),
+                                              (size_t)f->rows[q] * row_bytes, cudaMemcpyDeviceToDevice, cs),
                               "cudaMemcpyAsync (a peer's A rows)"));
     if (j == 1 || (f->ag_blocks > 3 || q == 0))
       lo[runs++] = f->row0[q];
     hi[runs - 1] = f->row0[q] + f->rows[q];
     int next = (int)((q + 1) % n);
-    if (j == n - 1 || f->ag_blocks > 3 || next == 0) /* the run ends: its rows are in */
+    if (cs == f->ce && (j == n - 1 || f->ag_blocks > 3 || next == 0)) /* the run ends: its rows are in */
       td__f_keep(st, td__f_cu(cudaEventRecord(f->ev_put[runs - 1], f->ce), "cudaEventRecord"));
   }
+  if (cs == f->s) /* the copies are ahead of the GEMM on its own stream */
+    return td__f_ag_gemm(op, f, c, f->buf, b, 0, op->d.m);
   td__f_keep(st, td__f_cu(cudaEventRecord(f->ce_done, f->ce), "cudaEventRecord"));
   td_status gst = TD_OK;
   if (f->ag_blocks == 1) {
@@ -134,10 +140,9 @@ static td_status td__f_ag_copy(td_tp_op *op, td__tp_fused *f, void *c, const voi
 
 td_status td__f_ag(td_tp_op *op, td__tp_fused *f, void *c, const void *a, const void *b, uint64_t e) {
   td_status st = TD_OK;
-  __atomic_store_n(&f->ar_src, a, __ATOMIC_RELEASE);
-  /* 1. every rank's A of call e is published and ready, and its call e-1 is
-   * over (so nobody still reads an older A) */
-  TD_CHECK(td__f_sync(op, f));
+  /* 1. the operand-check exchange (tp_op.c) was this call's opening
+   * barrier: every rank's A of call e is published (td__tp_fused_publish)
+   * and ready, and its call e-1 is over (so nobody still reads an older A) */
   /* 2. the GEMMs (and the copies they wait for); the call goes on to its
    * closing barrier even when a launch failed, so the peers are not left
    * waiting */
@@ -196,9 +201,9 @@ td_status td__f_rs_ar(td_tp_op *op, td__tp_fused *f, void *c, const void *a, con
   /* push only where each rank reduces its own rows (rs, ar two-shot) */
   const int push = f->rs_push && (op->d.kind == TD_TP_GEMM_RS || !f->one_shot);
   td_status st = TD_OK;
-  /* every rank finished call e-1, so no peer still reads this rank's partial
+  /* the operand-check exchange (tp_op.c) was this call's opening barrier:
+   * every rank finished call e-1, so no peer still reads this rank's partial
    * or writes its receive slots */
-  TD_CHECK(td__f_sync(op, f));
   td_status gst = push ? td__f_rs_gemm_push(op, f, a, b, &st) : td__f_rs_gemm_whole(op, f, a, b);
   td__f_keep(&st, td__f_setv(f->s, f->ctl + TD__CTL_GDONE, e));
   td__f_keep(&st, td__f_cu(cudaEventRecord(f->ev_gdone, f->s), "cudaEventRecord"));
