@@ -4,14 +4,17 @@
  * Copy-engine tasks move their bytes with cudaMemcpy2DAsync on a
  * high-priority stream of their own, so no SM spends time on them (lesson 4
  * of DESIGN.md). Readiness crosses between that stream and the persistent
- * kernel through two words per task, both stream-ordered:
- *   kernel  -> stream  ce_go[t] = epoch   (the task's waits held; st.release.sys)
- *                      the stream waits with cuStreamWaitValue64(GEQ), copies,
+ * kernel through two words per task:
+ *   kernel  -> host    ce_go[t] = epoch   (the task's waits held; st.release.sys
+ *                      into mapped host memory); the host's hand-off loop
+ *                      (handoff.c) sees it and only then enqueues the copy,
  *   stream  -> kernel  ce_done[t] = epoch (cuStreamWriteValue64 after the copy)
  * and the communication block that pulled the task raises its signals once
- * ce_done holds. All deadlines therefore stay in the kernel; if the launch
- * fails the host writes every ce_go itself so the stream drains instead of
- * hanging. The driver entry points come through the runtime
+ * ce_done holds. All deadlines therefore stay in the kernel. The stream never
+ * waits on a go word (an earlier version parked cuStreamWaitValue64 there,
+ * which could block a peer's copy sharing the hardware queue: handoff.c says
+ * how), so a failed launch leaves only ready copies to drain. The driver
+ * entry points come through the runtime
  * (cudaGetDriverEntryPointByVersion), so libtdist needs no link to libcuda and
  * loads on machines without a GPU. */
 #include <cuda.h>
@@ -22,7 +25,6 @@
 #include "exec/cuda/cuda_exec.h"
 #include "tdist/config.h"
 
-typedef CUresult (*td__wait64_fn)(CUstream, CUdeviceptr, cuuint64_t, unsigned int);
 typedef CUresult (*td__write64_fn)(CUstream, CUdeviceptr, cuuint64_t, unsigned int);
 typedef CUresult (*td__attr_fn)(int *, CUdevice_attribute, CUdevice);
 
@@ -88,40 +90,28 @@ td_status td__cuda_ce_setup(td__cuda_exec *cx) {
   return TD_OK;
 }
 
-td_status td__cuda_ce_enqueue(td__cuda_exec *cx) {
+td_status td__cuda_ce_enqueue_task(td__cuda_exec *cx, uint32_t t) {
   td_exec *e = cx->exec;
-  td__wait64_fn wait64 = (td__wait64_fn)cx->ce_wait64;
   td__write64_fn write64 = (td__write64_fn)cx->ce_write64;
-  for (uint32_t k = 0; k < cx->nce; k++) {
-    const uint32_t t = cx->ce_tasks[k];
-    const td_dev_task *d = &cx->h_tasks[t];
-    const size_t esz = td_dtype_size((td_dtype)d->c.dtype);
-    CUresult r = wait64((CUstream)cx->ce_stream, (CUdeviceptr)(cx->plan.ce_go + 8u * t), e->epoch,
-                        CU_STREAM_WAIT_VALUE_GEQ);
-    if (r != CUDA_SUCCESS)
-      return td__error(TD_ERR_CUDA, "cuda executor: rank %d: cuStreamWaitValue64 for copy-engine task %u "
-                       "failed (CUresult %d)", e->rank, t, (int)r);
-    cudaError_t ce = cudaMemcpy2DAsync((void *)(uintptr_t)d->c.ptr, (size_t)d->c.ld * esz,
-                                       (const void *)(uintptr_t)d->a.ptr, (size_t)d->a.ld * esz,
-                                       (size_t)d->c.cols * esz, (size_t)d->c.rows, cudaMemcpyDeviceToDevice,
-                                       cx->ce_stream);
-    if (ce != cudaSuccess)
-      return td__cuda_fail(e, "cudaMemcpy2DAsync (copy-engine task)", ce);
-    r = write64((CUstream)cx->ce_stream, (CUdeviceptr)(cx->plan.ce_done + 8u * t), e->epoch,
-                CU_STREAM_WRITE_VALUE_DEFAULT);
-    if (r != CUDA_SUCCESS)
-      return td__error(TD_ERR_CUDA, "cuda executor: rank %d: cuStreamWriteValue64 for copy-engine task %u "
-                       "failed (CUresult %d)", e->rank, t, (int)r);
-  }
+  const td_dev_task *d = &cx->h_tasks[t];
+  const size_t esz = td_dtype_size((td_dtype)d->c.dtype);
+  cudaError_t ce = cudaMemcpy2DAsync((void *)(uintptr_t)d->c.ptr, (size_t)d->c.ld * esz,
+                                     (const void *)(uintptr_t)d->a.ptr, (size_t)d->a.ld * esz,
+                                     (size_t)d->c.cols * esz, (size_t)d->c.rows, cudaMemcpyDeviceToDevice,
+                                     cx->ce_stream);
+  if (ce != cudaSuccess)
+    return td__cuda_fail(e, "cudaMemcpy2DAsync (copy-engine task)", ce);
+  CUresult r = write64((CUstream)cx->ce_stream, (CUdeviceptr)(cx->plan.ce_done + 8u * t), e->epoch,
+                       CU_STREAM_WRITE_VALUE_DEFAULT);
+  if (r != CUDA_SUCCESS)
+    return td__error(TD_ERR_CUDA, "cuda executor: rank %d: cuStreamWriteValue64 for copy-engine task %u "
+                     "failed (CUresult %d)", e->rank, t, (int)r);
   return TD_OK;
 }
 
 void td__cuda_ce_release(td__cuda_exec *cx) {
   if (!cx->ce_enabled || cx->nce == 0)
     return;
-  const uint64_t epoch = cx->exec->epoch;
-  for (uint32_t k = 0; k < cx->nce; k++)
-    cudaMemcpy((void *)(uintptr_t)(cx->plan.ce_go + 8u * cx->ce_tasks[k]), &epoch, 8, cudaMemcpyHostToDevice);
   td__cuda_stream_wait_quiet(cx, cx->ce_stream);
 }
 

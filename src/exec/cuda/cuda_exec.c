@@ -263,6 +263,16 @@ static td_status td__alloc_tables(td__cuda_exec *cx) {
   p->cursor = b + o_cursor, p->done = b + o_done, p->diag = b + o_diag;
   p->trace = e->opts.trace ? b + o_trace : 0;
   p->ce_go = b + o_ce_go, p->ce_done = b + o_ce_done;
+  if (cx->ce_enabled || cx->kq_enabled) {
+    /* The go words go to mapped host memory: the hand-off loop (handoff.c)
+     * polls them without a CUDA call. Epochs only grow, so zero once. */
+    void *dptr = NULL;
+    TD__CU(e, cudaHostAlloc((void **)&cx->go_host, ((size_t)s->ntasks + 1) * 8,
+                            cudaHostAllocMapped | cudaHostAllocPortable));
+    memset(cx->go_host, 0, ((size_t)s->ntasks + 1) * 8);
+    TD__CU(e, cudaHostGetDevicePointer(&dptr, cx->go_host, 0));
+    p->ce_go = (uint64_t)(uintptr_t)dptr;
+  }
   p->nlist[0] = n[0], p->nlist[1] = n[1];
   p->nblocks[0] = (unsigned)cx->nblocks[0], p->nblocks[1] = (unsigned)cx->nblocks[1];
   p->timeout_ns = (uint64_t)e->opts.timeout_ms * 1000000u;
@@ -340,6 +350,8 @@ static void td__free_all(td__cuda_exec *cx) {
     cudaFree(cx->local[b]);
   cudaFree(cx->arena);
   cudaFree(cx->tables);
+  if (cx->go_host)
+    cudaFreeHost(cx->go_host);
   if (cx->lib)
     cudaLibraryUnload(cx->lib);
 host:

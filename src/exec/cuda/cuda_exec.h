@@ -67,6 +67,7 @@ typedef struct td__cuda_exec {
   int ce_enabled;          /* stream memory operations usable: CE copies go to ce_stream */
   cudaStream_t ce_stream;
   uint32_t *ce_tasks;      /* indices of CE proxy tasks, schedule order */
+  uint64_t *go_host;       /* [ntasks] go words (td_dev_plan.ce_go) in mapped pinned memory; NULL without queues */
   uint32_t nce;
   void *ce_wait64, *ce_write64; /* driver entry points cuStreamWaitValue64 / cuStreamWriteValue64 */
   /* kernel queue (kernel_queue.c) */
@@ -104,10 +105,11 @@ td_status td__cuda_kq_decide(td__cuda_exec *cx);
  * takes the copies). Errors: TD_ERR_CUDA, TD_ERR_NO_MEMORY. */
 td_status td__cuda_kq_setup(td__cuda_exec *cx);
 
-/** Enqueues this launch's queue tasks after the persistent kernel's launch:
- * per task, wait ce_go >= epoch, its kernel, td_kq_finish_kernel.
- * Errors: TD_ERR_CUDA. */
-td_status td__cuda_kq_enqueue(td__cuda_exec *cx);
+/** Enqueues kernel-queue task `ti` of role `role` (0 compute, 1
+ * communication) on kq_stream[role]: its kernel, then td_kq_finish_kernel.
+ * Called by the hand-off loop once the task's go word is published, so
+ * nothing waits in the stream. Errors: TD_ERR_CUDA, TD_ERR_INTERNAL. */
+td_status td__cuda_kq_enqueue_task(td__cuda_exec *cx, int role, uint32_t ti);
 
 /** After a failed launch, before either release: sets the abort word
  * (td_dev_diag.abort) with a synchronous copy, so queue kernels released next
@@ -115,8 +117,9 @@ td_status td__cuda_kq_enqueue(td__cuda_exec *cx);
  * the run already reports). */
 void td__cuda_abort(td__cuda_exec *cx);
 
-/** After a failed launch (td__cuda_abort first): releases the queue's waits
- * so its streams drain, then waits for them quietly (the run's message stays). */
+/** After a failed launch (td__cuda_abort first): waits quietly for the
+ * queue's streams (the run's message stays). Only tasks whose go word was
+ * published were enqueued, so they drain by themselves. */
 void td__cuda_kq_release(td__cuda_exec *cx);
 
 /** Waits for the queue's streams after a good launch. Errors: TD_ERR_CUDA. */
@@ -143,16 +146,31 @@ int td__cuda_ce_eligible(const td__cuda_exec *cx, const td_task *t);
  * Errors: TD_ERR_CUDA, TD_ERR_NO_MEMORY. */
 td_status td__cuda_ce_setup(td__cuda_exec *cx);
 
-/** Enqueues this launch's copies (wait ce_go >= epoch, 2-D copy, write
- * ce_done = epoch), after the kernel's launch. Errors: TD_ERR_CUDA. */
-td_status td__cuda_ce_enqueue(td__cuda_exec *cx);
+/** Enqueues copy-engine task `t` on ce_stream: its 2-D copy, then
+ * ce_done[t] = epoch (cuStreamWriteValue64). Called by the hand-off loop once
+ * the task's go word is published. Errors: TD_ERR_CUDA. */
+td_status td__cuda_ce_enqueue_task(td__cuda_exec *cx, uint32_t t);
 
-/** After a failed launch (td__cuda_abort first): releases the queue's waits
- * so its stream drains, then waits for it quietly. The released copies still
- * move their bytes (a copy cannot be skipped once enqueued), but their
- * signals are raised by the persistent kernel, which has stopped, so no peer
- * is told the data is there. */
+/** After a failed launch (td__cuda_abort first): waits quietly for the
+ * copy-engine stream. Only copies whose go word was published (their inputs
+ * complete) were enqueued; their signals are raised by the persistent kernel,
+ * which has stopped, so no peer is told anything more. */
 void td__cuda_ce_release(td__cuda_exec *cx);
+
+/** Index past the longest run of tasks[next..n) whose go word go[tasks[i]]
+ * has reached `epoch` (a word still holding an earlier launch's epoch is not
+ * ready), i.e. how far a stream may be enqueued in schedule order. Pure
+ * (acquire loads; go may be written concurrently by the GPU). */
+uint32_t td__cuda_handoff_ready(const uint64_t *go, uint64_t epoch, const uint32_t *tasks, uint32_t n,
+                                uint32_t next);
+
+/** The hand-off loop (handoff.c), right after the persistent kernel's launch:
+ * enqueues each copy-engine and kernel-queue task once the kernel publishes
+ * its go word, in schedule order per stream, until all are enqueued, the
+ * kernel finished, or the run's host deadline passed. No stream ever waits
+ * for another rank's progress. Errors: TD_ERR_CUDA (an enqueue failed: the
+ * kernel's deadline then ends the launch). */
+td_status td__cuda_handoff(td__cuda_exec *cx);
 
 void td__cuda_ce_free(td__cuda_exec *cx);
 

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0
  * One launch of the CUDA executor (executor layer, cuda backend): refresh the
  * device task table if the caller rebound a buffer, the launch barrier, one
- * persistent-kernel launch with the epoch as its only changing argument, then
- * the diagnostic and the trace read back together in one synchronisation.
+ * persistent-kernel launch with the epoch as its only changing argument, the
+ * hand-off of queue tasks as the kernel publishes them (handoff.c), then,
+ * once a bounded wait saw the kernel finish, the diagnostic and the trace
+ * read back together.
  *
  * A wait that passed its deadline on the device becomes TD_ERR_TIMEOUT with a
  * message naming the rank, the task (index, label, kind), and the signal
@@ -155,24 +157,32 @@ static td_status td__run_launch(td_exec *e) {
   }
   if (ce != cudaSuccess)
     return td__cuda_fail(e, "launch of the persistent kernel", ce);
-  /* A failed enqueue only costs the deadline: the proxies time out, the queue is released. */
-  td_status ce_st = cx->ce_enabled ? td__cuda_ce_enqueue(cx) : TD_OK;
-  if (ce_st == TD_OK && cx->kq_enabled)
-    ce_st = td__cuda_kq_enqueue(cx);
+  /* The queues' tasks are enqueued as the kernel publishes their go words,
+   * so no stream waits for another rank (handoff.c). A failed enqueue only
+   * costs the deadline: the proxies time out. */
+  td_status ce_st = cx->ce_enabled || cx->kq_enabled ? td__cuda_handoff(cx) : TD_OK;
+  /* Nothing is enqueued behind the persistent kernel: a copy stream-ordered
+   * after it would park its hardware queue until the kernel ends (and a copy
+   * into pageable memory would block this thread with no deadline). The
+   * diagnostic and the trace are read once the bounded wait saw it finish. */
   td_dev_diag diag;
-  ce = cudaMemcpyAsync(&diag, (void *)(uintptr_t)cx->plan.diag, sizeof diag, cudaMemcpyDeviceToHost, cx->stream);
-  if (ce == cudaSuccess && e->opts.trace)
-    ce = cudaMemcpyAsync(cx->h_trace, (void *)(uintptr_t)cx->plan.trace, s->ntasks * sizeof(td_dev_trace),
-                         cudaMemcpyDeviceToHost, cx->stream);
-  td_status wst = ce == cudaSuccess ? td__cuda_stream_wait(cx, cx->stream, "the persistent kernel")
-                                     : td__cuda_fail(e, "the persistent kernel", ce);
+  memset(&diag, 0, sizeof diag);
+  td_status wst = td__cuda_stream_wait(cx, cx->stream, "the persistent kernel");
+  if (wst == TD_OK) {
+    ce = cudaMemcpyAsync(&diag, (void *)(uintptr_t)cx->plan.diag, sizeof diag, cudaMemcpyDeviceToHost, cx->stream);
+    if (ce == cudaSuccess && e->opts.trace)
+      ce = cudaMemcpyAsync(cx->h_trace, (void *)(uintptr_t)cx->plan.trace, s->ntasks * sizeof(td_dev_trace),
+                           cudaMemcpyDeviceToHost, cx->stream);
+    wst = ce == cudaSuccess ? td__cuda_stream_wait(cx, cx->stream, "the diagnostic's read-back")
+                            : td__cuda_fail(e, "cudaMemcpyAsync (diagnostic)", ce);
+  }
   const int64_t t1 = td__clock_ns(CLOCK_MONOTONIC);
   td_status kq_st = TD_OK;
   if (cx->stuck)
     return wst; /* releasing the queues would wait on the same blocked hardware queues */
   if (wst != TD_OK || diag.failed || ce_st != TD_OK) {
     td__cuda_abort(cx); /* released queue kernels then skip their work and raise nothing */
-    td__cuda_ce_release(cx); /* nothing may stay queued on a wait that no kernel will satisfy */
+    td__cuda_ce_release(cx); /* drain what was handed off (all of it ready to run) */
     td__cuda_kq_release(cx);
   } else {
     if (cx->ce_enabled && cx->nce > 0)

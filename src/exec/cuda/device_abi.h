@@ -93,7 +93,8 @@ typedef struct td_dev_plan {
   td_dev_u64 done;                        /* td_dev_u64[ntasks]: epoch in which each task finished */
   td_dev_u64 diag;                        /* td_dev_diag* */
   td_dev_u64 trace;                       /* td_dev_trace*[ntasks] or 0 */
-  td_dev_u64 ce_go;                       /* td_dev_u64[ntasks]: epoch a CE or KQ proxy's inputs are ready */
+  td_dev_u64 ce_go;                       /* td_dev_u64[ntasks]: epoch a CE or KQ proxy's inputs are ready
+                                             (mapped host memory, polled by the host's hand-off loop) */
   td_dev_u64 ce_done;                     /* td_dev_u64[ntasks]: epoch the copy engine finished it */
   td_dev_u64 epoch;                       /* this launch: 1, 2, ... */
   td_dev_u64 timeout_ns;                  /* deadline of each wait */

@@ -16,13 +16,14 @@
  * Copy-engine tasks marked TD_DEV_WORKER_CE_PROXY are pulled by the
  * communication blocks like any other task, but their bytes move on the host's
  * copy-engine stream: after the waits, thread 0 publishes ce_go[t] = epoch
- * (release, system scope), the stream (waiting on that word) copies and writes
- * ce_done[t] = epoch, and thread 0 waits for that before raising. No SM moves
- * the data.
+ * (release, system scope, into mapped host memory), the host's hand-off loop
+ * sees it and enqueues the copy and a write of ce_done[t] = epoch on the
+ * copy-engine stream, and thread 0 waits for that before raising. No SM moves
+ * the data, and no stream waits on a go word.
  *
  * Kernel-queue tasks (TD_DEV_WORKER_KQ_PROXY, kernel_queue.c) are handed off
  * the same way but not waited for: thread 0 publishes ce_go[t] = epoch and the
- * block pulls its next task at once. The host queue's stream launches the
+ * block pulls its next task at once. The host then enqueues, on its queue's stream, the
  * task's kernel (the Hopper GEMM, or td_kq_tile_kernel over a grid of
  * sub-tiles) and then td_kq_finish_kernel, which raises the task's signals
  * and marks it done, so dependents wait on it exactly as on a tile. Built

@@ -7,8 +7,9 @@
  * tasks on one, communication-class tasks (reductions) on the other, each in
  * schedule order. The persistent kernel stays the only thing that waits: its
  * few blocks check each task's dependencies and signals against their
- * deadlines and publish ce_go[t] = epoch; the stream waits for that word
- * (cuStreamWaitValue64), launches the task's kernel, then td_kq_finish_kernel,
+ * deadlines and publish ce_go[t] = epoch; the host's hand-off loop
+ * (handoff.c) sees that word and only then launches the task's kernel on the
+ * stream, then td_kq_finish_kernel,
  * which raises the task's signals and writes done[t], so dependents wait on a
  * queue task as on a tile. Nothing that waits holds SMs for work not yet
  * enqueued, so a GEMM gets every multiprocessor no persistent block holds.
@@ -20,12 +21,13 @@
  * transposed A, no accumulation, alpha 1); otherwise td_kq_tile_kernel runs
  * the ordinary tile over a grid of sub-tiles, so every task still runs.
  *
- * If the persistent kernel fails (a deadline), the host writes every go word
- * itself so the streams drain instead of waiting forever; first it sets the
- * abort word (td_dev_diag.abort, a synchronous copy: td__cuda_abort), so the
- * released tasks skip their tile work and raise no signal (peers must not
- * proceed on unfinished data). A Hopper GEMM already enqueued still runs, but
- * writes only this rank's C, and its finish kernel raises nothing.
+ * No stream waits for a go word (a parked wait could block a peer's work in a
+ * shared hardware queue: handoff.c), so a failed launch (a deadline) leaves
+ * only tasks whose inputs were ready. The host still sets the abort word
+ * (td_dev_diag.abort, a synchronous copy: td__cuda_abort) before it drains the
+ * streams, so kernels not yet started skip their tile work and finish kernels
+ * raise no signal (peers must not proceed once this rank failed). A Hopper
+ * GEMM already running still runs, but writes only this rank's C.
  *
  * Limits, checked before the kernel is generated (td__cuda_kq_decide): at most
  * TD__KQ_MAX_TASKS queue tasks per rank (each takes 3 entries of CUDA's
@@ -48,7 +50,6 @@
 #pragma weak td__gemm_cuda_run_sms
 #pragma weak td__gemm_cuda_grid
 
-typedef CUresult (*td__wait64_fn)(CUstream, CUdeviceptr, cuuint64_t, unsigned int);
 typedef CUresult (*td__attr_fn)(int *, CUdevice_attribute, CUdevice);
 
 int td__cuda_kq_wanted(const td_schedule *s) {
@@ -230,14 +231,10 @@ static td_status td__launch_grid(td__cuda_exec *cx, cudaStream_t stream, uint32_
   return TD_OK;
 }
 
-static td_status td__enqueue_task(td__cuda_exec *cx, cudaStream_t stream, uint32_t ti) {
+td_status td__cuda_kq_enqueue_task(td__cuda_exec *cx, int role, uint32_t ti) {
   td_exec *e = cx->exec;
+  cudaStream_t stream = cx->kq_stream[role];
   const td_dev_task *d = &cx->h_tasks[ti];
-  td__wait64_fn wait64 = (td__wait64_fn)cx->ce_wait64;
-  CUresult r = wait64((CUstream)stream, (CUdeviceptr)(cx->plan.ce_go + 8u * ti), e->epoch, CU_STREAM_WAIT_VALUE_GEQ);
-  if (r != CUDA_SUCCESS)
-    return td__error(TD_ERR_CUDA, "cuda executor: rank %d: cuStreamWaitValue64 for kernel-queue task %u failed "
-                     "(CUresult %d)", e->rank, ti, (int)r);
   td_gemm_problem pr;
   td_gemm_config cfg;
   int done = 0;
@@ -258,25 +255,11 @@ static td_status td__enqueue_task(td__cuda_exec *cx, cudaStream_t stream, uint32
   return TD_OK;
 }
 
-td_status td__cuda_kq_enqueue(td__cuda_exec *cx) {
-  cx->kq_hopper = cx->kq_grid = 0;
-  /* Interleaved by schedule position so neither stream starves the other of enqueued work. */
-  uint32_t k[2] = {0, 0};
-  while (k[0] < cx->nkq[0] || k[1] < cx->nkq[1]) {
-    int role = k[1] >= cx->nkq[1] ? 0
-               : k[0] >= cx->nkq[0] ? 1
-               : cx->kq_tasks[0][k[0]] < cx->kq_tasks[1][k[1]] ? 0 : 1;
-    TD_CHECK(td__enqueue_task(cx, cx->kq_stream[role], cx->kq_tasks[role][k[role]]));
-    k[role]++;
-  }
-  return TD_OK;
-}
-
 void td__cuda_abort(td__cuda_exec *cx) {
   if (!cx->kq_enabled && !cx->ce_enabled)
     return;
   const unsigned int one = 1;
-  /* Synchronous: the abort word is in device memory before any go word the host writes next. */
+  /* Synchronous: the abort word is in device memory before the host drains the queues. */
   cudaMemcpy((char *)(uintptr_t)cx->plan.diag + offsetof(td_dev_diag, abort), &one, sizeof one,
              cudaMemcpyHostToDevice);
   cudaGetLastError();
@@ -285,11 +268,6 @@ void td__cuda_abort(td__cuda_exec *cx) {
 void td__cuda_kq_release(td__cuda_exec *cx) {
   if (!cx->kq_enabled)
     return;
-  const uint64_t epoch = cx->exec->epoch;
-  for (int role = 0; role < 2; role++)
-    for (uint32_t k = 0; k < cx->nkq[role]; k++)
-      cudaMemcpy((void *)(uintptr_t)(cx->plan.ce_go + 8u * cx->kq_tasks[role][k]), &epoch, 8,
-                 cudaMemcpyHostToDevice);
   for (int role = 0; role < 2; role++)
     td__cuda_stream_wait_quiet(cx, cx->kq_stream[role]);
 }
