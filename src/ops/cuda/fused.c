@@ -158,8 +158,6 @@ static void td__f_free(td__tp_fused *f) {
   }
   cudaSetDevice(f->dev);
   cudaFree(f->buf), cudaFree(f->red), cudaFree(f->recv), cudaFree(f->ptrs), cudaFree(f->ctl);
-  if (f->hfin)
-    cudaFreeHost((void *)f->hfin);
   if (f->ce_done)
     cudaEventDestroy(f->ce_done);
   for (int p = 0; p < TD__MAXR; p++)
@@ -389,11 +387,6 @@ static td_status td__f_alloc(td_tp_op *op, td__tp_fused *f) {
   }
   TD_CHECK(td__f_cu(cudaMalloc((void **)&f->ctl, TD__CTL_WORDS * 8), "cudaMalloc (progress words)"));
   TD_CHECK(td__f_cu(cudaMemsetAsync(f->ctl, 0, TD__CTL_WORDS * 8, f->s), "cudaMemsetAsync"));
-  void *h = NULL;
-  TD_CHECK(td__f_cu(cudaHostAlloc(&h, 64, cudaHostAllocMapped | cudaHostAllocPortable), "cudaHostAlloc (finish word)"));
-  f->hfin = h;
-  *f->hfin = 0;
-  TD_CHECK(td__f_cu(cudaHostGetDevicePointer((void **)&f->dfin, h, 0), "cudaHostGetDevicePointer"));
   return td__f_cu(cudaStreamSynchronize(f->s), "cudaStreamSynchronize");
 }
 
@@ -535,16 +528,12 @@ static void td__f_poison(td__tp_fused *f) {
 td_status td__f_finish(td_tp_op *op, td__tp_fused *f) {
   struct timespec t0, now;
   clock_gettime(CLOCK_MONOTONIC, &t0);
-  for (unsigned spin = 0;; spin++) {
-    /* the finish word first (a plain load); the stream itself now and then,
-     * for a call whose last work (the word's write) was never enqueued */
-    if (*f->hfin >= f->epoch || (spin & 63) == 63) {
-      cudaError_t q = cudaStreamQuery(f->s);
-      if (q == cudaSuccess)
-        break;
-      if (q != cudaErrorNotReady)
-        return td__f_cu(q, "the call's GPU work");
-    }
+  for (;;) {
+    cudaError_t q = cudaStreamQuery(f->s);
+    if (q == cudaSuccess)
+      break;
+    if (q != cudaErrorNotReady)
+      return td__f_cu(q, "the call's GPU work");
     clock_gettime(CLOCK_MONOTONIC, &now);
     double ms = (double)(now.tv_sec - t0.tv_sec) * 1e3 + (double)(now.tv_nsec - t0.tv_nsec) * 1e-6;
     if (ms > f->timeout_ms) {

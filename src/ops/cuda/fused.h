@@ -44,11 +44,6 @@ struct td__tp_fused {
   void *red;      /* gemm_ar two-shot: reduced rows [M,N] */
   void *recv;     /* rs/ar push: n receive slots [rows[0], N]; slot p = rank p's partial of this rank's rows */
   uint64_t *ctl;  /* TD__CTL_WORDS progress words (fin, gemm done, reduce done), for diagnostics */
-  /* pinned, mapped host word the stream sets to the epoch after a call's
-   * last work: td__f_finish polls it with plain loads (8 ranks polling the
-   * driver with cudaStreamQuery contend for its locks with their own launches) */
-  volatile uint64_t *hfin;
-  uint64_t *dfin; /* its device address */
   void *pbuf[TD__MAXR], *pred[TD__MAXR], *precv[TD__MAXR];
   uint64_t *pctl[TD__MAXR];
   int64_t row0[TD__MAXR], rows[TD__MAXR];

@@ -60,7 +60,7 @@ td_status td__f_all_reduce(td_tp_op *op, td__tp_fused *f, void *dst, const void 
   }
   if (le != 0)
     td__f_keep(&st, td__f_cu((cudaError_t)le, "the reduction kernel's launch"));
-  td__f_keep(&st, td__f_setv(f->s, f->dfin, e));
+  td__f_keep(&st, td__f_setv(f->s, f->ctl + TD__CTL_FIN, e));
   td_status fin = td__f_finish(op, f);
   /* 3. nobody reads this rank's src or dst any more */
   td_status done = td__f_sync(op, f);

@@ -147,7 +147,7 @@ td_status td__f_ag(td_tp_op *op, td__tp_fused *f, void *c, const void *a, const 
    * closing barrier even when a launch failed, so the peers are not left
    * waiting */
   td_status gst = f->ag_direct ? td__f_ag_direct(op, f, c, a, b, &st) : td__f_ag_copy(op, f, c, a, b, &st);
-  td__f_keep(&st, td__f_setv(f->s, f->dfin, e));
+  td__f_keep(&st, td__f_setv(f->s, f->ctl + TD__CTL_FIN, e));
   td_status fin = td__f_finish(op, f);
   /* 3. nobody reads this rank's A any more (its caller may overwrite it) */
   td_status done = td__f_sync(op, f);
@@ -250,7 +250,7 @@ td_status td__f_rs_ar(td_tp_op *op, td__tp_fused *f, void *c, const void *a, con
                                  "cudaMemcpyAsync (reduced rows)"));
     }
   }
-  td__f_keep(&st, td__f_setv(f->s, f->dfin, e));
+  td__f_keep(&st, td__f_setv(f->s, f->ctl + TD__CTL_FIN, e));
   td_status fin = td__f_finish(op, f);
   return gst != TD_OK ? gst : st != TD_OK ? st : fin;
 }
