@@ -97,9 +97,8 @@ static td_status td__f_ag_copy(td_tp_op *op, td__tp_fused *f, void *c, const voi
   const size_t row_bytes = (size_t)op->d.k * f->esz;
   int64_t lo[TD__MAXR], hi[TD__MAXR];
   int runs = 0;
-  /* One GEMM after every copy on one GPU: nothing runs beside the copies, so
-   * they go on the compute stream itself (the cross-stream event hop costs
-   * more than it could hide; measured on the H200 at M = 1024, 8 ranks). */
+  /* One GEMM after every copy on one GPU: nothing of this rank runs beside
+   * the copies, so they go on the compute stream itself (no event hop). */
   const cudaStream_t cs = f->ag_blocks == 1 && !f->multi ? f->s : f->ce;
   if (f->ag_blocks == 1 && f->rows[r] > 0) /* one GEMM over every row: the own rows are copied too (first) */
     td__f_keep(st, td__f_cu(cudaMemcpyAsync((char *)f->buf + (size_t)f->row0[r] * row_bytes, a,
