@@ -124,7 +124,8 @@ size_t bo_mem_used(int cuda, td_world *w) {
     size_t fr = 0, tot = 0;
     int count = 0, n = td_world_size(w);
     cudaMemGetInfo(&fr, &tot);
-    if (cudaGetDeviceCount(&count) == cudaSuccess && n > 1 && count >= n)
+    const char *pin = getenv("TD_CUDA_DEVICE"); /* set: every rank on one GPU (bo_set_device) */
+    if (!(pin && *pin) && cudaGetDeviceCount(&count) == cudaSuccess && n > 1 && count >= n)
       return (tot - fr) * (size_t)n;
     return tot - fr;
   }
