@@ -32,6 +32,8 @@
 #include <time.h>
 
 #include <cjson/cJSON.h>
+
+#include "common/gpu_links.h"
 #ifdef TD_HAVE_NCCL_BASE
 #include <nccl.h>
 #endif
@@ -253,34 +255,7 @@ static void lb_env(cJSON *env, int n) {
       cJSON_AddItemToArray(gpus, cJSON_CreateString(line));
     }
   }
-  char topo[8192] = "";
-  size_t len = 0, got;
-  FILE *f = popen("nvidia-smi topo -m 2>/dev/null", "r");
-  if (f) {
-    while (len < sizeof topo - 1 && (got = fread(topo + len, 1, sizeof topo - 1 - len, f)) > 0)
-      len += got;
-    topo[len] = 0;
-    pclose(f);
-  }
-  cJSON_AddStringToObject(env, "nvidia_smi_topo", len ? topo : "unavailable");
-  cJSON *links = cJSON_AddArrayToObject(env, "p2p");
-  for (int i = 0; i < n; i++)
-    for (int j = 0; j < n; j++) {
-      if (i == j)
-        continue;
-      int access = 0, atomics = 0, rank = -1;
-      cudaDeviceGetP2PAttribute(&access, cudaDevP2PAttrAccessSupported, i, j);
-      cudaDeviceGetP2PAttribute(&atomics, cudaDevP2PAttrNativeAtomicSupported, i, j);
-      cudaDeviceGetP2PAttribute(&rank, cudaDevP2PAttrPerformanceRank, i, j);
-      cJSON *l = cJSON_CreateObject();
-      cJSON_AddNumberToObject(l, "src", i);
-      cJSON_AddNumberToObject(l, "dst", j);
-      cJSON_AddBoolToObject(l, "access", access);
-      cJSON_AddBoolToObject(l, "native_atomics", atomics);
-      cJSON_AddNumberToObject(l, "performance_rank", rank);
-      cJSON_AddItemToArray(links, l);
-    }
-  cudaGetLastError();
+  td_bench_gpu_links_json(env, n);
 }
 
 #ifdef TD_HAVE_NCCL_BASE

@@ -21,6 +21,7 @@
 #include <cuda_runtime_api.h>
 
 #include "bench_ops.h"
+#include "gpu_links.h"
 
 static cudaDataType bo_cuda_type(td_dtype dt) {
   return dt == TD_F32 ? CUDA_R_32F : dt == TD_BF16 ? CUDA_R_16BF : CUDA_R_16F;
@@ -256,38 +257,7 @@ void bo_cuda_env(void *json_obj, int ranks) {
   snprintf(place, sizeof place, "%d ranks on %d GPU(s), rank r on GPU r %% %d: %s", ranks, used, count < 1 ? 1 : count,
            ranks <= count ? "one GPU per rank" : "ranks share GPUs (nccl+cublas skipped)");
   cJSON_AddStringToObject(e, "placement", place);
-  /* Every ordered pair: can it reach the peer's memory, native atomics, and
-   * CUDA's performance rank of the link (0 = best; NVLink vs PCIe). */
-  cJSON *links = cJSON_AddArrayToObject(e, "p2p");
-  for (int i = 0; i < count; i++)
-    for (int j = 0; j < count; j++) {
-      if (i == j)
-        continue;
-      int access = 0, atomics = 0, rank = -1;
-      cudaDeviceGetP2PAttribute(&access, cudaDevP2PAttrAccessSupported, i, j);
-      cudaDeviceGetP2PAttribute(&atomics, cudaDevP2PAttrNativeAtomicSupported, i, j);
-      cudaDeviceGetP2PAttribute(&rank, cudaDevP2PAttrPerformanceRank, i, j);
-      cJSON *l = cJSON_CreateObject();
-      cJSON_AddNumberToObject(l, "src", i);
-      cJSON_AddNumberToObject(l, "dst", j);
-      cJSON_AddBoolToObject(l, "access", access);
-      cJSON_AddBoolToObject(l, "native_atomics", atomics);
-      cJSON_AddNumberToObject(l, "performance_rank", rank);
-      cJSON_AddItemToArray(links, l);
-    }
-  cudaGetLastError(); /* an attribute query may leave an error behind */
-  /* nvidia-smi's view (NV18 = 18 NVLinks, SYS = across sockets ...), as text. */
-  char topo[4096] = "";
-  size_t len = 0;
-  FILE *f = count > 1 ? popen("nvidia-smi topo -m 2>/dev/null", "r") : NULL;
-  if (f) {
-    size_t got;
-    while (len < sizeof topo - 1 && (got = fread(topo + len, 1, sizeof topo - 1 - len, f)) > 0)
-      len += got;
-    topo[len] = 0;
-    pclose(f);
-  }
-  cJSON_AddStringToObject(e, "nvidia_smi_topo", len ? topo : count > 1 ? "unavailable" : "one GPU");
+  td_bench_gpu_links_json(e, count);
   cJSON_AddStringToObject(e, "interconnect", count < 2 ? "none: one GPU, ranks share it (transport local)"
                                                         : ranks <= count ? "peer links between the ranks' GPUs: see p2p, "
                                                                            "nvidia_smi_topo"
