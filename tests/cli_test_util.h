@@ -33,4 +33,19 @@ static inline void expect_usage_error(const char *args, const char *needle) {
   assert_non_null(strstr(out, needle));
 }
 
+#ifdef cJSON__h /* the including test uses cJSON (included before this header) */
+/* Parses the JSON file a command wrote (up to 1 MiB); fails the test when it cannot. */
+static inline cJSON *load_json(const char *path) {
+  FILE *f = fopen(path, "r");
+  assert_non_null(f);
+  static char buf[1 << 20];
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  cJSON *j = cJSON_Parse(buf);
+  assert_non_null(j);
+  return j;
+}
+#endif
+
 #endif

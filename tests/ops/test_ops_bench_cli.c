@@ -83,18 +83,6 @@ static void test_variants_and_failures(void **state) {
   assert_non_null(strstr(out, "K must be >= the rank count"));
 }
 
-static cJSON *load_json(const char *path) {
-  FILE *f = fopen(path, "r");
-  assert_non_null(f);
-  static char buf[1 << 18];
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  fclose(f);
-  buf[n] = '\0';
-  cJSON *j = cJSON_Parse(buf);
-  assert_non_null(j);
-  return j;
-}
-
 static void tiny(const char *kind, const char *shape_args, int nsides) {
   char json[256], args[1024];
   snprintf(json, sizeof json, "/tmp/td_ops_bench_%s_%ld.json", kind, (long)getpid());

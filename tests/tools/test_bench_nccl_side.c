@@ -32,18 +32,6 @@ static int setup(void **state) {
   return 0;
 }
 
-static cJSON *load_json(const char *path) {
-  FILE *f = fopen(path, "r");
-  assert_non_null(f);
-  static char buf[1 << 20];
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  fclose(f);
-  buf[n] = '\0';
-  cJSON *j = cJSON_Parse(buf);
-  assert_non_null(j);
-  return j;
-}
-
 static cJSON *side(cJSON *c, const char *name) {
   cJSON *s;
   cJSON_ArrayForEach(s, cJSON_GetObjectItem(c, "sides")) {
