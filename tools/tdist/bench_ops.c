@@ -43,6 +43,7 @@ typedef struct bo_side {
   char name[32];
   td_tp_variant forced; /* TD_TP_AUTO for auto; -1 for a side from outside tdist */
   td_tp_variant ran;
+  int created; /* a tdist side: its operator was made (else its variant shows as forced, or '-' for auto) */
   int mode;    /* -1: a tdist side; else the bo_base_mode of a side from outside tdist (the first sides) */
   int skipped; /* an outside side that does not apply here (reason in msg): not a failure */
   int ok;
@@ -154,6 +155,16 @@ static td_status bo_rank(td_world *w, int rank, void *arg) {
   void *c[BO_MAX_SIDES] = {0};
   bo_base *base[BO_MAX_SIDES] = {0}; /* the sides from outside tdist */
   td_status st = TD_OK;
+  /* The team's one-time collective block (control and scratch, allocated by
+   * its first collective) would otherwise be charged to the first side
+   * created: one tiny collective allocates it before anything is measured. */
+  float warm = 1.0f;
+  if (td_all_reduce(t, &warm, &warm, 1, TD_F32, TD_SUM) != TD_OK) {
+    if (rank == 0)
+      snprintf(bc->msg, sizeof bc->msg, "the team's first collective failed: %s", td_last_error());
+    __atomic_store_n(&bc->fatal, 1, __ATOMIC_RELAXED);
+    return TD_ERR_STATE;
+  }
   /* Sides are created one at a time between barriers, so rank 0 can read the memory each adds. */
   for (int s = 1; s < ns; s++) {
     if (bc->side[s].mode >= 0)
@@ -174,6 +185,7 @@ static td_status bo_rank(td_world *w, int rank, void *arg) {
       size_t after = bo_mem_used(o->cuda, w);
       bc->side[s].mem_bytes = after > before ? (after - before) / (o->cuda ? (size_t)n : 1) : 0;
       td_tp_choices(op[s], &bc->side[s].ran, NULL, NULL, NULL);
+      bc->side[s].created = 1;
     }
   }
   const td_tp_op *lay = NULL;
@@ -374,13 +386,19 @@ static int bo_run_case(const bo_opts *o, const bo_shape *shape, cJSON *results) 
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "side", sd->name);
     int outside = sd->mode >= 0, gemm_only = sd->mode == BO_BASE_GEMM;
-    const char *variant = outside ? bo_base_mode_variant((bo_base_mode)sd->mode) : td_tp_variant_name(sd->ran);
+    /* A tdist side never created ran nothing: its forced variant, or '-' for auto (not "auto"). */
+    const char *variant = outside         ? bo_base_mode_variant((bo_base_mode)sd->mode)
+                          : sd->created   ? td_tp_variant_name(sd->ran)
+                          : sd->forced > 0 ? td_tp_variant_name(sd->forced)
+                                           : "-";
     cJSON_AddStringToObject(j, "variant", !outside ? variant
                                           : sd->mode == BO_BASE_NCCL ? "NCCL collective + cuBLAS GEMM (outside tdist)"
                                           : gemm_only ? "cuBLAS GEMM alone, no communication (outside tdist)"
                                                       : "sequential (outside tdist)");
     if (!sd->ok || st != TD_OK) {
-      cJSON_AddStringToObject(j, sd->skipped ? "skipped" : "error", sd->msg[0] ? sd->msg : "case failed");
+      cJSON_AddStringToObject(j, sd->skipped ? "skipped" : "error", sd->msg[0]   ? sd->msg
+                                                                    : bc.msg[0] ? bc.msg
+                                                                                : "case failed");
       /* a missing baseline is said once above the table (no_base_note) */
       const char *why = s == 0 && o->no_base_note ? "none (see above)" : sd->msg[0] ? sd->msg : bc.msg;
       printf("| %-22s | %-16s | %-12s | n/a | n/a | n/a | n/a | n/a | n/a | n/a | %s |\n", bc.s.name, sd->name,
@@ -456,27 +474,89 @@ static int bo_in_list(const char *list, const char *name) {
   return 0;
 }
 
-/* Every token of --models names a model, 'all' or 'check'; prints the first that does not. */
+/* Every token of --models names a model, 'all' or 'check', none twice and
+ * none that 'all' already holds (a case would run twice); no empty item.
+ * Prints the first problem and returns 0. */
 static int bo_models_valid(const char *cmd, const char *list) {
   char buf[256];
-  snprintf(buf, sizeof buf, "%s", list);
+  size_t len = strlen(list);
+  if (!len || len >= sizeof buf || list[0] == ',' || list[len - 1] == ',' || strstr(list, ",,")) {
+    fprintf(stderr, "%s: --models expects a comma-separated list of all, check or model names (llama3.1-8b, "
+            "llama3.1-70b, llama3.1-405b, qwen2-72b, gpt3-175b, cpu-small, cpu-medium), got '%s'\n", cmd, list);
+    return 0;
+  }
+  memcpy(buf, list, len + 1);
+  int all = bo_in_list(list, "all");
   for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-    int found = !strcmp(t, "all") || !strcmp(t, "check");
+    int found = !strcmp(t, "all") || !strcmp(t, "check"), in_all = !strcmp(t, "check");
     for (size_t i = 0; i < sizeof bo_models / sizeof bo_models[0]; i++)
-      found |= !strcmp(t, bo_models[i].name);
+      if (!strcmp(t, bo_models[i].name))
+        found = 1, in_all = !bo_models[i].cpu;
     if (!found) {
       fprintf(stderr, "%s: --models expects all, check or model names (llama3.1-8b, llama3.1-70b, "
               "llama3.1-405b, qwen2-72b, gpt3-175b, cpu-small, cpu-medium), got '%s'\n", cmd, t);
+      return 0;
+    }
+    /* the token's first occurrence is where t starts in the list iff it is not repeated */
+    size_t off = (size_t)(t - buf), tl = strlen(t);
+    for (const char *p = list; p < list + off;) {
+      const char *q = strchr(p, ',');
+      if ((size_t)(q - p) == tl && !strncmp(p, t, tl)) {
+        fprintf(stderr, "%s: --models names %s twice\n", cmd, t);
+        return 0;
+      }
+      p = q + 1;
+    }
+    if (all && in_all) {
+      fprintf(stderr, "%s: --models: all already includes %s; give one or the other\n", cmd, t);
       return 0;
     }
   }
   return 1;
 }
 
+/* --sizes: a comma-separated list of byte sizes (K, M, G suffixes), no empty
+ * item, each a whole number of `dt` elements, none twice, at most `max`.
+ * Checked once the dtype is known (--dtype may come later; cuda defaults to
+ * bf16). Prints the first problem and returns 0. */
+static int bo_sizes_valid(const char *cmd, const char *list, td_dtype dt, int max) {
+  size_t es = td_dtype_size(dt), len = strlen(list), seen[BO_MAX_SHAPES];
+  char buf[1024]; /* room for 64 sizes of several characters (bo_shapes reads the same list) */
+  int n = 0;
+  if (!len || len >= sizeof buf || list[0] == ',' || list[len - 1] == ',' || strstr(list, ",,")) {
+    fprintf(stderr, "%s: --sizes expects a comma-separated list of byte sizes (e.g. 8K,64K,4M; each a whole "
+            "number of %s elements, %zu bytes each), got '%s'\n", cmd, td_dtype_name(dt), es, list);
+    return 0;
+  }
+  memcpy(buf, list, len + 1);
+  for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    size_t bytes;
+    if (td_bench_parse_bytes(t, &bytes) || bytes < es || bytes % es) {
+      fprintf(stderr, "%s: --sizes expects a comma-separated list of byte sizes (e.g. 8K,64K,4M; each a whole "
+              "number of %s elements, %zu bytes each), got '%s' in '%s'\n", cmd, td_dtype_name(dt), es, t, list);
+      return 0;
+    }
+    if (n == max) {
+      fprintf(stderr, "%s: --sizes gives more than %d sizes; at most %d cases in one run\n", cmd, max, max);
+      return 0;
+    }
+    for (int i = 0; i < n; i++)
+      if (seen[i] == bytes) {
+        fprintf(stderr, "%s: --sizes names %zu bytes twice ('%s')\n", cmd, bytes, list);
+        return 0;
+      }
+    seen[n++] = bytes;
+  }
+  return 1;
+}
+
+/* The cases of the run into out (at most BO_MAX_SHAPES written). Returns
+ * their number, which may exceed BO_MAX_SHAPES (the caller refuses that),
+ * or -1 on a malformed --sizes. */
 static int bo_shapes(const bo_opts *o, bo_shape *out) {
   int ns = 0;
   if (o->kind == TD_TP_ALL_REDUCE) {
-    char list[256];
+    char list[1024]; /* as bo_sizes_valid's, which checked the list fits */
     snprintf(list, sizeof list, "%s", o->sizes);
     for (char *tok = strtok(list, ","); tok && ns < BO_MAX_SHAPES; tok = strtok(NULL, ",")) {
       size_t bytes;
@@ -496,15 +576,18 @@ static int bo_shapes(const bo_opts *o, bo_shape *out) {
   for (size_t i = 0; i < sizeof bo_models / sizeof bo_models[0]; i++) {
     if (!bo_in_list(o->models, bo_models[i].name) && !(bo_in_list(o->models, "all") && !bo_models[i].cpu))
       continue;
-    for (int j = 0; j < o->nms && ns < BO_MAX_SHAPES - 1; j++) {
+    for (int j = 0; j < o->nms; j++, ns++) {
+      if (ns >= BO_MAX_SHAPES)
+        continue; /* counted only: the caller refuses more than BO_MAX_SHAPES */
       out[ns] = (bo_shape){.m = o->ms[j], .n = bo_models[i].n, .k = bo_models[i].k};
       snprintf(out[ns].name, sizeof out[ns].name, "%s", bo_models[i].name);
-      ns++;
     }
   }
   if (bo_in_list(o->models, "check") || bo_in_list(o->models, "all")) { /* the correctness case */
-    out[ns] = (bo_shape){.m = 4091 * (int64_t)o->ranks, .n = 5120, .k = 1024};
-    snprintf(out[ns].name, sizeof out[ns].name, "check 4091xR");
+    if (ns < BO_MAX_SHAPES) {
+      out[ns] = (bo_shape){.m = 4091 * (int64_t)o->ranks, .n = 5120, .k = 1024};
+      snprintf(out[ns].name, sizeof out[ns].name, "check 4091xR");
+    }
     ns++;
   }
   return ns;
@@ -585,7 +668,9 @@ static void bo_usage(FILE *f, const char *kind) {
           "(the models above take hours on a few cores; ask for them with --models or --m).\n"
           "all_reduce sizes default 8K,64K,512K,4M,64M. Ranges: --ranks 1..64, --iters 1..100000,\n"
           "--warmup 0..10000, --chunks 0..64, --compute-workers/--comm-workers 0..1024 (0: chosen),\n"
-          "--m and --shape dims 1..1048576. --shape/--m/--models apply to the GEMM operators only,\n"
+          "--m and --shape dims 1..1048576, --m at most 32 values, at most 64 cases in one run (models x\n"
+          "M, or sizes); no item twice in --m, --sizes or --models, and each option given once. --sizes\n"
+          "items are whole numbers of dtype elements. --shape/--m/--models apply to the GEMM operators only,\n"
           "--sizes to all_reduce only. A line on stderr reports each case as it starts.\n"
           "Ranks are threads of one process; on cuda rank r uses GPU r %% GPUs. Sides from outside\n"
           "tdist on cuda: the sequential baseline (peer copies + cuBLAS), nccl+cublas (NCCL collective\n"
@@ -622,12 +707,18 @@ static int bo_main(td_tp_kind kind, int argc, char **argv) {
   static const char *const valued[] = {"--ranks",  "--iters",  "--warmup", "--chunks", "--compute-workers",
                                        "--comm-workers", "--backend", "--json", "--dtype", "--variants",
                                        "--models", "--m", "--sizes", "--shape"};
+  enum { BO_NVALUED = sizeof valued / sizeof valued[0] };
+  int given[BO_NVALUED] = {0}; /* each valued option at most once, as `tdist run` (no silent last-one-wins) */
   for (int i = 1; i < argc; i++) {
     char nbuf[64];
     const char *a, *v;
     int inl;
     int known = td_cli_arg(argc, argv, i, valued, sizeof valued / sizeof valued[0], nbuf, sizeof nbuf, &a, &v,
                            &inl);
+    if (inl && (!strcmp(a, "--help") || !strcmp(a, "-h"))) {
+      fprintf(stderr, "tdist bench %s: option %s takes no value\n", argv[0], a);
+      return 2;
+    }
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
       bo_usage(stdout, argv[0]);
       return 0;
@@ -642,6 +733,11 @@ static int bo_main(td_tp_kind kind, int argc, char **argv) {
       return 2;
     }
     i += !inl;
+    for (int j = 0; j < BO_NVALUED; j++)
+      if (!strcmp(a, valued[j]) && given[j]++) {
+        fprintf(stderr, "tdist bench %s: %s given twice\n", argv[0], a);
+        return 2;
+      }
     const bo_int_opt *io = NULL;
     for (size_t j = 0; j < sizeof ints / sizeof ints[0]; j++)
       if (!strcmp(a, ints[j].name))
@@ -676,21 +772,15 @@ static int bo_main(td_tp_kind kind, int argc, char **argv) {
       if (!td_cli_int_list(cmd, a, v, ',', 1, 1 << 20, "a comma-separated list of integers", o.ms,
                            BO_MAX_SHAPES / 2, &o.nms))
         return 2;
+      for (int x = 0; x < o.nms; x++)
+        for (int y = 0; y < x; y++)
+          if (o.ms[x] == o.ms[y]) {
+            fprintf(stderr, "tdist bench %s: --m names %lld twice ('%s')\n", argv[0], o.ms[x], v);
+            return 2;
+          }
       gemm_only = 1, gemm_opt = a;
     } else if (!strcmp(a, "--sizes")) {
-      char list[256];
-      snprintf(list, sizeof list, "%s", v);
-      int bad = !*v || strlen(v) >= sizeof list || v[strlen(v) - 1] == ',' || strstr(v, ",,");
-      for (char *save = NULL, *t = strtok_r(list, ",", &save); t && !bad; t = strtok_r(NULL, ",", &save)) {
-        size_t bytes;
-        bad = td_bench_parse_bytes(t, &bytes) != 0 || bytes < 2;
-      }
-      if (bad) {
-        fprintf(stderr, "tdist bench %s: --sizes expects a comma-separated list of byte sizes (e.g. 8K,64K,4M; "
-                "each at least one element), got '%s'\n", argv[0], v);
-        return 2;
-      }
-      o.sizes = v, ar_only = 1;
+      o.sizes = v, ar_only = 1; /* checked below, once the dtype is known */
     } else if (!strcmp(a, "--shape")) {
       long long d[3];
       int nd = 0;
@@ -734,6 +824,8 @@ static int bo_main(td_tp_kind kind, int argc, char **argv) {
   }
   if (!dtype_set && o.cuda)
     o.dt = TD_BF16;
+  if (kind == TD_TP_ALL_REDUCE && !bo_sizes_valid(cmd, o.sizes, o.dt, BO_MAX_SHAPES))
+    return 2;
   if (!bo_variants_valid(cmd, kind, o.cuda, o.variants))
     return 2;
 #ifndef TD_HAVE_GEMM_CUDA
@@ -748,6 +840,11 @@ static int bo_main(td_tp_kind kind, int argc, char **argv) {
   int ns = bo_shapes(&o, shapes);
   if (ns <= 0) {
     fprintf(stderr, "tdist bench %s: no shape selected (--models, --m, --shape or --sizes malformed)\n", argv[0]);
+    return 2;
+  }
+  if (ns > BO_MAX_SHAPES) { /* models x M (+ check): refused whole, not cut short */
+    fprintf(stderr, "tdist bench %s: --models x --m selects %d cases; at most %d in one run\n", argv[0], ns,
+            BO_MAX_SHAPES);
     return 2;
   }
   o.no_base_note = !o.cuda && o.dt != TD_F32 && kind != TD_TP_ALL_REDUCE;
