@@ -24,21 +24,106 @@ Ratios: 'tdist/nccl' = speedup of tdist's best side over NCCL + cuBLAS (>1:
 tdist faster); 'floor/tdist' = how close tdist is to the floor (1 = at it);
 'tdist/torch' = speedup over PyTorch's best side (sequential or fused).
 Writes markdown to stdout and, with --json, the same rows as JSON.
+At least one --tdist file is required; --link is optional (no floor without
+it). Every named file and --json are checked before anything is printed:
+exit status 1 with one line on stderr naming the file and the missing or
+malformed key when one is unusable (a scripted run whose step failed to
+write its JSON must not "succeed"); 0 otherwise.
 """
 import argparse
 import json
+import os
 import sys
 
 ES = {"bf16": 2, "f16": 2, "f32": 4}
 
 
-def load(path):
+class InputError(Exception):
+    """A named input (or --json) that cannot be used: one line naming the file and what is wrong."""
+
+
+def load(path, what):
+    """The JSON object in path (what: the option it came from); InputError when unreadable or not an object."""
     try:
         with open(path) as f:
-            return json.load(f)
-    except (OSError, ValueError) as e:
-        print("mg_summary: cannot read %s: %s" % (path, e), file=sys.stderr)
-        return None
+            j = json.load(f)
+    except OSError as e:
+        raise InputError("%s %s: cannot read: %s" % (what, path, e.strerror or e))
+    except ValueError as e:
+        raise InputError("%s %s: not JSON: %s" % (what, path, e))
+    if not isinstance(j, dict):
+        raise InputError("%s %s: expected a JSON object, found %s" % (what, path, type(j).__name__))
+    return j
+
+
+def need(j, key, kind, what, path, where=""):
+    """j[key] when present and of type kind (a type or tuple); InputError naming the file and the key otherwise."""
+    if not isinstance(j, dict) or key not in j:
+        raise InputError("%s %s: missing key '%s%s'" % (what, path, where, key))
+    v = j[key]
+    if not isinstance(v, kind) or isinstance(v, bool):
+        names = kind.__name__ if isinstance(kind, type) else " or ".join(t.__name__ for t in kind)
+        raise InputError("%s %s: key '%s%s' is %s, expected %s" % (what, path, where, key, type(v).__name__, names))
+    return v
+
+
+NUM = (int, float)
+OPS = ("ag_gemm", "gemm_rs", "gemm_ar", "all_reduce")
+
+
+def load_link(path):
+    """td_link_bench --json, checked for the keys the tables use."""
+    j = load(path, "--link")
+    a2a = need(j, "all_to_all", dict, "--link", path)
+    if need(a2a, "egress_per_gpu_gb_s", NUM, "--link", path, "all_to_all.") <= 0:
+        raise InputError("--link %s: all_to_all.egress_per_gpu_gb_s must be > 0" % path)
+    summ = need(j, "summary", dict, "--link", path)
+    for k in ("unidirectional_min_gb_s", "unidirectional_max_gb_s"):
+        need(summ, k, NUM, "--link", path, "summary.")
+    for i, x in enumerate(j.get("latency_8B") or []):
+        need(x, "device_us", NUM, "--link", path, "latency_8B[%d]." % i)
+    nccl = j.get("nccl") or []
+    if not isinstance(nccl, list):
+        raise InputError("--link %s: key 'nccl' is %s, expected list" % (path, type(nccl).__name__))
+    for i, x in enumerate(nccl):
+        need(x, "bytes", int, "--link", path, "nccl[%d]." % i)
+        need(x, "busbw_gb_s", NUM, "--link", path, "nccl[%d]." % i)
+        need(x, "collective", str, "--link", path, "nccl[%d]." % i)
+    return j
+
+
+def load_results(path, what, tdist):
+    """tdist bench --json (tdist) or torch_ops.py --json, checked for the keys the tables use."""
+    j = load(path, what)
+    op = need(j, "operator", str, what, path)
+    if op not in OPS:
+        raise InputError("%s %s: operator '%s' is not one of %s" % (what, path, op, ", ".join(OPS)))
+    if tdist and need(j, "ranks", int, what, path) < 1:
+        raise InputError("%s %s: ranks %d, must be >= 1" % (what, path, j["ranks"]))
+    for i, c in enumerate(need(j, "results", list, what, path)):
+        at = "results[%d]." % i
+        if not isinstance(c, dict):
+            raise InputError("%s %s: results[%d] is %s, expected object" % (what, path, i, type(c).__name__))
+        need(c, "case", str, what, path, at)
+        if tdist:
+            for k in (("bytes",) if op == "all_reduce" else ("M", "N", "K")):
+                need(c, k, int, what, path, at)
+        for k, s in enumerate(need(c, "sides", list, what, path, at)):
+            need(s, "side", str, what, path, "%ssides[%d]." % (at, k))
+            if "p50_s" in s:
+                need(s, "p50_s", NUM, what, path, "%ssides[%d]." % (at, k))
+    return j
+
+
+def check_out(path):
+    """--json's file must be writable: checked before any work so a run does not end in a traceback."""
+    d = os.path.dirname(path) or "."
+    if os.path.isdir(path):
+        raise InputError("--json %s: is a directory" % path)
+    if not os.path.isdir(d):
+        raise InputError("--json %s: directory %s does not exist" % (path, d))
+    if not os.access(d, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
+        raise InputError("--json %s: not writable" % path)
 
 
 def side_p50(case, pred):
@@ -55,10 +140,8 @@ def torch_cases(paths):
     """(op, case name, M) -> the torch JSON case."""
     out = {}
     for p in paths:
-        j = load(p)
-        if not j:
-            continue
-        for c in j.get("results", []):
+        j = load_results(p, "--torch", False)
+        for c in j["results"]:
             out[(j["operator"], c["case"], c.get("M"))] = c
     return out
 
@@ -85,15 +168,32 @@ def main():
     p.add_argument("--torch", nargs="*", default=[])
     p.add_argument("--json")
     a = p.parse_args()
-    link = load(a.link) if a.link else None
+    try:
+        return summarise(a)
+    except InputError as e:
+        print("mg_summary: %s" % e, file=sys.stderr)
+        return 1
+
+
+def summarise(a):
+    """Checks every named input and --json first, then prints the tables (InputError on a bad input)."""
+    if not a.tdist:
+        raise InputError("no --tdist file given: nothing to summarise (--tdist F ... is required)")
+    if a.json:
+        check_out(a.json)
+    link = load_link(a.link) if a.link is not None else None
+    tdist = [(path, load_results(path, "--tdist", True)) for path in a.tdist]
+    torch = torch_cases(a.torch)
     egress = lat_s = None
-    if link:
+    if link is not None:
         egress = link["all_to_all"]["egress_per_gpu_gb_s"] * 1e9
         lats = [x["device_us"] for x in link.get("latency_8B", [])]
         lat_s = (sorted(lats)[len(lats) // 2] * 1e-6) if lats else 0.0
         print("link: all-to-all egress %.1f GB/s per GPU, unidirectional %.1f..%.1f GB/s, 8-byte copy %.2f us "
               "(device, median over pairs)\n" % (egress * 1e-9, link["summary"]["unidirectional_min_gb_s"],
                                                  link["summary"]["unidirectional_max_gb_s"], lat_s * 1e6))
+    if link is None:
+        print("link: no --link file: no floor\n")
     if link and link.get("nccl"):
         sizes = sorted({x["bytes"] for x in link["nccl"]})
         print("NCCL bus bandwidth, GB/s (td_link_bench --nccl, nccl-tests style):\n")
@@ -103,17 +203,13 @@ def main():
             got = {x["bytes"]: x["busbw_gb_s"] for x in link["nccl"] if x["collective"] == coll}
             print("| %s | " % coll + " | ".join(fmt(got.get(b), "%.1f") for b in sizes) + " |")
         print()
-    torch = torch_cases(a.torch)
     rows = []
     print("| op | case | floor ms | comm ms | gemm ms | nccl+cublas ms | tdist best ms | tdist side | torch ms "
           "| tdist/nccl | floor/tdist | tdist/torch |")
     print("| --- | --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: |")
-    for path in a.tdist:
-        j = load(path)
-        if not j:
-            continue
+    for path, j in tdist:
         op, n, es = j["operator"], j["ranks"], ES.get(j.get("dtype"), 2)
-        for c in j.get("results", []):
+        for c in j["results"]:
             nccl = side_p50(c, lambda s: s == "nccl+cublas")
             gemm = side_p50(c, lambda s: s == "gemm only")
             best = side_p50(c, lambda s: s.startswith("tdist"))

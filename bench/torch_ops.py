@@ -37,6 +37,13 @@ Shapes: (N, K) of LLaMA-3.1-8B/70B/405B, Qwen2-72B, GPT-3-175B with
 M in {1024, 4096, 8192}, the correctness case M = 4091 x ranks, N = 5120,
 K = 1024; all_reduce sizes 8 KiB .. 64 MiB. M is padded up to a multiple of
 the rank count here (PyTorch's collectives need equal parts); the JSON says so.
+Under torchrun give M as --tokens (torchrun's own parser takes --m as an
+ambiguous prefix of its options); --m is the same option for one-GPU use.
+Every argument is checked before torch is imported. Exit status: 0 measured;
+2 a bad argument (one line naming the option and what it allows); 3 "not
+run": nothing measured (PyTorch not installed, or the GPUs the mode needs
+are not there), so a scripted run does not count it as a measurement; any
+other non-zero: a failure during the run.
 """
 import argparse
 import json
@@ -54,17 +61,79 @@ MODELS = {
 SIZES = "8K,64K,512K,4M,64M"  # tdist bench all_reduce's default
 
 
+NOT_RUN = 3  # exit status when nothing was measured (no PyTorch, or not the GPUs the mode needs)
+
+
 def parse_size(text):
-    """'64K' -> 65536 (K, M, G suffixes as tdist's --sizes)."""
-    mul = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:].upper(), 1)
-    return int(text[:-1] if mul > 1 else text) * mul
+    """'64K' -> 65536 (K, M, G suffixes and an optional B, as tdist's --sizes); None when malformed or < 1."""
+    t = text.strip()
+    if t[-1:] in ("B", "b"):
+        t = t[:-1]
+    mul = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(t[-1:].upper(), 1)
+    digits = t[:-1] if mul > 1 else t
+    if not digits.isdigit() or not digits.isascii():
+        return None
+    v = int(digits) * mul
+    return v if v >= 1 else None
 
 
-def parse_args():
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def int_list(p, opt, text, lo, hi, what):
+    """A comma-separated list of whole numbers in [lo, hi] (K/M/G suffixes), none twice; p.error (exit 2) otherwise."""
+    items = text.split(",")
+    out = []
+    for t in items:
+        v = parse_size(t) if t else None
+        if v is None or v < lo or v > hi:
+            p.error("%s expects a comma-separated list of %s (%d..%d, K/M suffixes allowed), got '%s' in '%s'"
+                    % (opt, what, lo, hi, t, text))
+        if v in out:
+            p.error("%s names %d twice ('%s')" % (opt, v, text))
+        out.append(v)
+    return out
+
+
+def check_args(p, args):
+    """Every argument checked before torch is imported: exit 2 with one line naming the option and what it allows."""
+    names = args.models.split(",")
+    allowed = ["all", "check"] + list(MODELS)
+    for name in names:
+        if name not in allowed:
+            p.error("--models expects a comma-separated list of %s; got '%s' in '%s'"
+                    % (", ".join(allowed), name, args.models))
+        if names.count(name) > 1:
+            p.error("--models names %s twice ('%s')" % (name, args.models))
+    args.model_list = list(MODELS) if "all" in names else [n for n in names if n in MODELS]
+    if names == ["check"] and args.no_check:
+        p.error("--models check with --no-check selects no case")
+    args.m_list = int_list(p, "--tokens/--m", args.m, 1, 1 << 20, "token counts M")
+    size_list = int_list(p, "--sizes", args.sizes, 1, 1 << 34, "byte sizes")
+    es = {"bf16": 2, "f16": 2, "f32": 4}[args.dtype]
+    for b in size_list:
+        if b % es:
+            p.error("--sizes: %d bytes is not a whole number of %s elements (%d bytes each)" % (b, args.dtype, es))
+    args.size_list = size_list
+    for opt, v, lo in (("--iters", args.iters, 1), ("--warmup", args.warmup, 0), ("--ranks", args.ranks, 1)):
+        if v < lo:
+            p.error("%s must be >= %d, got %d" % (opt, lo, v))
+    if args.json is not None:
+        d = os.path.dirname(args.json) or "."
+        if not args.json or os.path.isdir(args.json):
+            p.error("--json '%s' is not a file name" % args.json)
+        if not os.path.isdir(d):
+            p.error("--json %s: directory %s does not exist" % (args.json, d))
+        if not os.access(d, os.W_OK) or (os.path.exists(args.json) and not os.access(args.json, os.W_OK)):
+            p.error("--json %s: not writable" % args.json)
+    return args
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+                                allow_abbrev=False)
     p.add_argument("op", choices=["ag_gemm", "gemm_rs", "gemm_ar", "all_reduce"])
-    p.add_argument("--m", default="1024,4096,8192")
-    p.add_argument("--models", default="all")
+    # --tokens: the spelling for torchrun, whose own parser takes --m as an ambiguous prefix of its options.
+    p.add_argument("--tokens", "--m", dest="m", default="1024,4096,8192",
+                   help="M (tokens) of the model rows, e.g. 1024,4096 (--m is the same; under torchrun use --tokens)")
+    p.add_argument("--models", default="all", help="all, check or model names: " + ", ".join(MODELS))
     p.add_argument("--iters", type=int, default=50)
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--dtype", default="bf16", choices=["bf16", "f16", "f32"])
@@ -72,7 +141,7 @@ def parse_args():
     p.add_argument("--no-check", action="store_true", help="leave out the correctness case M = 4091 x ranks")
     p.add_argument("--json")
     p.add_argument("--ranks", type=int, default=8, help="ranks emulated on one GPU (one-GPU mode)")
-    return p.parse_args()
+    return check_args(p, p.parse_args(argv))
 
 
 def split(total, parts, i):
@@ -246,14 +315,10 @@ def time_it(torch, dist, fn, iters, warmup):
 
 
 def shapes(args, world):
+    """(name, M, N, K, bytes) of every case, from the lists check_args validated."""
     if args.op == "all_reduce":
-        return [("%s" % t, None, None, None, parse_size(t)) for t in args.sizes.split(",")]
-    out = []
-    for name, (n, k) in MODELS.items():
-        if args.models != "all" and name not in args.models:
-            continue
-        for m in (int(x) for x in args.m.split(",")):
-            out.append((name, m, n, k, None))
+        return [(t, None, None, None, b) for t, b in zip(args.sizes.split(","), args.size_list)]
+    out = [(name, m, MODELS[name][0], MODELS[name][1], None) for name in args.model_list for m in args.m_list]
     if not args.no_check:
         out.append(("check 4091xR", 4091 * world, 5120, 1024, None))
     return out
@@ -270,16 +335,16 @@ def main():
         import torch
         import torch.distributed as dist
     except ImportError:
-        print("torch_ops.py: PyTorch is not installed: not run")
-        return 0
+        print("torch_ops.py: PyTorch is not installed: not run", file=sys.stderr)
+        return NOT_RUN
     world = int(os.environ.get("WORLD_SIZE", "1"))
     if torch.cuda.is_available() and world == 1:
         return one_gpu(torch, args)
     if not torch.cuda.is_available() or torch.cuda.device_count() < world or world < 2:
         print("torch_ops.py: needs one GPU per rank and >= 2 ranks (NCCL refuses two ranks on one GPU): "
               "not run (%d GPU(s), WORLD_SIZE %d)" % (torch.cuda.device_count() if torch.cuda.is_available() else 0,
-                                                      world))
-        return 0
+                                                      world), file=sys.stderr)
+        return NOT_RUN
     rank = int(os.environ["RANK"])
     torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", rank)))
     dist.init_process_group("nccl")

@@ -51,7 +51,7 @@ CUDA_VISIBLE_DEVICES=0,1 timeout 90 "$BIN/tdrun" -n 2 --timeout 80 "$BIN/dev_ncc
 echo "rc=$?"; grep -E "PASSED|FAILED|OK|rror" "$OUT/nccl2.log" | head -20
 echo "== torchrun 2 GPUs ($(( $(date +%s) - t0 )) s)"
 for op in ag_gemm gemm_rs; do
-  CUDA_VISIBLE_DEVICES=0,1 timeout 90 python3 -m torch.distributed.run --nproc-per-node 2 bench/torch_ops.py $op --models llama3.1-70b --m 8192 \
+  CUDA_VISIBLE_DEVICES=0,1 timeout 90 python3 -m torch.distributed.run --nproc-per-node 2 bench/torch_ops.py $op --models llama3.1-70b --tokens 8192 \
     --iters 10 --json "$OUT/torch2_$op.json" > "$OUT/torch2_$op.log" 2>&1
   echo "-- $op rc=$?"; tail -8 "$OUT/torch2_$op.log" | cut -c1-200
 done

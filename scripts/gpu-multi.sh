@@ -63,7 +63,7 @@ if [ "$NG" -lt 2 ]; then echo "needs >= 2 GPUs, found $NG"; exit 1; fi
 if [ "$MODE" = smoke ]; then
   LINK_ARGS="--bytes 64M --nccl"; ITERS=5; AR_ITERS=10; TITERS=5
   GEMM_ARGS="--shape 4096x4096x4096"; AR_SIZES=64K,4M
-  TORCH_ARGS="--models llama3.1-8b --m 1024 --no-check"
+  TORCH_ARGS="--models llama3.1-8b --tokens 1024 --no-check"
 else
   LINK_ARGS="--nccl"; ITERS=${TD_MG_ITERS:-20}; AR_ITERS=${TD_MG_AR_ITERS:-50}; TITERS=${TD_MG_TORCH_ITERS:-20}
   GEMM_ARGS="--models all --m 1024,4096,8192"; AR_SIZES=8K,64K,512K,4M,64M
@@ -104,6 +104,8 @@ for op in ag_gemm gemm_rs gemm_ar all_reduce; do
   if [ $op = all_reduce ]; then targs=(--sizes $AR_SIZES --iters $AR_ITERS); else targs=($TORCH_ARGS --iters $TITERS); fi
   step "torch_$op" 90 python3 -m torch.distributed.run --nproc-per-node "$R" bench/torch_ops.py $op --warmup 3 \
     "${targs[@]}" --json "$W/torch_$op.json"
+  # torch_ops.py exits 3 when it measured nothing (no PyTorch, or not one GPU per rank): say so, no torch column.
+  [ $? = 3 ] && summary+=("$(printf '%-30s not run: torch_ops.py measured nothing (rc 3)' "torch_$op")")
   table "torch_$op" 160 | head -20
   [ -f "$W/torch_$op.json" ] && torch_files+=("$W/torch_$op.json")
 done
@@ -115,7 +117,9 @@ if [ "$MODE" = smoke ]; then
 fi
 
 echo "== final table ($(( $(date +%s) - t0 )) s)"
-python3 bench/mg_summary.py --link "$W/link.json" --tdist "${tdist_files[@]}" --torch "${torch_files[@]}" \
+# mg_summary.py refuses (rc 1) a named file that is missing: name only the files the steps wrote.
+link_arg=(); [ -f "$W/link.json" ] && link_arg=(--link "$W/link.json")
+python3 bench/mg_summary.py "${link_arg[@]}" --tdist "${tdist_files[@]}" --torch "${torch_files[@]}" \
   --json "$W/summary.json" > "$W/summary.md" 2>"$W/summary.err"
 cp "$W/summary.md" "$W/summary.json" "$OUT"/ 2>/dev/null
 tar -C "$W" -czf "$OUT/raw.tar.gz" . 2>/dev/null
