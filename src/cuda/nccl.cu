@@ -21,6 +21,13 @@ extern "C" {
 #include "tdist/rma.h"
 #include "tdist/symm.h"
 
+extern "C" {
+/* prim/prim_internal.h (not includable from C++: stdatomic.h): counts this
+ * communicator as a user of its team (kind TD__TEAM_USER_NCCL = 2), so
+ * td_team_destroy refuses while it exists. */
+void td__team_users_add(td_team *team, int kind, int delta);
+}
+
 #if NCCL_VERSION_CODE < NCCL_VERSION(2, 28, 0)
 #error "the nccl transport needs NCCL >= 2.28 (symmetric windows, device API)"
 #endif
@@ -36,6 +43,7 @@ struct td_nccl {
   ncclWindow_t win;
   ncclDevComm_t dev_comm;
   int have_win, have_dev_comm;
+  int team_user; /* 1 once counted as a user of the team (td__team_users_add) */
   void *heap;
   size_t heap_size, next;
   td_dev_diagnostic *diag, *diag_dev;
@@ -188,6 +196,8 @@ extern "C" td_status td_nccl_create(td_team *team, int device, size_t heap_size,
     td_nccl_destroy(nc);
     return st;
   }
+  td__team_users_add(team, 2 /* TD__TEAM_USER_NCCL */, 1);
+  nc->team_user = 1;
   *out = nc;
   return TD_OK;
 }
@@ -207,6 +217,8 @@ extern "C" td_status td_nccl_destroy(td_nccl *nc) {
     ncclCommDestroy(nc->comm);
   if (nc->diag)
     cudaFreeHost(nc->diag);
+  if (nc->team_user)
+    td__team_users_add(nc->team, 2 /* TD__TEAM_USER_NCCL */, -1);
   free(nc);
   return TD_OK;
 }

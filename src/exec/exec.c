@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "exec/backend.h"
 #include "exec/schedule_internal.h"
+#include "prim/prim_internal.h"
 
 void td_exec_opts_init(td_exec_opts *opts) {
   if (opts)
@@ -145,6 +146,8 @@ td_status td_exec_create(const td_plan *plan, td_team *team, const td_exec_opts 
     free(e);
     return td__error(st, "%s", msg);
   }
+  /* The executor keeps the team: td_team_destroy refuses until it is gone. */
+  td__team_users_add(team, TD__TEAM_USER_EXECUTOR, 1);
   *out = e;
   return TD_OK;
 }
@@ -270,6 +273,7 @@ td_status td_exec_destroy(td_exec *exec) {
     if (st == TD_OK || res.bad_rank < 0 || res.other_op == TD__AGREE_DESTROY)
       break;
   }
+  td__team_users_add(exec->team, TD__TEAM_USER_EXECUTOR, -1); /* freed below on every path */
   if (st != TD_OK) {
     /* Peers are gone or stuck: free only what is this rank's alone. */
     exec->failed = 1;

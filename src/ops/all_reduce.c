@@ -14,6 +14,8 @@
  * td_all_reduce is the host collective of coll.h. */
 #include "ops/ops_internal.h"
 
+#include <string.h>
+
 #include "core/error.h"
 
 static td_status td__ar_build(const td__tp_desc *d, td_program *p, td_value vals[3]) {
@@ -49,7 +51,17 @@ td_status td_ll_all_reduce_create(td_team *team, size_t count, td_dtype dtype, c
                                   td_tp_op **out) {
   td__tp_desc d;
   td__all_reduce_desc(count, dtype, &d);
-  return td__tp_create(team, &d, opts, out);
+  td_status st = td__tp_create(team, &d, opts, out);
+  /* The compiler refuses a program of too many row tiles, in its own terms
+   * (tiles, tile rows, dims) that an all_reduce caller never chose: say it in
+   * the caller's (count, bytes). Every rank gets it alike: the arguments were
+   * compared before compiling. */
+  if (st == TD_ERR_INVALID_ARG && strstr(td_last_error(), "tiles per rank"))
+    return td__error(TD_ERR_INVALID_ARG,
+                     "all_reduce: count = %zu elements of %s (%.0f bytes per rank, in src and in dst) is too large "
+                     "for one operator; reduce the vector in parts of fewer elements",
+                     count, td_dtype_name(dtype), (double)count * (double)td_dtype_size(dtype));
+  return st;
 }
 
 td_status td_ll_all_reduce(td_tp_op *op, void *dst, const void *src) {

@@ -15,6 +15,7 @@
 
 #include "core/error.h"
 #include "ops/ops_internal.h"
+#include "prim/prim_internal.h"
 #include "tdist/coll.h"
 
 td_status td__tp_check(td_team *team, const td__tp_desc *d, const td_tp_opts *o, int have_out);
@@ -244,6 +245,11 @@ td_status td__tp_create(td_team *team, const td__tp_desc *d, const td_tp_opts *o
     free(op);
     return st;
   }
+  /* The operator keeps the team: td_team_destroy refuses until it is gone.
+   * Its own executor is counted as part of it, not as a second user. */
+  td__team_users_add(team, TD__TEAM_USER_OPERATOR, 1);
+  if (op->exec)
+    td__team_users_add(team, TD__TEAM_USER_EXECUTOR, -1);
   *out = op;
   return TD_OK;
 }
@@ -414,6 +420,9 @@ double td_tp_predicted_seconds(const td_tp_op *op) { return op ? op->predicted_s
 td_status td_tp_destroy(td_tp_op *op) {
   if (!op)
     return TD_OK;
+  td__team_users_add(op->team, TD__TEAM_USER_OPERATOR, -1);
+  if (!op->fused && op->exec)
+    td__team_users_add(op->team, TD__TEAM_USER_EXECUTOR, 1); /* td_exec_destroy takes it off */
   td_status st = op->fused ? td__tp_fused_destroy(op) : td_exec_destroy(op->exec);
   td_compiled_destroy(op->compiled);
   td_plan_destroy(op->plan_ce);

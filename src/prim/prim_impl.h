@@ -75,6 +75,11 @@ struct td_team {
   char broken_why[384];
   void *slots[TD__SLOT_COUNT];
   void (*dtors[TD__SLOT_COUNT])(void *);
+  /* Objects of the layers above that keep a pointer to this team (operators,
+   * executors, NCCL communicators), per TD__TEAM_USER_* kind: td_team_destroy
+   * refuses while any rank has one, instead of leaving them a freed team.
+   * Atomic: an object may be made or destroyed on another thread of the rank. */
+  _Atomic int users[TD__TEAM_USER_KINDS];
 };
 
 struct td_world {

@@ -39,6 +39,20 @@ enum {
   TD__SLOT_COUNT = 3
 };
 
+/** Kinds of objects that keep a team past their create call. */
+enum {
+  TD__TEAM_USER_OPERATOR = 0, /* td_tp_op (src/ops) */
+  TD__TEAM_USER_EXECUTOR = 1, /* td_exec made by td_exec_create (src/exec) */
+  TD__TEAM_USER_NCCL = 2,     /* td_nccl (src/cuda) */
+  TD__TEAM_USER_KINDS = 3
+};
+
+/** Counts (`delta` +1 at create, -1 at destroy) an object of kind `kind`
+ * (TD__TEAM_USER_*) that keeps `team` after its create call returns, so
+ * td_team_destroy refuses (TD_ERR_STATE, on every rank alike) while any
+ * remain. NULL team or a kind out of range: nothing. Thread-safe. */
+void td__team_users_add(td_team *team, int kind, int delta);
+
 /** World rank of team rank `team_rank`; -1 when out of range. Thread-safe. */
 int td__team_world_rank(const td_team *team, int team_rank);
 

@@ -387,15 +387,96 @@ td_status td_team_split(td_team *parent, int color, int key, td_team **out) {
   return td__split_finish(parent, deadline, what, result, t, out);
 }
 
+void td__team_users_add(td_team *team, int kind, int delta) {
+  if (team && kind >= 0 && kind < TD__TEAM_USER_KINDS)
+    atomic_fetch_add_explicit(&team->users[kind], delta, memory_order_relaxed);
+}
+
+/* "2 operators and 1 executor" for counts[TD__TEAM_USER_KINDS]; "" when all 0. */
+static void td__users_text(const uint64_t *counts, char *buf, size_t cap) {
+  static const char *const one[] = {"operator", "executor", "NCCL communicator"};
+  static const char *const many[] = {"operators", "executors", "NCCL communicators"};
+  size_t len = 0;
+  int shown = 0, left = 0;
+  buf[0] = '\0';
+  for (int k = 0; k < TD__TEAM_USER_KINDS; k++)
+    left += counts[k] != 0;
+  for (int k = 0; k < TD__TEAM_USER_KINDS && len < cap; k++) {
+    if (!counts[k])
+      continue;
+    left--;
+    len += (size_t)snprintf(buf + len, cap - len, "%s%llu %s", !shown ? "" : left ? ", " : " and ",
+                            (unsigned long long)counts[k], counts[k] == 1 ? one[k] : many[k]);
+    shown++;
+  }
+}
+
+/* The refusal of a destroy while objects made on the team remain. `mine`:
+ * this rank's counts; `others`: which other team ranks have some (may be ""). */
+static td_status td__team_in_use(td_team *team, const uint64_t *mine, const char *others, const char *also) {
+  char what[160];
+  td__users_text(mine, what, sizeof what);
+  uint64_t total = 0;
+  for (int k = 0; k < TD__TEAM_USER_KINDS; k++)
+    total += mine[k];
+  return td__error(TD_ERR_STATE,
+                   "rank %d: td_team_destroy: %s%s%s%s; destroy them first (td_tp_destroy, td_exec_destroy, "
+                   "td_nccl_destroy), then call td_team_destroy again: the team must outlive every object made on "
+                   "it. Nothing was destroyed; %s",
+                   team->world->rank, what[0] ? what : "no object on this rank, but ",
+                   what[0] ? (total == 1 ? " still uses this team on this rank" : " still use this team on this rank") : "objects made on this team still exist on other "
+                                                                    "ranks, so no rank destroys it",
+                   others[0] ? (what[0] ? "; also " : ": ") : "", others,
+                   also[0] ? also : "the team is still usable");
+}
+
 td_status td_team_destroy(td_team *team) {
   if (!team || team == team->world->team)
     return TD_OK;
-  td__team_run_dtors(team);
+  uint64_t mine[TD__POST_WORDS] = {0};
+  int in_use = 0;
+  for (int k = 0; k < TD__TEAM_USER_KINDS; k++) {
+    int c = atomic_load_explicit(&team->users[k], memory_order_relaxed);
+    mine[k] = c > 0 ? (uint64_t)c : 0;
+    in_use |= c > 0;
+  }
   td_status st = td__team_usable(team, "td_team_destroy");
   if (st == TD_OK) {
-    td__team_call(team, TD__OP_TEAM_DESTROY);
-    st = td__barrier(team, td__deadline_ns(team->world), "td_team_destroy");
+    /* Destroy is collective: the members exchange their counts, so either all
+     * refuse (the team stays usable, its call numbers still alike) or none. */
+    int64_t deadline = td__deadline_ns(team->world);
+    st = td__team_gather(team, TD__OP_TEAM_DESTROY, mine, deadline, "td_team_destroy");
+    char others[320] = "";
+    int refuse = 0;
+    if (st == TD_OK) {
+      size_t len = 0;
+      for (int i = 0; i < team->size; i++) {
+        const uint64_t *w = td__team_posted(team, i);
+        int has = 0;
+        for (int k = 0; k < TD__TEAM_USER_KINDS; k++)
+          has |= w[k] != 0;
+        refuse |= has;
+        if (has && i != team->rank && len + 100 < sizeof others) {
+          char what[160];
+          td__users_text(w, what, sizeof what);
+          len += (size_t)snprintf(others + len, sizeof others - len, "%steam rank %d has %s", len ? ", " : "", i,
+                                  what);
+        }
+      }
+      st = td__team_gather_end(team, deadline, "td_team_destroy");
+    }
+    if (st == TD_OK && refuse)
+      return td__team_in_use(team, mine, others, "");
   }
+  /* A broken team makes no collective step, so each rank decides alone; an
+   * object of this rank still holding the team keeps it allocated. */
+  if (in_use) {
+    char also[640] = "";
+    if (st != TD_OK)
+      snprintf(also, sizeof also, "the team is kept but broken (destroy it once they are gone): %s", td_last_error());
+    return td__team_in_use(team, mine, "", also);
+  }
+  td__team_run_dtors(team);
   td__symm_release_team(team);
   td__team_free(team);
   return st;
