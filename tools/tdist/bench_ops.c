@@ -672,7 +672,8 @@ static void bo_usage(FILE *f, const char *kind) {
           "M, or sizes); no item twice in --m, --sizes or --models, and each option given once. --sizes\n"
           "items are whole numbers of dtype elements. --shape/--m/--models apply to the GEMM operators only,\n"
           "--sizes to all_reduce only. A line on stderr reports each case as it starts.\n"
-          "Ranks are threads of one process; on cuda rank r uses GPU r %% GPUs. Sides from outside\n"
+          "Ranks are threads of one process; on cuda rank r uses GPU r %% GPUs (all of them GPU D with\n"
+          "TD_CUDA_DEVICE=D); the GPUs are checked before the first case (exit 2). Sides from outside\n"
           "tdist on cuda: the sequential baseline (peer copies + cuBLAS), nccl+cublas (NCCL collective\n"
           "+ cuBLAS GEMM; skipped when ranks share a GPU) and gemm only (its GEMM alone, the floor's\n"
           "GEMM term); 'vs nccl' is each side's speedup over nccl+cublas. Ranks sharing a GPU\n"
@@ -847,18 +848,37 @@ static int bo_main(td_tp_kind kind, int argc, char **argv) {
             BO_MAX_SHAPES);
     return 2;
   }
+  /* cuda: the GPUs checked once, before the first case (a missing driver or
+   * a bad TD_CUDA_DEVICE is one line here, not an error row per case and
+   * side), and the devices the ranks will use, which the environment
+   * describes. */
+  int devices[64] = {0};
+  char dmsg[256] = "";
+  if (bo_devices(o.cuda, o.ranks, devices, dmsg, sizeof dmsg)) {
+    fprintf(stderr, "tdist bench %s: --backend cuda: %s\n", argv[0], dmsg);
+    return 2;
+  }
+  int ngpus = 0;
+  for (int r = 0; r < o.ranks; r++) {
+    int seen = 0;
+    for (int q = 0; q < r; q++)
+      seen |= devices[q] == devices[r];
+    ngpus += !seen;
+  }
   o.no_base_note = !o.cuda && o.dt != TD_F32 && kind != TD_TP_ALL_REDUCE;
   cJSON *root = cJSON_CreateObject(), *env = cJSON_AddObjectToObject(root, "environment");
-  bo_env(o.cuda, o.ranks, env);
+  bo_env(o.cuda, o.ranks, devices, env);
   cJSON_AddStringToObject(root, "operator", td_tp_kind_name(kind));
   cJSON_AddStringToObject(root, "backend", o.cuda ? "cuda" : "cpu");
   cJSON_AddNumberToObject(root, "ranks", o.ranks);
   cJSON_AddStringToObject(root, "dtype", td_dtype_name(o.dt));
   cJSON_AddNumberToObject(root, "iters", o.iters);
-  cJSON_AddStringToObject(root, "note", o.cuda ? "ranks are threads of one process, rank r on GPU r % GPUs (see "
-                                                 "environment.placement); ranks sharing a GPU measure correctness "
-                                                 "and overhead, not interconnect speed"
-                                               : "ranks are threads of one process");
+  char note[256] = "ranks are threads of one process";
+  if (o.cuda)
+    snprintf(note, sizeof note, "ranks are threads of one process on %d GPU(s) (see environment.placement)%s",
+             ngpus, ngpus < o.ranks ? "; ranks sharing a GPU measure correctness and overhead, not interconnect "
+                                      "speed" : "");
+  cJSON_AddStringToObject(root, "note", note);
   cJSON *results = cJSON_AddArrayToObject(root, "results");
   printf("# tdist bench %s: backend %s, %d ranks, %s, %d iters (p50/p99 of the slowest rank per call)\n",
          argv[0], o.cuda ? "cuda" : "cpu", o.ranks, td_dtype_name(o.dt), o.iters);

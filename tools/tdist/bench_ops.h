@@ -36,16 +36,23 @@ int bo_fill(int cuda, void *p, size_t bytes, td_dtype dt, uint64_t seed, double 
 /* Copies `rows` rows of `cols` elements (row stride ld) from p to host dst (packed). */
 int bo_rows_to_host(int cuda, void *dst, const void *p, int64_t row0, int64_t rows, int64_t cols, int64_t ld,
                     td_dtype dt);
-/* Bytes of device memory in use (cuda: the calling rank's GPU, times the ranks when each
- * rank has its own GPU) or of the symmetric heap (cpu). */
+/* Bytes of memory in use: cuda, device memory summed over the GPUs the ranks
+ * use (each once; bo_devices must have run); cpu, the symmetric heap. */
 size_t bo_mem_used(int cuda, td_world *w);
+/* cuda: checks the GPUs once, before any rank runs, and works out every
+ * rank's device (rank r on GPU r % count, or all on TD_CUDA_DEVICE) into
+ * devices[0..ranks-1] (ranks 1..64), making a context on each. Returns 0, or
+ * -1 with a message in msg: the CUDA error string (no driver, no device, a
+ * device that fails), or TD_CUDA_DEVICE malformed or outside 0..count-1.
+ * cpu: returns 0, devices untouched. Not thread-safe (call once, first). */
+int bo_devices(int cuda, int ranks, int *devices, char *msg, size_t msg_size);
 /* Environment lines for the report: fills a cJSON object (opaque here).
  * On cuda also the GPU count, the placement of `ranks` ranks, NCCL's
  * version, the peer links of every GPU pair (cudaDeviceGetP2PAttribute) and
  * `nvidia-smi topo -m`; sets NCCL_NVLS_ENABLE=0 when unset (NVLink
  * multicast stays off). Call before any rank thread starts (it may setenv). */
-void bo_env(int cuda, int ranks, void *json_obj);
-/* Binds the calling thread to the rank's device (cuda: device 0 .. count-1). */
+void bo_env(int cuda, int ranks, const int *devices, void *json_obj);
+/* Binds the calling thread to the rank's device (cuda: the one bo_devices chose). */
 int bo_set_device(int cuda, int rank);
 
 /* Which side from outside tdist a bo_base is. */
@@ -93,10 +100,10 @@ void bo_cuda_release(bo_base *b);
 int bo_nccl_setup(bo_base *b, const int *devices, char *msg, size_t msg_size);
 int bo_nccl_run(bo_base *b, int with_comm, char *msg, size_t msg_size);
 void bo_nccl_release(bo_base *b);
-/* The GPU count, where `ranks` ranks run (rank r on GPU r % count), the
- * peer links of every ordered GPU pair and `nvidia-smi topo -m`, into a
- * cJSON object. */
-void bo_cuda_env(void *json_obj, int ranks);
+/* The GPU count, where `ranks` ranks run (devices: bo_devices'), the peer
+ * links of every ordered GPU pair and `nvidia-smi topo -m`, into a cJSON
+ * object; no placement or links without a usable GPU. */
+void bo_cuda_env(void *json_obj, int ranks, const int *devices);
 /* NCCL's version as "2.28.9" into buf ("none" without NCCL in this build). */
 void bo_nccl_version(char *buf, size_t size);
 #endif

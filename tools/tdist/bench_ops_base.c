@@ -48,22 +48,80 @@ void bo_free(int cuda, void *p) {
   free(p);
 }
 
+/* Every rank's device, worked out once by bo_devices before any rank runs
+ * (read-only afterwards, so the rank threads may read it), and the count of
+ * distinct ones. */
+#ifdef TD_HAVE_GEMM_CUDA
+static int bo_dev[64], bo_ndev;
+#endif
+
+int bo_devices(int cuda, int ranks, int *devices, char *msg, size_t ms) {
+  if (!cuda || ranks < 1 || ranks > 64) {
+    if (cuda)
+      snprintf(msg, ms, "%d ranks; 1..64 allowed", ranks);
+    return cuda ? -1 : 0;
+  }
+#ifdef TD_HAVE_GEMM_CUDA
+  int count = 0;
+  cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess) {
+    snprintf(msg, ms, "no usable CUDA device: %s", cudaGetErrorString(e));
+    return -1;
+  }
+  if (count < 1) {
+    snprintf(msg, ms, "no usable CUDA device: none found");
+    return -1;
+  }
+  /* TD_CUDA_DEVICE puts every rank on one GPU, as it does the operators'
+   * ranks (src/ops/cuda/fused.c, the cuda executor): the sides then share
+   * that GPU alike */
+  int64_t pin = -1;
+  const char *env = getenv("TD_CUDA_DEVICE");
+  if (env && *env) {
+    if (td_config_int("TD_CUDA_DEVICE", &pin) != TD_OK) {
+      snprintf(msg, ms, "%s", td_last_error());
+      return -1;
+    }
+    if (pin < 0 || pin >= count) {
+      snprintf(msg, ms, "TD_CUDA_DEVICE=%s but this host has %d GPU(s): use 0..%d, or unset it for rank r on "
+               "GPU r %% %d", env, count, count - 1, count);
+      return -1;
+    }
+  }
+  int nd = 0;
+  for (int r = 0; r < ranks; r++) {
+    int d = pin >= 0 ? (int)pin : r % count, seen = 0;
+    for (int q = 0; q < r; q++)
+      seen |= bo_dev[q] == d;
+    bo_dev[r] = d;
+    devices[r] = d;
+    if (seen)
+      continue;
+    nd++;
+    /* A context on each device now: a driver or device fault is said once here, not once per case and side. */
+    e = cudaSetDevice(d);
+    if (e == cudaSuccess)
+      e = cudaFree(NULL);
+    if (e != cudaSuccess) {
+      snprintf(msg, ms, "GPU %d (rank %d) is not usable: %s", d, r, cudaGetErrorString(e));
+      return -1;
+    }
+  }
+  bo_ndev = nd;
+  return 0;
+#else
+  (void)devices;
+  snprintf(msg, ms, "this build has no CUDA backend");
+  return -1;
+#endif
+}
+
 int bo_set_device(int cuda, int rank) {
 #ifdef TD_HAVE_GEMM_CUDA
-  if (cuda) {
-    int count = 0;
-    if (cudaGetDeviceCount(&count) != cudaSuccess || count < 1)
-      return -1;
-    /* TD_CUDA_DEVICE puts every rank on one GPU, as it does the operators'
-     * ranks (src/ops/cuda/fused.c, the cuda executor): the sides then share
-     * that GPU alike */
-    int64_t dev = rank % count;
-    const char *env = getenv("TD_CUDA_DEVICE");
-    if (env && *env && (td_config_int("TD_CUDA_DEVICE", &dev) != TD_OK || dev >= count))
-      return -1;
-    return cudaSetDevice((int)dev) == cudaSuccess ? 0 : -1;
-  }
+  if (cuda)
+    return bo_ndev > 0 && rank >= 0 && rank < 64 && cudaSetDevice(bo_dev[rank]) == cudaSuccess ? 0 : -1;
 #endif
+  (void)rank;
   return cuda ? -1 : 0;
 }
 
@@ -118,16 +176,22 @@ int bo_rows_to_host(int cuda, void *dst, const void *p, int64_t row0, int64_t ro
 size_t bo_mem_used(int cuda, td_world *w) {
 #ifdef TD_HAVE_GEMM_CUDA
   if (cuda) {
-    /* The caller's device only. With one GPU per rank the ranks allocate
-     * alike, so the whole is this GPU's share times the ranks (the caller
-     * divides by them, as for ranks sharing one GPU). */
-    size_t fr = 0, tot = 0;
-    int count = 0, n = td_world_size(w);
-    cudaMemGetInfo(&fr, &tot);
-    const char *pin = getenv("TD_CUDA_DEVICE"); /* set: every rank on one GPU (bo_set_device) */
-    if (!(pin && *pin) && cudaGetDeviceCount(&count) == cudaSuccess && n > 1 && count >= n)
-      return (tot - fr) * (size_t)n;
-    return tot - fr;
+    /* Summed over the devices the ranks use (bo_devices), each once: right
+     * for one GPU per rank, all ranks on one GPU (TD_CUDA_DEVICE) and ranks
+     * sharing some; the caller divides by the ranks. */
+    size_t used = 0;
+    int cur = 0;
+    cudaGetDevice(&cur);
+    for (int r = 0, n = td_world_size(w); r < n && r < 64; r++) {
+      int seen = 0;
+      for (int q = 0; q < r; q++)
+        seen |= bo_dev[q] == bo_dev[r];
+      size_t fr = 0, tot = 0;
+      if (!seen && cudaSetDevice(bo_dev[r]) == cudaSuccess && cudaMemGetInfo(&fr, &tot) == cudaSuccess)
+        used += tot - fr;
+    }
+    cudaSetDevice(cur);
+    return used;
   }
 #endif
   size_t used = 0, total = 0;
@@ -143,7 +207,7 @@ const char *bo_base_mode_variant(bo_base_mode mode) {
   return mode == BO_BASE_NCCL ? "nccl" : mode == BO_BASE_GEMM ? "cublas" : "sequential";
 }
 
-void bo_env(int cuda, int ranks, void *json_obj) {
+void bo_env(int cuda, int ranks, const int *devices, void *json_obj) {
   cJSON *e = json_obj;
   char rev[64] = "unknown";
   const char *env_rev = getenv("TD_GIT_REV"); /* set by scripts where the tree has no .git */
@@ -188,11 +252,11 @@ void bo_env(int cuda, int ranks, void *json_obj) {
     char nv[32];
     bo_nccl_version(nv, sizeof nv);
     cJSON_AddStringToObject(e, "nccl", nv);
-    bo_cuda_env(e, ranks); /* GPU count, placement, peer links, nvidia-smi topo -m */
+    bo_cuda_env(e, ranks, devices); /* GPU count, placement, peer links, nvidia-smi topo -m */
     return;
   }
 #endif
-  (void)ranks;
+  (void)ranks, (void)devices;
   cJSON_AddStringToObject(e, "nccl", cuda ? "none: this build has no CUDA backend"
                                           : "not used: the cpu baseline collective is tdist's host collectives");
   cJSON_AddStringToObject(e, "interconnect", "shared memory (ranks are threads of one process)");

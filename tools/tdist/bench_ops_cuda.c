@@ -246,22 +246,39 @@ int bo_cuda_run(bo_base *B, char *msg, size_t ms) {
   BO_CU(cudaStreamSynchronize(s));
   return 0;
 }
-void bo_cuda_env(void *json_obj, int ranks) {
+void bo_cuda_env(void *json_obj, int ranks, const int *devices) {
   cJSON *e = json_obj;
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess)
     count = 0;
   cJSON_AddNumberToObject(e, "gpu_count", count);
-  char place[160];
-  int used = count < 1 ? 0 : ranks < count ? ranks : count;
-  snprintf(place, sizeof place, "%d ranks on %d GPU(s), rank r on GPU r %% %d: %s", ranks, used, count < 1 ? 1 : count,
-           ranks <= count ? "one GPU per rank" : "ranks share GPUs (nccl+cublas skipped)");
+  if (count < 1 || !devices) { /* no topology to describe (bo_devices refuses this before a run) */
+    cJSON_AddStringToObject(e, "placement", "none: no usable GPU");
+    cJSON_AddStringToObject(e, "interconnect", "none: no usable GPU");
+    return;
+  }
+  /* From the devices the ranks use (bo_devices: rank r on GPU r % count, or
+   * every rank on TD_CUDA_DEVICE), not from the count alone. */
+  int used = 0, pinned = getenv("TD_CUDA_DEVICE") && *getenv("TD_CUDA_DEVICE");
+  for (int r = 0; r < ranks; r++) {
+    int seen = 0;
+    for (int q = 0; q < r; q++)
+      seen |= devices[q] == devices[r];
+    used += !seen;
+  }
+  char place[200];
+  if (pinned)
+    snprintf(place, sizeof place, "%d ranks on 1 GPU of %d: every rank on GPU %d (TD_CUDA_DEVICE)%s", ranks, count,
+             devices[0], ranks > 1 ? ": ranks share it (nccl+cublas skipped)" : "");
+  else
+    snprintf(place, sizeof place, "%d ranks on %d GPU(s) of %d, rank r on GPU r %% %d: %s", ranks, used, count,
+             count, used == ranks ? "one GPU per rank" : "ranks share GPUs (nccl+cublas skipped)");
   cJSON_AddStringToObject(e, "placement", place);
   td_bench_gpu_links_json(e, count);
-  cJSON_AddStringToObject(e, "interconnect", count < 2 ? "none: one GPU, ranks share it (transport local)"
-                                                        : ranks <= count ? "peer links between the ranks' GPUs: see p2p, "
-                                                                           "nvidia_smi_topo"
-                                                                         : "ranks share GPUs: see p2p, nvidia_smi_topo");
+  cJSON_AddStringToObject(e, "interconnect", used < 2          ? "none: the ranks share one GPU (transport local)"
+                                             : used == ranks ? "peer links between the ranks' GPUs: see p2p, "
+                                                               "nvidia_smi_topo"
+                                                             : "ranks share GPUs: see p2p, nvidia_smi_topo");
 }
 #else
 typedef int bo_cuda_unused; /* ISO C wants a non-empty file */
