@@ -528,16 +528,19 @@ static int bo_sizes_valid(const char *cmd, const char *list, td_dtype dt, int ma
             "number of %s elements, %zu bytes each), got '%s'\n", cmd, td_dtype_name(dt), es, list);
     return 0;
   }
+  int items = 1;
+  for (const char *p = list; *p; p++)
+    items += *p == ',';
+  if (items > max) {
+    fprintf(stderr, "%s: --sizes gives %d sizes; at most %d cases in one run\n", cmd, items, max);
+    return 0;
+  }
   memcpy(buf, list, len + 1);
   for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
     size_t bytes;
     if (td_bench_parse_bytes(t, &bytes) || bytes < es || bytes % es) {
       fprintf(stderr, "%s: --sizes expects a comma-separated list of byte sizes (e.g. 8K,64K,4M; each a whole "
               "number of %s elements, %zu bytes each), got '%s' in '%s'\n", cmd, td_dtype_name(dt), es, t, list);
-      return 0;
-    }
-    if (n == max) {
-      fprintf(stderr, "%s: --sizes gives more than %d sizes; at most %d cases in one run\n", cmd, max, max);
       return 0;
     }
     for (int i = 0; i < n; i++)
