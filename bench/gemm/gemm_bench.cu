@@ -27,20 +27,25 @@
  * variants there (plain, shipped and hooks6 wait + raise) N times each and
  * prints the median time of each phase of a block's life.
  * Prints one line per (shape, config) and a summary table; exit 1 on a
- * failed check. */
+ * failed check (or an unwritable --json at the end), exit 2 on a bad option:
+ * every option is checked before the GPU probe (gemm_bench_args.c; --help
+ * lists what each allows). */
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <algorithm>
+#include <string>
 #include <vector>
 
 #include <cjson/cJSON.h>
 
 #include "gemm.h"
+#include "gemm_bench_args.h"
 #include "gemm_bench_xv.h"
 
 #define CK(x)                                                                        \
@@ -104,19 +109,6 @@ __global__ void compare(const unsigned short *x, const unsigned short *ref, size
   atomicAdd(&out[2], nan);
 }
 
-static std::vector<shape> parse_shapes(const char *s) {
-  std::vector<shape> v;
-  while (s && *s) {
-    shape x;
-    if (sscanf(s, "%dx%dx%d", &x.m, &x.n, &x.k) == 3)
-      v.push_back(x);
-    s = strchr(s, ',');
-    if (s)
-      s++;
-  }
-  return v;
-}
-
 /* Whether the comma-separated `list` has `item` as one of its entries. */
 static bool has_item(const char *list, const char *item) {
   const size_t len = strlen(item);
@@ -136,50 +128,74 @@ static double median(std::vector<float> v) {
 }
 
 int main(int argc, char **argv) {
-  const char *shapes_arg =
-      "8192x3584x8192,8192x8192x3584,8192x1280x8192,4096x3584x8192,1024x3584x8192,128x3584x8192,"
-      "8192x8192x8192";
-  const char *configs_arg = "all", *json_path = NULL, *modes_arg = "", *variants_arg = "";
-  int iters = 50, layout = TD_GEMM_B_NK, with_hooks = 0, stamps = 0;
-  for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "--shapes") && i + 1 < argc)
-      shapes_arg = argv[++i];
-    else if (!strcmp(argv[i], "--configs") && i + 1 < argc)
-      configs_arg = argv[++i];
-    else if (!strcmp(argv[i], "--iters") && i + 1 < argc)
-      iters = atoi(argv[++i]);
-    else if (!strcmp(argv[i], "--layout") && i + 1 < argc)
-      layout = !strcmp(argv[++i], "kn") ? TD_GEMM_B_KN : TD_GEMM_B_NK;
-    else if (!strcmp(argv[i], "--hooks"))
-      with_hooks = 1;
-    else if (!strcmp(argv[i], "--hook-modes") && i + 1 < argc)
-      modes_arg = argv[++i], with_hooks = 1;
-    else if (!strcmp(argv[i], "--hook-variants") && i + 1 < argc)
-      variants_arg = argv[++i], with_hooks = 1;
-    else if (!strcmp(argv[i], "--stamps") && i + 1 < argc)
-      stamps = atoi(argv[++i]), with_hooks = 1;
-    else if (!strcmp(argv[i], "--json") && i + 1 < argc)
-      json_path = argv[++i];
-    else {
-      fprintf(stderr, "usage: %s [--shapes MxNxK,..] [--configs all|BMxBNxS,..] [--layout nk|kn] "
-                      "[--iters N] [--hooks] [--hook-modes wait,raise,both,wait_gpu,raise_gpu,both_gpu] "
-                      "[--hook-variants 0,16,32,48,64,112,128] [--stamps N] "
-                      "[--json FILE]\n", argv[0]);
-      return 2;
-    }
+  /* Every option checked before the GPU probe (gemm_bench_args.c): exit 2 naming it. */
+  int xv_known[GB_MAX_VARIANTS], nxv = 0;
+  for (int xv = 0; xv < 256 && nxv < GB_MAX_VARIANTS; xv++) {
+    static const unsigned hm[] = {0u, TD_GEMM_HOOK_WAIT, TD_GEMM_HOOK_RAISE, TD_GEMM_HOOK_WAIT | TD_GEMM_HOOK_RAISE};
+    for (unsigned h : hm)
+      if (xv_exists(xv, h)) {
+        xv_known[nxv++] = xv;
+        break;
+      }
   }
-  std::vector<shape> shapes = parse_shapes(shapes_arg);
+  gb_args o;
+  char err[512];
+  if (gb_parse_args(argc, argv, xv_known, nxv, &o, err, sizeof err)) {
+    fprintf(stderr, "gemm_bench: %s\n", err);
+    gb_usage(stderr, argv[0]);
+    return 2;
+  }
+  if (o.help) {
+    gb_usage(stdout, argv[0]);
+    return 0;
+  }
+  const char *configs_arg = o.configs, *json_path = o.json;
+  int iters = o.iters, layout = o.layout_kn ? TD_GEMM_B_KN : TD_GEMM_B_NK, with_hooks = o.with_hooks;
+  int stamps = o.stamps;
+  std::vector<shape> shapes;
+  for (int i = 0; i < o.nshapes; i++)
+    shapes.push_back(shape{o.shapes[i][0], o.shapes[i][1], o.shapes[i][2]});
   td_gemm_config all[64];
   int nall = td__gemm_cuda_configs(TD_GEMM_SM90, TD_BF16, layout, all, 64);
   int nsm80 = td__gemm_cuda_configs(TD_GEMM_SM80, TD_BF16, layout, all + nall, 64 - nall);
   nall += nsm80 < 64 - nall ? nsm80 : 64 - nall;
   std::vector<td_gemm_config> configs;
+  const bool every = !strcmp(configs_arg, "all");
   for (int i = 0; i < nall; i++) {
     char name[64];
     snprintf(name, sizeof name, "%dx%dx%d", all[i].bm, all[i].bn, all[i].stages);
-    if (!strcmp(configs_arg, "all") || strstr(configs_arg, name))
-      if (all[i].arch == TD_GEMM_SM90 || strstr(configs_arg, "sm80") || !strcmp(configs_arg, "all"))
+    if (every || has_item(configs_arg, name))
+      if (all[i].arch == TD_GEMM_SM90 || has_item(configs_arg, "sm80") || every)
         configs.push_back(all[i]);
+  }
+  /* each named configuration must exist for this layout (the table is host data: still before the GPU probe) */
+  for (const char *c = every ? "" : configs_arg; *c;) {
+    const char *end = strchr(c, ',');
+    const size_t n = end ? (size_t)(end - c) : strlen(c);
+    bool found = n == 4 && !strncmp(c, "sm80", 4);
+    for (int i = 0; i < nall && !found; i++) {
+      char name[64];
+      snprintf(name, sizeof name, "%dx%dx%d", all[i].bm, all[i].bn, all[i].stages);
+      found = strlen(name) == n && !strncmp(c, name, n);
+    }
+    if (!found) {
+      std::string known;
+      for (int i = 0; i < nall; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "%s%dx%dx%d", i ? "," : "", all[i].bm, all[i].bn, all[i].stages);
+        if (!strstr(known.c_str(), name + (i ? 1 : 0)))
+          known += name;
+      }
+      fprintf(stderr, "gemm_bench: --configs names %.*s, which is not a configuration for B as %s (known: %s, "
+                      "sm80)\n", (int)n, c, o.layout_kn ? "[K,N]" : "[N,K]", known.c_str());
+      return 2;
+    }
+    c = end ? end + 1 : "";
+  }
+  if (configs.empty()) {
+    fprintf(stderr, "gemm_bench: --configs %s selects no configuration for B as %s\n", configs_arg,
+            o.layout_kn ? "[K,N]" : "[N,K]");
+    return 2;
   }
 
   cudaDeviceProp prop;
@@ -189,8 +205,6 @@ int main(int argc, char **argv) {
     fprintf(stderr, "cublasCreate failed\n");
     return 2;
   }
-  if (iters < 1)
-    iters = 1;
   std::vector<cudaEvent_t> ev(2 * (size_t)iters < 4 ? 4 : 2 * (size_t)iters);
   for (cudaEvent_t &e : ev)
     CK(cudaEventCreate(&e));
@@ -447,17 +461,21 @@ int main(int argc, char **argv) {
                    {"raise_gpu", TD_GEMM_HOOK_RAISE, TD_GEMM_SCOPE_RAISE_GPU},
                    {"both_gpu", flags, TD_GEMM_SCOPE_ALL}};
       for (const auto &md : modes) {
-        if (!has_item(modes_arg, md.name))
+        int bit = -1;
+        for (int b = 0; b < GB_MODE_COUNT; b++)
+          if (!strcmp(gb_mode_names[b], md.name))
+            bit = b;
+        if (bit < 0 || !(o.modes & (1u << bit)))
           continue;
         td_gemm_hooks hm = h;
         hm.scope = md.scope;
         pairs_ratio(md.name, md.flags, &hm);
       }
       /* Measurement variants of the hook paths (gemm_bench_xv.cu), system scope. */
-      if (variants_arg[0] && !xv_config_matches(&sum.cfg, layout))
+      if (o.nvariants && !xv_config_matches(&sum.cfg, layout))
         printf("\n    hook variants: none for this configuration (only 64x64 s8 g8 c1, B as [N,K])");
-      for (const char *v = variants_arg; *v && xv_config_matches(&sum.cfg, layout);) {
-        const int xv = atoi(v);
+      for (int vi = 0; vi < o.nvariants && xv_config_matches(&sum.cfg, layout); vi++) {
+        const int xv = o.variants[vi];
         static const struct {
           const char *name;
           unsigned flags;
@@ -472,8 +490,6 @@ int main(int argc, char **argv) {
             return xv_run(xv, md.flags, &q, &h, NULL);
           });
         }
-        v = strchr(v, ',');
-        v = v ? v + 1 : "";
       }
       printf("\n");
       /* Phase stamps of one block's life: plain, shipped hooks, hooks6 hooks. */
@@ -506,6 +522,9 @@ int main(int argc, char **argv) {
     if (f) {
       fputs(text, f);
       fclose(f);
+    } else {
+      fprintf(stderr, "gemm_bench: cannot write --json %s: %s\n", json_path, strerror(errno));
+      failed = 1;
     }
     free(text);
   }
