@@ -29,7 +29,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
@@ -131,12 +133,13 @@ static int lb_parse_int(const char *s, int lo, int hi, int *out) {
 
 static void lb_usage(FILE *f) {
   fprintf(f, "usage: td_link_bench [--bytes SIZE] [--iters N] [--warmup N] [--gpus N] [--nccl] [--json FILE]\n"
-             "  --bytes    bytes per copy (K/M/G suffixes; default 256M)\n"
+             "  --bytes    bytes per copy, a multiple of 4096 (K/M/G suffixes; default 256M)\n"
              "  --iters    timed copies per measurement, median reported (20..10000, default 20)\n"
              "  --warmup   untimed copies first (0..1000, default 3)\n"
              "  --gpus     use GPUs 0..N-1 (2..16, default all)\n"
              "  --nccl     also nccl-tests-style all_reduce/all_gather/reduce_scatter bus bandwidth\n"
-             "  --json     write every figure and the environment to FILE\n");
+             "  --json     write every figure and the environment to FILE (its directory must exist)\n"
+             "Options take `--opt VALUE` or `--opt=VALUE`, each at most once; exit 2 on a bad one.\n");
 }
 
 /* One ordered pair i -> j, --bytes each copy. */
@@ -360,46 +363,106 @@ static int lb_nccl(int n, const lb_opts *o, cJSON *root) {
 }
 #endif
 
+/* --json's file must be creatable: checked before the run, not after minutes of copies. 0 when it is. */
+static int lb_check_json(const char *path) {
+  struct stat st;
+  if (!*path) {
+    fprintf(stderr, "td_link_bench: --json needs a file name (got '')\n");
+    return -1;
+  }
+  if (!stat(path, &st) && S_ISDIR(st.st_mode)) {
+    fprintf(stderr, "td_link_bench: --json %s is a directory; give a file name\n", path);
+    return -1;
+  }
+  const char *slash = strrchr(path, '/');
+  char dir[4096];
+  snprintf(dir, sizeof dir, "%.*s", slash ? (slash == path ? 1 : (int)(slash - path)) : 1, slash ? path : ".");
+  if (stat(dir, &st) || !S_ISDIR(st.st_mode)) {
+    fprintf(stderr, "td_link_bench: --json %s: directory %s does not exist\n", path, dir);
+    return -1;
+  }
+  if (access(dir, W_OK) || (!access(path, F_OK) && access(path, W_OK))) {
+    fprintf(stderr, "td_link_bench: --json %s: not writable\n", path);
+    return -1;
+  }
+  return 0;
+}
+
 int main(int argc, char **argv) {
   lb_opts o = {256u << 20, 20, 3, 0, 0, NULL};
+  static const char *const valued[] = {"--bytes", "--iters", "--warmup", "--gpus", "--json"};
+  int given[5] = {0};
   for (int i = 1; i < argc; i++) {
-    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    int bad = 0;
-    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-      lb_usage(stdout);
-      return 0;
-    } else if (!strcmp(a, "--nccl")) {
-      o.nccl = 1;
-      continue;
-    } else if (strcmp(a, "--bytes") && strcmp(a, "--iters") && strcmp(a, "--warmup") && strcmp(a, "--gpus") &&
-               strcmp(a, "--json")) {
+    /* `--opt VALUE` or `--opt=VALUE` (as tdist); a value never starts with "--" */
+    const char *a = argv[i], *eq = strncmp(a, "--", 2) ? NULL : strchr(a, '='), *v = NULL;
+    char name[32];
+    snprintf(name, sizeof name, "%.*s", eq ? (int)(eq - a) : (int)strlen(a), a);
+    int k = -1, bad = 0;
+    for (int j = 0; j < 5; j++)
+      if (!strcmp(name, valued[j]))
+        k = j;
+    if (k < 0) {
+      if (eq && (!strcmp(name, "--help") || !strcmp(name, "--nccl"))) {
+        fprintf(stderr, "td_link_bench: option %s takes no value (got '%s')\n", name, a);
+        lb_usage(stderr);
+        return 2;
+      }
+      if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+        lb_usage(stdout);
+        return 0;
+      }
+      if (!strcmp(a, "--nccl")) {
+        o.nccl = 1;
+        continue;
+      }
       fprintf(stderr, "td_link_bench: unknown option %s\n", a);
       lb_usage(stderr);
       return 2;
-    } else if (!v) {
-      bad = 1;
-    } else if (!strcmp(a, "--bytes")) {
-      bad = lb_parse_size(v, &o.bytes) || o.bytes < 4096;
-    } else if (!strcmp(a, "--iters")) {
-      bad = lb_parse_int(v, 20, 10000, &o.iters);
-    } else if (!strcmp(a, "--warmup")) {
-      bad = lb_parse_int(v, 0, 1000, &o.warmup);
-    } else if (!strcmp(a, "--gpus")) {
-      bad = lb_parse_int(v, 2, LB_MAX_GPUS, &o.ngpus);
-    } else {
-      o.json = v;
     }
-    if (bad) {
-      fprintf(stderr, "td_link_bench: %s needs a valid value (got '%s')\n", a, v ? v : "nothing");
+    if (eq)
+      v = eq + 1;
+    else if (i + 1 < argc && strncmp(argv[i + 1], "--", 2))
+      v = argv[++i];
+    if (!v) {
+      fprintf(stderr, "td_link_bench: %s needs a value\n", name);
       lb_usage(stderr);
       return 2;
     }
-    i++;
+    if (given[k]++) {
+      fprintf(stderr, "td_link_bench: %s given twice; give it once\n", name);
+      return 2;
+    }
+    if (k == 0) {
+      bad = lb_parse_size(v, &o.bytes) || o.bytes < 4096;
+      if (!bad && o.bytes % 4096) { /* page-sized slices and whole words for the check: no silent rounding */
+        fprintf(stderr, "td_link_bench: --bytes %s is %zu bytes, not a multiple of 4096 (e.g. %zu or %zu)\n", v,
+                o.bytes, o.bytes & ~(size_t)4095, (o.bytes | 4095) + 1);
+        return 2;
+      }
+    } else if (k == 1) {
+      bad = lb_parse_int(v, 20, 10000, &o.iters);
+    } else if (k == 2) {
+      bad = lb_parse_int(v, 0, 1000, &o.warmup);
+    } else if (k == 3) {
+      bad = lb_parse_int(v, 2, LB_MAX_GPUS, &o.ngpus);
+    } else {
+      if (lb_check_json(v))
+        return 2;
+      o.json = v;
+    }
+    if (bad) {
+      fprintf(stderr, "td_link_bench: %s needs a valid value (got '%s')\n", name, v);
+      lb_usage(stderr);
+      return 2;
+    }
   }
   setenv("NCCL_NVLS_ENABLE", "0", 0); /* NVLink multicast stays off: it can take a shared host's GPUs down */
   int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess || count < 2) {
-    fprintf(stderr, "td_link_bench: needs at least 2 GPUs, found %d\n", count);
+  cudaError_t ce = cudaGetDeviceCount(&count);
+  if (ce != cudaSuccess || count < 2) {
+    fprintf(stderr, "td_link_bench: needs at least 2 GPUs, found %d%s%s%s\n", ce == cudaSuccess ? count : 0,
+            ce == cudaSuccess ? "" : " (cudaGetDeviceCount: ", ce == cudaSuccess ? "" : cudaGetErrorString(ce),
+            ce == cudaSuccess ? "" : ")");
     return 2;
   }
   int n = o.ngpus ? o.ngpus : count;
@@ -407,7 +470,11 @@ int main(int argc, char **argv) {
     fprintf(stderr, "td_link_bench: --gpus %d but %d GPU(s) present (at most %d used)\n", n, count, LB_MAX_GPUS);
     return 2;
   }
-  o.bytes &= ~(size_t)4095; /* whole words for the check, page-sized slices */
+  if (o.bytes / (size_t)(n - 1) < 4096) { /* the all-to-all sends page-sized slices to each of n - 1 peers */
+    fprintf(stderr, "td_link_bench: --bytes %zu is too small for the all-to-all over %d GPUs: at least %zu (4096 per peer)\n",
+            o.bytes, n, (size_t)4096 * (size_t)(n - 1));
+    return 2;
+  }
   lb_gpu g[LB_MAX_GPUS];
   memset(g, 0, sizeof g);
   int access[LB_MAX_GPUS][LB_MAX_GPUS] = {{0}};
@@ -441,8 +508,9 @@ int main(int argc, char **argv) {
   cJSON_AddNumberToObject(root, "bytes", (double)o.bytes);
   cJSON_AddNumberToObject(root, "iters", o.iters);
   cJSON_AddNumberToObject(root, "warmup", o.warmup);
-  printf("# td_link_bench: %d GPUs, %zu MiB per copy, median of %d after %d warm-up (GB/s = 1e9 B/s)\n", n,
-         o.bytes >> 20, o.iters, o.warmup);
+  printf("# td_link_bench: %d GPUs, %zu %s per copy, median of %d after %d warm-up (GB/s = 1e9 B/s)\n", n,
+         o.bytes % (1u << 20) ? o.bytes >> 10 : o.bytes >> 20, o.bytes % (1u << 20) ? "KiB" : "MiB", o.iters,
+         o.warmup);
 
   /* unidirectional, with the check of every pair's bytes after its copies */
   double uni[LB_MAX_GPUS][LB_MAX_GPUS] = {{0}};
