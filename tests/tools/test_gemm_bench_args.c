@@ -4,6 +4,7 @@
  * message naming the option, the value and what it allows, before the
  * benchmark would probe the GPU; good values parse to what they say. The
  * compiled XV set is passed in, as gemm_bench passes its own. */
+#define _POSIX_C_SOURCE 200809L /* strtok_r, mkdtemp */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
