@@ -98,7 +98,9 @@ void td_exec_opts_init(td_exec_opts *opts);
  * creation failed), TD_ERR_PEER_FAILED (another rank failed one of these:
  * names it and its message), TD_ERR_TIMEOUT. Ranks agree on the outcome: it
  * fails on every rank or on none, with the first failure's message.
- * *out written only on success. NULL team: fails locally (nothing to join). */
+ * *out written only on success. NULL team: fails locally (nothing to join).
+ * The team must outlive the executor: td_team_destroy refuses (TD_ERR_STATE)
+ * while it exists. */
 td_status td_exec_create(const td_plan *plan, td_team *team, const td_exec_opts *opts,
                          td_exec **out);
 

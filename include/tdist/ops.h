@@ -8,6 +8,9 @@
  * (program.h) into an overlapped plan and starts an executor (exec.h) of the
  * chosen backend, so the cpu and cuda paths share one lowering. Every call is
  * one executor launch with a new epoch: nothing is reset between calls.
+ * The team must outlive every operator made on it: td_team_destroy refuses
+ * (TD_ERR_STATE, naming how many operators still use it) until they are
+ * destroyed.
  *
  * Shapes are global; each operand is split with td_chunk_range (types.h), so
  * sizes need not divide by the rank count (a rank's part may be empty when a
@@ -110,7 +113,8 @@ typedef struct td_tp_opts {
   int compute_workers;     /* cpu: threads per rank; cuda: persistent compute blocks
                               per rank (the SM split); 0 = perf model / backend */
   int comm_workers;        /* likewise for communication */
-  int timeout_ms;          /* deadline of each wait; 0 = the world's (TD_TIMEOUT_MS) */
+  int timeout_ms;          /* deadline of each wait; 0 = the world's (TD_TIMEOUT_MS). Must
+                              be the same value on every rank (compared at create) */
   void *cuda_stream;       /* cuda: cudaStream_t to launch on; NULL = the executor's own */
 } td_tp_opts;
 
@@ -125,7 +129,8 @@ typedef struct td_tp_op td_tp_op;
  *                      negative option; the message names the rank and value;
  *  TD_ERR_SHAPE        the contraction dim K is smaller than the rank count
  *                      (gemm_rs, gemm_ar);
- *  TD_ERR_MISMATCH     ranks passed different arguments (message lists them);
+ *  TD_ERR_MISMATCH     ranks passed different arguments (message lists them),
+ *                      timeout_ms included (message names both values);
  *  TD_ERR_UNSUPPORTED  cuda asked for in a build without it or with no usable
  *                      GPU, or more ranks on a GPU than their persistent
  *                      kernels can share;
@@ -150,7 +155,9 @@ td_status td_gemm_ar_create(td_team *team, int64_t m, int64_t n, int64_t k, td_d
 /** dst = sum over ranks of src, `count` elements (decode-size messages,
  * 8 KiB - 64 MiB and beyond): one-shot or two-shot from the perf model; on
  * cuda with every rank a thread of this process sharing one GPU, AUTO runs
- * the fused variant (reduction kernels reading the peers' buffers). */
+ * the fused variant (reduction kernels reading the peers' buffers). Besides
+ * the common errors: TD_ERR_INVALID_ARG when count is too large for one
+ * operator (the message names the count, dtype and bytes per rank). */
 td_status td_ll_all_reduce_create(td_team *team, size_t count, td_dtype dtype,
                                   const td_tp_opts *opts, td_tp_op **out);
 
@@ -208,8 +215,18 @@ const char *td_tp_variant_name(td_tp_variant variant);
 td_status td_tp_variant_parse(const char *name, td_tp_variant *out);
 
 /** Collective over the operator's team: stops its executor and frees
- * everything. NULL is allowed. Errors: TD_ERR_TIMEOUT (a member never came;
- * the handle is freed anyway). */
+ * everything. NULL is allowed. Errors (the handle is freed in every case, so
+ * never use or destroy it again: a second destroy of the same handle is
+ * undefined, as with free()):
+ *  TD_ERR_TIMEOUT      a member never came;
+ *  TD_ERR_STATE        the team was broken by an earlier failed call (e.g. a
+ *                      call that timed out because a rank skipped it): the
+ *                      collective frees cannot run; the message names that
+ *                      failure;
+ *  TD_ERR_MISMATCH     this rank's destroy met a member still in another
+ *                      call (e.g. this rank skipped a call the others made);
+ *  TD_ERR_PEER_FAILED, and any failure of the executor's collective frees
+ *                      (td_exec_destroy's; the first one's message). */
 td_status td_tp_destroy(td_tp_op *op);
 
 #ifdef __cplusplus

@@ -136,10 +136,23 @@ td_status td_team_split_strided(td_team *parent, int start, int stride, int size
  * teams), TD_ERR_TIMEOUT. */
 td_status td_team_split(td_team *parent, int color, int key, td_team **out);
 
-/** Collective over the team: runs the upper layers' slot destructors, barrier,
- * releases symmetric blocks still allocated on the team, frees it. The world
- * team and NULL are ignored. Errors: TD_ERR_TIMEOUT, TD_ERR_PEER_FAILED (the
- * team is freed anyway). */
+/** Collective over the team: the members exchange how many objects made on
+ * the team still exist (barrier), then run the upper layers' slot
+ * destructors, release symmetric blocks still allocated on the team and free
+ * it. The world team and NULL are ignored.
+ *
+ * The team must outlive every object made on it: operators (td_*_create of
+ * ops.h), executors (td_exec_create) and NCCL communicators (td_nccl_create).
+ * While any rank still has one, every rank returns TD_ERR_STATE alike (the
+ * message names this rank's objects by count and kind, e.g. "2 operators and
+ * 1 executor", and the other team ranks that have some), nothing is destroyed
+ * and the team stays usable: destroy the objects, then the team again.
+ * Errors: TD_ERR_STATE (objects still use the team, as above; or the team
+ * was broken by an earlier failure and this rank still has such objects:
+ * the team is kept for them), TD_ERR_TIMEOUT, TD_ERR_PEER_FAILED,
+ * TD_ERR_MISMATCH (the members made different calls; in these three the team
+ * is freed anyway unless this rank still has objects on it). Like free(),
+ * destroying the same team twice is undefined. */
 td_status td_team_destroy(td_team *team);
 
 int td_team_rank(const td_team *team);

@@ -19,6 +19,7 @@
 typedef struct td__tp_args {
   int32_t status;
   int32_t kind, dtype, variant, backend, chunks, compute_workers, comm_workers;
+  int32_t timeout_ms; /* opts.timeout_ms as passed (0 = the world's) */
   int64_t m, n, k, tile_rows, tile_cols;
   uint64_t count;
   char msg[200];
@@ -71,6 +72,7 @@ static void td__tp_args_fill(td__tp_args *a, td_status st, const td__tp_desc *d,
   a->kind = (int32_t)d->kind, a->dtype = (int32_t)d->dtype, a->variant = (int32_t)o->variant;
   a->backend = (int32_t)o->backend, a->chunks = o->chunks_per_rank;
   a->compute_workers = o->compute_workers, a->comm_workers = o->comm_workers;
+  a->timeout_ms = o->timeout_ms;
   a->m = d->m, a->n = d->n, a->k = d->k, a->count = d->count;
   a->tile_rows = o->tile_rows, a->tile_cols = o->tile_cols;
   if (st != TD_OK)
@@ -122,6 +124,17 @@ td_status td__tp_check(td_team *team, const td__tp_desc *d, const td_tp_opts *o,
                               a->comm_workers, r, td_tp_kind_name((td_tp_kind)b->kind), b->m, b->n, b->k, b->count,
                               td_dtype_name((td_dtype)b->dtype), td_tp_variant_name((td_tp_variant)b->variant),
                               b->backend, b->chunks, b->tile_rows, b->tile_cols, b->compute_workers, b->comm_workers);
+      free(all);
+      return s;
+    }
+  /* Apart: the shapes agree, but the ranks would give up at different times
+   * (one failing a call the others still wait in). */
+  for (int r = 1; r < n; r++)
+    if (all[r].timeout_ms != all[0].timeout_ms) {
+      td_status s = td__error(TD_ERR_MISMATCH,
+                              "%s: ranks passed different opts.timeout_ms: rank 0 %d, rank %d %d (0 = the world's "
+                              "TD_TIMEOUT_MS); every rank must pass the same value so that all wait alike",
+                              td_tp_kind_name(d->kind), (int)all[0].timeout_ms, r, (int)all[r].timeout_ms);
       free(all);
       return s;
     }
