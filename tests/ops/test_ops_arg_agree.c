@@ -16,30 +16,8 @@
 #include "tdist/tdist.h"
 
 enum { NR = 3 };
-
-static char got_msg[NR][1024];
-
-/* Records a failed check of one rank (the rank function cannot call cmocka). */
-#define UCHECK(cond)                                                                                       \
-  do {                                                                                                     \
-    if (!(cond)) {                                                                                         \
-      snprintf(got_msg[rank], sizeof got_msg[rank], "line %d: %s (last error: %s)", __LINE__, #cond,      \
-               td_last_error());                                                                           \
-      return TD_ERR_INTERNAL;                                                                              \
-    }                                                                                                      \
-  } while (0)
-
-static void run(int n, td_status (*fn)(td_world *, int, void *)) {
-  memset(got_msg, 0, sizeof got_msg);
-  td_world_opts wo;
-  td_world_opts_init(&wo);
-  wo.timeout_ms = 20000;
-  td_status st = td_local_world_run(n, &wo, fn, NULL);
-  for (int r = 0; r < n; r++)
-    if (got_msg[r][0])
-      fail_msg("rank %d: %s", r, got_msg[r]);
-  assert_int_equal(st, TD_OK);
-}
+#define RC_RANKS NR
+#include "rank_check.h"
 
 static td_status timeout_rank(td_world *w, int rank, void *arg) {
   (void)arg;
@@ -59,7 +37,7 @@ static td_status timeout_rank(td_world *w, int rank, void *arg) {
 
 static void test_timeout_differs(void **state) {
   (void)state;
-  run(NR, timeout_rank);
+  rank_check_run(NR, timeout_rank);
 }
 
 static td_status huge_rank(td_world *w, int rank, void *arg) {
@@ -77,7 +55,7 @@ static td_status huge_rank(td_world *w, int rank, void *arg) {
 
 static void test_huge_all_reduce_count(void **state) {
   (void)state;
-  run(2, huge_rank);
+  rank_check_run(2, huge_rank);
 }
 
 int main(void) {

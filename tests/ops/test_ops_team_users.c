@@ -15,18 +15,8 @@
 #include "tdist/tdist.h"
 
 enum { NR = 4 };
-
-static char got_msg[NR][1024];
-
-/* Records a failed check of one rank (the rank function cannot call cmocka). */
-#define UCHECK(cond)                                                                                       \
-  do {                                                                                                     \
-    if (!(cond)) {                                                                                         \
-      snprintf(got_msg[rank], sizeof got_msg[rank], "line %d: %s (last error: %s)", __LINE__, #cond,      \
-               td_last_error());                                                                           \
-      return TD_ERR_INTERNAL;                                                                              \
-    }                                                                                                      \
-  } while (0)
+#define RC_RANKS NR
+#include "rank_check.h"
 
 static td_status users_rank(td_world *w, int rank, void *arg) {
   (void)arg;
@@ -75,15 +65,7 @@ static td_status users_rank(td_world *w, int rank, void *arg) {
 
 static void test_destroy_refused_while_used(void **state) {
   (void)state;
-  td_world_opts wo;
-  td_world_opts_init(&wo);
-  wo.timeout_ms = 20000;
-  memset(got_msg, 0, sizeof got_msg);
-  td_status st = td_local_world_run(NR, &wo, users_rank, NULL);
-  for (int r = 0; r < NR; r++)
-    if (got_msg[r][0])
-      fail_msg("rank %d: %s", r, got_msg[r]);
-  assert_int_equal(st, TD_OK);
+  rank_check_run(NR, users_rank);
 }
 
 int main(void) {
