@@ -115,7 +115,11 @@ typedef struct td_tp_opts {
   int comm_workers;        /* likewise for communication */
   int timeout_ms;          /* deadline of each wait; 0 = the world's (TD_TIMEOUT_MS). Must
                               be the same value on every rank (compared at create) */
-  void *cuda_stream;       /* cuda: cudaStream_t to launch on; NULL = the executor's own */
+  void *cuda_stream;       /* cuda: the cudaStream_t whose earlier work produces the operands;
+                              the executor variants launch on it, the fused variant waits
+                              (under the deadline) for its earlier work before the call;
+                              every variant's results are complete when the call returns.
+                              NULL = the operands are ready when the call starts */
 } td_tp_opts;
 
 /** Fills *opts: cpu backend, TD_TP_AUTO, everything chosen by the perf model. */

@@ -81,12 +81,16 @@ td_status td__tp_fused_auto(td_team *team, const td__tp_desc *d, const td_tp_opt
 /** Collective: allocates the symmetric buffers and streams, exchanges device
  * pointers; every rank fails alike. */
 td_status td__tp_fused_create(td_tp_op *op);
-/** Before a call's operand-check exchange (td__tp_call_agree): publishes
- * this rank's operands of the coming call to its peers (threads of one
- * process). That exchange completes on a rank only once every rank has
- * entered the call, so it is the call's opening barrier; td__tp_fused_run
- * relies on it when the team has more than one rank. */
-void td__tp_fused_publish(td_tp_op *op, void *c, const void *a);
+/** Before a call's operand-check exchange (td__tp_call_agree): waits
+ * (under the operator's deadline) for the work already on opts.cuda_stream,
+ * which produces the operands, then publishes this rank's operands of the
+ * coming call to its peers (threads of one process). That exchange
+ * completes on a rank only once every rank has entered the call, so it is
+ * the call's opening barrier; td__tp_fused_run relies on it when the team
+ * has more than one rank. Returns TD_ERR_TIMEOUT or TD_ERR_CUDA when the
+ * stream's work does not finish or failed (the exchange then makes every
+ * rank refuse the call). */
+td_status td__tp_fused_publish(td_tp_op *op, void *c, const void *a);
 /** One call (blocking, deadline op->opts.timeout_ms or the world's), after
  * td__tp_fused_publish and the operand-check exchange. */
 td_status td__tp_fused_run(td_tp_op *op, void *c, const void *a, const void *b);

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cuda_runtime_api.h>
 
@@ -415,6 +416,71 @@ static void test_fused_all_reduce_unaligned(void **state) {
     assert_int_equal(bad[r], 0);
 }
 
+/* opts.cuda_stream produces the operands: on each rank's stream, a host
+ * function that sleeps, then the copy of src (pinned host -> device) right
+ * before the fused all-reduce; src was zeroed first, so a call that does not
+ * wait for the stream reads zeros (or a mix) and the sums come out wrong. */
+enum { US_COUNT = 65536 };
+static void CUDART_CB us_sleep(void *arg) {
+  (void)arg;
+  struct timespec ts = {0, 30 * 1000 * 1000};
+  nanosleep(&ts, NULL);
+}
+static td_status user_stream_rank(td_world *w, int rank, void *arg) {
+  int *bad = arg;
+  cudaStream_t us = NULL;
+  if (cudaStreamCreateWithFlags(&us, cudaStreamNonBlocking) != cudaSuccess)
+    return TD_ERR_CUDA;
+  td_tp_opts o;
+  td_tp_opts_init(&o);
+  o.backend = TD_EXEC_CUDA;
+  o.variant = TD_TP_FUSED;
+  o.cuda_stream = us;
+  td_tp_op *op = NULL;
+  int n = td_world_size(w);
+  td_status st = td_ll_all_reduce_create(td_world_team(w), US_COUNT, TD_F32, &o, &op);
+  float *h = NULL, *src = g_alloc(sizeof(float) * US_COUNT), *dst = g_alloc(sizeof(float) * US_COUNT);
+  if (st == TD_OK && (cudaMallocHost((void **)&h, sizeof(float) * US_COUNT) != cudaSuccess || !src || !dst))
+    st = TD_ERR_CUDA;
+  for (int call = 0; call < 3 && st == TD_OK; call++) {
+    for (int i = 0; i < US_COUNT; i++)
+      h[i] = (float)((rank + 1) * ((i + call) % 5));
+    if (cudaMemset(src, 0, sizeof(float) * US_COUNT) != cudaSuccess ||
+        cudaLaunchHostFunc(us, us_sleep, NULL) != cudaSuccess ||
+        cudaMemcpyAsync(src, h, sizeof(float) * US_COUNT, cudaMemcpyHostToDevice, us) != cudaSuccess)
+      st = TD_ERR_CUDA;
+    if (st == TD_OK)
+      st = td_ll_all_reduce(op, dst, src);
+    float *back = malloc(sizeof(float) * US_COUNT);
+    if (st == TD_OK && (!back || g_down(back, dst, sizeof(float) * US_COUNT)))
+      st = TD_ERR_CUDA;
+    for (int i = 0; st == TD_OK && i < US_COUNT; i++)
+      if (back[i] != (float)(n * (n + 1) / 2 * ((i + call) % 5)))
+        bad[rank] = 1;
+    free(back);
+    cudaStreamSynchronize(us); /* h is reused: the copy has read it */
+  }
+  cudaFreeHost(h);
+  g_free(src);
+  g_free(dst);
+  td_status st2 = op ? td_tp_destroy(op) : TD_OK;
+  cudaStreamDestroy(us);
+  return st != TD_OK ? st : st2;
+}
+
+static void test_fused_user_stream(void **state) {
+  (void)state;
+  int bad[8] = {0};
+  td_world_opts wo;
+  td_world_opts_init(&wo);
+  wo.timeout_ms = 20000;
+  td_status st = td_local_world_run(4, &wo, user_stream_rank, bad);
+  if (st != TD_OK)
+    fail_msg("%s: %s", td_status_name(st), td_last_error());
+  for (int r = 0; r < 4; r++)
+    assert_int_equal(bad[r], 0);
+}
+
 /* A misaligned GEMM operand on one rank: every rank refuses the call at once
  * (no rank waits for it at a barrier), and the next good call works. */
 static td_status misgemm_rank(td_world *w, int rank, void *arg) {
@@ -473,6 +539,7 @@ int main(void) {
       cmocka_unit_test(test_fused_auto),
       cmocka_unit_test(test_fused_refused),
       cmocka_unit_test(test_fused_all_reduce_unaligned),
+      cmocka_unit_test(test_fused_user_stream),
       cmocka_unit_test(test_fused_direct),
       cmocka_unit_test(test_fused_gpus2),
       cmocka_unit_test(test_fused_gpus4),

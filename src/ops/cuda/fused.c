@@ -583,12 +583,37 @@ td_status td__f_sync_mid(td_tp_op *op, td__tp_fused *f) {
   return TD_OK;
 }
 
-void td__tp_fused_publish(td_tp_op *op, void *c, const void *a) {
+td_status td__tp_fused_publish(td_tp_op *op, void *c, const void *a) {
   td__tp_fused *f = op->fused;
+  /* The caller's stream produces the operands: its earlier work must be
+   * over before any rank reads them (the peers read A or src from their own
+   * streams, which cannot wait on this stream's work directly: no event of
+   * it exists before the barrier). Calls are blocking, so a host wait under
+   * the deadline costs no overlap the call could have had. */
+  cudaStream_t user = (cudaStream_t)op->opts.cuda_stream;
+  if (user) {
+    struct timespec t0, now;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+      cudaError_t q = cudaStreamQuery(user);
+      if (q == cudaSuccess)
+        break;
+      if (q != cudaErrorNotReady)
+        return td__error(TD_ERR_CUDA, "fused: rank %d: the work on opts.cuda_stream before this call failed: %s",
+                         op->rank, cudaGetErrorString(q));
+      clock_gettime(CLOCK_MONOTONIC, &now);
+      double ms = (double)(now.tv_sec - t0.tv_sec) * 1e3 + (double)(now.tv_nsec - t0.tv_nsec) * 1e-6;
+      if (ms > f->timeout_ms)
+        return td__error(TD_ERR_TIMEOUT, "fused: rank %d: the work on opts.cuda_stream before this call did not "
+                         "finish within %d ms", op->rank, f->timeout_ms);
+      sched_yield();
+    }
+  }
   /* the exchange that follows publishes these (release/acquire through the
    * collective); a peer reads them only after it */
   __atomic_store_n(&f->ar_src, a, __ATOMIC_RELEASE);
   __atomic_store_n(&f->ar_dst, c, __ATOMIC_RELEASE);
+  return TD_OK;
 }
 
 td_status td__tp_fused_run(td_tp_op *op, void *c, const void *a, const void *b) {
