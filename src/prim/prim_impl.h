@@ -37,8 +37,11 @@ typedef struct td__block {
 
 /** World-wide control data. */
 typedef struct td__ctl {
-  _Alignas(64) _Atomic int32_t failed; /* 0, or world rank + 1 of the first rank that failed */
+  _Alignas(64) _Atomic int32_t failed; /* 0, or world rank + 1 of the first rank that failed; set
+                                          only after failed_status, so a reader that sees it also
+                                          sees the status */
   _Atomic int32_t failed_status;       /* that rank's status */
+  _Atomic int32_t failed_claim;        /* world rank + 1 of the rank that won the right to set them */
   _Atomic uint64_t next_team_uid;      /* team uids are handed out from here */
 } td__ctl;
 

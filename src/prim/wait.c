@@ -87,9 +87,14 @@ static void td__cpu_relax(void) {
 static int td__futex_private(const td_world *w) { return !(w->tp->caps & TD__CAP_PROCESS_SHARED); }
 
 void td__set_failed(td_world *w, int world_rank, td_status st) {
+  /* The first failing rank claims the record, writes its status, then
+   * publishes itself: a reader that sees `failed` never sees the status
+   * unwritten (it once read TD_OK there, under TSan's scheduling). */
   int32_t expected = 0;
-  if (atomic_compare_exchange_strong(&w->ctl->failed, &expected, world_rank + 1))
-    atomic_store_explicit(&w->ctl->failed_status, (int32_t)st, memory_order_release);
+  if (atomic_compare_exchange_strong(&w->ctl->failed_claim, &expected, world_rank + 1)) {
+    atomic_store_explicit(&w->ctl->failed_status, (int32_t)st, memory_order_relaxed);
+    atomic_store_explicit(&w->ctl->failed, world_rank + 1, memory_order_release);
+  }
   for (int r = 0; r < w->size; r++)
     td__wake_world_rank(w, r);
 }
