@@ -6,6 +6,10 @@
 # system and GPU scope) on the three shapes plus the measurement variants of
 # the hook paths at M = 128 (--hook-variants; gemm_bench_xv.cu).
 #   . scripts/gpu-env.sh >/dev/null 2>&1; scripts/hooks6-gpu2.sh
+# Kept as the command behind docs/perf.md's hooks6 figures (rev 7ffc652): its
+# --hook-variants 0,1,2,4,7 existed in that build only; gemm_bench from rev
+# abf58a0 on refuses them (the hooks6 paths are variants 16, 32, 64 there;
+# scripts/hooks7-gpu.sh measures the current set).
 set -uo pipefail
 OUT=${OUT:-out/hooks6b}
 BIN=${TD_GPU_BIN:-.gpubin-hooks6}
