@@ -403,17 +403,23 @@ static td_status mis_rank(td_world *w, int rank, void *arg) {
   return st != TD_OK ? st : st2;
 }
 
-static void test_fused_all_reduce_unaligned(void **state) {
-  (void)state;
+/* Runs fn on 4 ranks (each sets bad[rank] on a wrong element) and fails on
+ * any rank's error or wrong result. */
+static void run4_checked(td_status (*fn)(td_world *, int, void *)) {
   int bad[8] = {0};
   td_world_opts wo;
   td_world_opts_init(&wo);
   wo.timeout_ms = 20000;
-  td_status st = td_local_world_run(4, &wo, mis_rank, bad);
+  td_status st = td_local_world_run(4, &wo, fn, bad);
   if (st != TD_OK)
     fail_msg("%s: %s", td_status_name(st), td_last_error());
   for (int r = 0; r < 4; r++)
     assert_int_equal(bad[r], 0);
+}
+
+static void test_fused_all_reduce_unaligned(void **state) {
+  (void)state;
+  run4_checked(mis_rank);
 }
 
 /* opts.cuda_stream produces the operands: on each rank's stream, a host
@@ -470,15 +476,7 @@ static td_status user_stream_rank(td_world *w, int rank, void *arg) {
 
 static void test_fused_user_stream(void **state) {
   (void)state;
-  int bad[8] = {0};
-  td_world_opts wo;
-  td_world_opts_init(&wo);
-  wo.timeout_ms = 20000;
-  td_status st = td_local_world_run(4, &wo, user_stream_rank, bad);
-  if (st != TD_OK)
-    fail_msg("%s: %s", td_status_name(st), td_last_error());
-  for (int r = 0; r < 4; r++)
-    assert_int_equal(bad[r], 0);
+  run4_checked(user_stream_rank);
 }
 
 /* A misaligned GEMM operand on one rank: every rank refuses the call at once

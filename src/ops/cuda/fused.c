@@ -525,23 +525,35 @@ static void td__f_poison(td__tp_fused *f) {
 
 /* Waits for the compute stream (which joined the copy-engine stream) under
  * the deadline; past it, poisons. */
-td_status td__f_finish(td_tp_op *op, td__tp_fused *f) {
+/* Polls stream s until its work is done, failed (*err set) or timeout_ms
+ * passed: 0, 1 or 2. Polling (not cudaStreamSynchronize) keeps the deadline. */
+static int td__f_poll(cudaStream_t s, int timeout_ms, cudaError_t *err) {
   struct timespec t0, now;
   clock_gettime(CLOCK_MONOTONIC, &t0);
   for (;;) {
-    cudaError_t q = cudaStreamQuery(f->s);
+    cudaError_t q = cudaStreamQuery(s);
     if (q == cudaSuccess)
-      break;
-    if (q != cudaErrorNotReady)
-      return td__f_cu(q, "the call's GPU work");
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    double ms = (double)(now.tv_sec - t0.tv_sec) * 1e3 + (double)(now.tv_nsec - t0.tv_nsec) * 1e-6;
-    if (ms > f->timeout_ms) {
-      td__f_poison(f);
-      return td__error(TD_ERR_TIMEOUT, "fused: rank %d: call %" PRIu64 " did not finish within %d ms (a peer "
-                       "never made this call, or its GPU work failed)", op->rank, f->epoch, f->timeout_ms);
+      return 0;
+    if (q != cudaErrorNotReady) {
+      *err = q;
+      return 1;
     }
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if ((double)(now.tv_sec - t0.tv_sec) * 1e3 + (double)(now.tv_nsec - t0.tv_nsec) * 1e-6 > timeout_ms)
+      return 2;
     sched_yield();
+  }
+}
+
+td_status td__f_finish(td_tp_op *op, td__tp_fused *f) {
+  cudaError_t err = cudaSuccess;
+  int rc = td__f_poll(f->s, f->timeout_ms, &err);
+  if (rc == 1)
+    return td__f_cu(err, "the call's GPU work");
+  if (rc == 2) {
+    td__f_poison(f);
+    return td__error(TD_ERR_TIMEOUT, "fused: rank %d: call %" PRIu64 " did not finish within %d ms (a peer "
+                     "never made this call, or its GPU work failed)", op->rank, f->epoch, f->timeout_ms);
   }
   if (__atomic_load_n(&f->poisoned, __ATOMIC_SEQ_CST))
     return td__error(TD_ERR_PEER_FAILED, "fused: rank %d: a peer's call %" PRIu64 " or earlier failed (timeout); "
@@ -587,28 +599,18 @@ td_status td__tp_fused_publish(td_tp_op *op, void *c, const void *a) {
   td__tp_fused *f = op->fused;
   /* The caller's stream produces the operands: its earlier work must be
    * over before any rank reads them (the peers read A or src from their own
-   * streams, which cannot wait on this stream's work directly: no event of
-   * it exists before the barrier). Calls are blocking, so a host wait under
-   * the deadline costs no overlap the call could have had. */
+   * streams). Calls are blocking, so this host wait costs little; an event
+   * recorded here and waited for by every reader's stream would let the host
+   * enqueue sooner (docs/architecture.md, "Opening barrier"). */
   cudaStream_t user = (cudaStream_t)op->opts.cuda_stream;
-  if (user) {
-    struct timespec t0, now;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    for (;;) {
-      cudaError_t q = cudaStreamQuery(user);
-      if (q == cudaSuccess)
-        break;
-      if (q != cudaErrorNotReady)
-        return td__error(TD_ERR_CUDA, "fused: rank %d: the work on opts.cuda_stream before this call failed: %s",
-                         op->rank, cudaGetErrorString(q));
-      clock_gettime(CLOCK_MONOTONIC, &now);
-      double ms = (double)(now.tv_sec - t0.tv_sec) * 1e3 + (double)(now.tv_nsec - t0.tv_nsec) * 1e-6;
-      if (ms > f->timeout_ms)
-        return td__error(TD_ERR_TIMEOUT, "fused: rank %d: the work on opts.cuda_stream before this call did not "
-                         "finish within %d ms", op->rank, f->timeout_ms);
-      sched_yield();
-    }
-  }
+  cudaError_t err = cudaSuccess;
+  int rc = user ? td__f_poll(user, f->timeout_ms, &err) : 0;
+  if (rc == 1)
+    return td__error(TD_ERR_CUDA, "fused: rank %d: the work on opts.cuda_stream before this call failed: %s",
+                     op->rank, cudaGetErrorString(err));
+  if (rc == 2)
+    return td__error(TD_ERR_TIMEOUT, "fused: rank %d: the work on opts.cuda_stream before this call did not "
+                     "finish within %d ms", op->rank, f->timeout_ms);
   /* the exchange that follows publishes these (release/acquire through the
    * collective); a peer reads them only after it */
   __atomic_store_n(&f->ar_src, a, __ATOMIC_RELEASE);
