@@ -64,15 +64,14 @@ td_status td__cuda_ce_setup(td__cuda_exec *cx) {
   if (n == 0)
     return TD_OK;
   td__attr_fn attr = (td__attr_fn)td__cuda_driver_entry("cuDeviceGetAttribute");
-  cx->ce_wait64 = td__cuda_driver_entry("cuStreamWaitValue64");
   cx->ce_write64 = td__cuda_driver_entry("cuStreamWriteValue64");
   int ok = 0;
-  if (attr && cx->ce_wait64 && cx->ce_write64 &&
+  if (attr && cx->ce_write64 &&
       attr(&ok, CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS, (CUdevice)cx->device) != CUDA_SUCCESS)
     ok = 0;
   int64_t off = 0;
   TD_CHECK(td_config_int("TD_CUDA_NO_COPY_ENGINE", &off));
-  if (!ok || !cx->ce_wait64 || !cx->ce_write64 || off || !cx->streams_ce_ok || n > TD__KQ_MAX_TASKS)
+  if (!ok || !cx->ce_write64 || off || !cx->streams_ce_ok || n > TD__KQ_MAX_TASKS)
     return TD_OK; /* communication blocks run the copies instead (see td__cuda_stream_plan) */
   int lo = 0, hi = 0;
   cudaDeviceGetStreamPriorityRange(&lo, &hi);

@@ -69,7 +69,7 @@ typedef struct td__cuda_exec {
   uint32_t *ce_tasks;      /* indices of CE proxy tasks, schedule order */
   uint64_t *go_host;       /* [ntasks] go words (td_dev_plan.ce_go) in mapped pinned memory; NULL without queues */
   uint32_t nce;
-  void *ce_wait64, *ce_write64; /* driver entry points cuStreamWaitValue64 / cuStreamWriteValue64 */
+  void *ce_write64; /* driver entry point cuStreamWriteValue64 (a copy's done word) */
   /* kernel queue (kernel_queue.c) */
   int kq_enabled;          /* every non-copy-engine task runs on kq_stream[its role] */
   cudaStream_t kq_stream[2]; /* compute, communication */
@@ -97,7 +97,7 @@ int td__cuda_kq_limits(const td_schedule *s);
 /** Decides the kernel queue before the kernel is generated: wanted by the
  * schedule, not turned off (TD_CUDA_GEMM_QUEUE=0), within the stream budget
  * (streams_kq_ok) and td__cuda_kq_limits, and stream memory operations
- * available. Sets kq_enabled and resolves ce_wait64/ce_write64.
+ * available. Sets kq_enabled and resolves ce_write64.
  * Errors: TD_ERR_INVALID_ARG (bad TD_CUDA_GEMM_QUEUE). */
 td_status td__cuda_kq_decide(td__cuda_exec *cx);
 

@@ -98,10 +98,9 @@ td_status td__cuda_kq_decide(td__cuda_exec *cx) {
   if (!cx->streams_kq_ok || td__cuda_kq_limits(cx->exec->sched) != 0)
     return TD_OK; /* too many streams on a GPU, tasks or blocks: the persistent kernel runs the tiles */
   td__attr_fn attr = (td__attr_fn)td__cuda_driver_entry("cuDeviceGetAttribute");
-  cx->ce_wait64 = td__cuda_driver_entry("cuStreamWaitValue64");
   cx->ce_write64 = td__cuda_driver_entry("cuStreamWriteValue64");
   int ok = 0;
-  if (!attr || !cx->ce_wait64 || !cx->ce_write64 ||
+  if (!attr || !cx->ce_write64 ||
       attr(&ok, CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS, (CUdevice)cx->device) != CUDA_SUCCESS)
     ok = 0;
   cx->kq_enabled = ok;
