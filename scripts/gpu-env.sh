@@ -10,6 +10,6 @@ TD_NCCL_HOME=$(python3 -c 'import nvidia.nccl, os; print(nvidia.nccl.__path__[0]
 export TD_NCCL_HOME
 [ -n "$TD_NCCL_HOME" ] && export LD_LIBRARY_PATH="$TD_NCCL_HOME/lib:${LD_LIBRARY_PATH}"
 export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
-# ranks sharing a GPU park streams in stream waits: give them hardware queues of their own
+# ranks sharing a GPU run several streams each: give them hardware queues of their own
 export CUDA_DEVICE_MAX_CONNECTIONS=${CUDA_DEVICE_MAX_CONNECTIONS:-32}
 export CUDA_HOME=/usr/local/cuda

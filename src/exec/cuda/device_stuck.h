@@ -3,7 +3,7 @@
  * backend; set in stream_wait.c).
  *
  * When a host wait of the CUDA executor passes its deadline, GPU work on that
- * device may never finish (streams parked in cuStreamWaitValue64 behind a
+ * device may never finish (a kernel that never ends, or work behind it in a
  * blocked hardware queue). Any device-wide synchronisation on that device
  * from then on - cudaDeviceSynchronize, cudaFree (which synchronises the
  * device), cudaLibraryUnload, cudaIpcCloseMemHandle - would block forever,

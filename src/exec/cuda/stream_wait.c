@@ -4,11 +4,11 @@
  *
  * Every wait inside the persistent kernel has a %globaltimer deadline, so a
  * launch normally ends by itself, with a diagnostic. What those deadlines
- * cannot catch is GPU work that never starts: ranks sharing one GPU park
- * streams in cuStreamWaitValue64, and when more streams exist than CUDA's
- * hardware queues (CUDA_DEVICE_MAX_CONNECTIONS, 8 by default) a waiting stream
- * can sit in front of the persistent kernel of a peer in the same queue (seen
- * on the H200 with 4 ranks, 2026-11-29). A bare cudaStreamSynchronize then
+ * cannot catch is GPU work that never starts or never ends: a persistent
+ * kernel that cannot become resident, or (before the host hand-off,
+ * handoff.c) a stream parked in cuStreamWaitValue64 in front of a peer's work
+ * in the same hardware queue (seen on the H200 with 4 ranks, 2026-11-29). A
+ * bare cudaStreamSynchronize then
  * blocks forever; this wait turns it into TD_ERR_TIMEOUT naming the likely
  * cause and its remedy, and marks the executor stuck, so that destroy does
  * not wait on the same work again, and the device stuck (device_stuck.h),
