@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # GPU machine (device tool, kind nvidia-h200-x4), the fused operators across
 # GPUs: the fused GPU tests, then `tdist bench` of ag_gemm / gemm_rs /
-# gemm_ar with 4 ranks on 4 GPUs (fused vs NCCL + cuBLAS) and ag_gemm with 8
+# gemm_ar with one rank per GPU (all GPUs, or TD_FMG_RANKS) (fused vs NCCL + cuBLAS) and ag_gemm with 8
 # ranks sharing GPU 0 (direct GEMMs vs the copying baseline). Binaries from
 # scripts/fusedmg-prep.sh; carry .gpubin-fusedmg and .debs:
 #   . scripts/gpu-env.sh >/dev/null 2>&1; scripts/fusedmg-gpu.sh [tests,multi,shared,shareddirect,sharedcopy,ar]
@@ -32,8 +32,9 @@ if has tests; then
   echo "== ops_gpu_test rc=$?"; grep -E "^\[  |FAIL|rror|off by|SKIP" "$OUT/f/ops_gpu_test.log" | head -30
 fi
 M="--models llama3.1-70b,check --m 8192 --variants fused"
-if has multi; then
-  for op in ag_gemm gemm_rs gemm_ar; do bench ${op}_r4 90 $op --ranks 4 $M; done
+NG=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU'); RM=${TD_FMG_RANKS:-$NG}
+if has multi; then # one rank per GPU, every GPU of the machine
+  for op in ag_gemm gemm_rs gemm_ar; do bench ${op}_r$RM 90 $op --ranks $RM $M; done
 fi
 S="--models ${TD_SHARED_MODELS:-llama3.1-8b,llama3.1-70b,check} --m ${TD_SHARED_M:-1024,8192} --variants fused"
 if has shared; then # direct (zero-copy) GEMMs, the default on a shared GPU
@@ -46,6 +47,6 @@ if has sharedcopy; then # the copy path on the same GPU, for the comparison
   TD_CUDA_DEVICE=0 TD_OPS_FUSED_AG=copy bench ag_gemm_r8_shared_copy 90 ag_gemm --ranks 8 $S
 fi
 if has ar; then
-  bench all_reduce_r4 60 all_reduce --ranks 4 --sizes 64K,4M,64M
+  bench all_reduce_r$RM 60 all_reduce --ranks $RM --sizes 64K,4M,64M
 fi
 tar czf /tmp/fusedmg.tgz -C "$OUT" f && rm -rf "${OUT:?}/f" && mv /tmp/fusedmg.tgz "$OUT/fusedmg.tgz"

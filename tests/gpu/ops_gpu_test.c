@@ -8,7 +8,7 @@
  * reduction kernels) on the shapes it takes, as AUTO's choice and forced,
  * with its refusals on every rank; ag_gemm's direct (zero-copy) GEMMs on a
  * shared GPU; every fused operator with its ranks on 2 and 4 GPUs (skipped on
- * smaller machines). TD_GPU_TEST_FILTER=<glob> runs a subset. */
+ * smaller machines). TD_GPU_TEST_FILTER=<glob>[,<glob>...] runs a subset. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -21,6 +21,7 @@
 #include <time.h>
 
 #include <cuda_runtime_api.h>
+#include <fnmatch.h>
 
 #include "ops/ops_harness.h"
 
@@ -542,8 +543,23 @@ int main(void) {
       cmocka_unit_test(test_fused_gpus2),
       cmocka_unit_test(test_fused_gpus4),
   };
-  const char *filter = getenv("TD_GPU_TEST_FILTER"); /* e.g. test_fused */
-  if (filter && *filter)
-    cmocka_set_test_filter(filter);
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  /* TD_GPU_TEST_FILTER: comma-separated fnmatch globs ("test_fused_gpus*,test_fused_user_stream") */
+  const char *filter = getenv("TD_GPU_TEST_FILTER");
+  enum { NT = sizeof tests / sizeof tests[0] };
+  struct CMUnitTest pick[NT];
+  size_t np = 0;
+  for (size_t i = 0; i < NT; i++) {
+    int take = !filter || !*filter;
+    char pats[512];
+    snprintf(pats, sizeof pats, "%s", filter ? filter : "");
+    for (char *save = NULL, *p = strtok_r(pats, ",", &save); p && !take; p = strtok_r(NULL, ",", &save))
+      take = fnmatch(p, tests[i].name, 0) == 0;
+    if (take)
+      pick[np++] = tests[i];
+  }
+  if (np == 0) {
+    fprintf(stderr, "ops_gpu_test: TD_GPU_TEST_FILTER=%s matches no test\n", filter);
+    return 1;
+  }
+  return _cmocka_run_group_tests("ops_gpu_test", pick, np, NULL, NULL);
 }
