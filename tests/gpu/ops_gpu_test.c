@@ -234,6 +234,10 @@ static void test_fused_direct(void **state) {
   fused_case(TD_TP_GEMM_RS, TD_TP_FUSED, TD_F16, 5, 64, 128, 0, 2, 0, 8); /* M < ranks */
   fused_case(TD_TP_GEMM_RS, TD_TP_FUSED, TD_BF16, 259, 128, 64, 0, 100, 0, 8);
   unsetenv("TD_OPS_FUSED_RS");
+  setenv("TD_OPS_FUSED_AR", "all-push", 1); /* forced on one GPU too: n - 1 slots, M not divisible */
+  for (int r = 0; r < 3; r++)
+    fused_case(TD_TP_GEMM_AR, TD_TP_FUSED, TD_BF16, 4099, 520, 256, 0, 3, 0, ranks[r]);
+  unsetenv("TD_OPS_FUSED_AR");
   unsetenv("TD_CUDA_DEVICE");
 }
 
@@ -278,6 +282,16 @@ static void fused_gpus(int gpus) {
   }
   unsetenv("TD_OPS_FUSED_AG");
   unsetenv("TD_OPS_FUSED_AG_GEMMS");
+  /* gemm_ar both ways (auto takes all-push on 2 GPUs): uneven row blocks, many calls */
+  const char *ar[] = {"two-shot", "all-push"};
+  for (int i = 0; i < 2; i++) {
+    setenv("TD_OPS_FUSED_AR", ar[i], 1);
+    fused_case(TD_TP_GEMM_AR, TD_TP_FUSED, TD_BF16, 1031, 520, 256, 0, 3, 0, gpus);
+    fused_case(TD_TP_GEMM_AR, TD_TP_FUSED, TD_F16, 4099, 520, 256, 0, 2, 0, gpus); /* 3 row blocks */
+    fused_case(TD_TP_GEMM_AR, TD_TP_FUSED, TD_BF16, 6151, 264, 128, 0, 100, 0, gpus);
+    fused_case(TD_TP_GEMM_AR, TD_TP_FUSED, TD_BF16, 2053, 520, 256, 0, 2, 0, 2 * gpus);
+  }
+  unsetenv("TD_OPS_FUSED_AR");
   /* two ranks per GPU: peers on this GPU and on the others */
   fused_case(TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 1001, 1024, 64, 0, 3, 0, 2 * gpus);
   fused_case(TD_TP_GEMM_RS, TD_TP_FUSED, TD_BF16, 301, 264, 512, 0, 3, 0, 2 * gpus);

@@ -270,7 +270,11 @@ static td_status td__f_pick_config(td_tp_op *op, td__tp_fused *f, int m, int n, 
  * speed, where copy + one launch gave 0.98-1.04x; docs/perf.md).
  * Copy's GEMM launches: TD_OPS_FUSED_AG_GEMMS, else by placement and
  * shape -- one per source across GPUs (own rows first, then each peer's as
- * its copy lands: the natural order when the copies cross NVLink); on one
+ * its copy lands: the natural order when the copies cross NVLink) for parts
+ * of >= 1024 rows, else one launch after the copies (H200 x2, 2026-11-29:
+ * parts of 512 rows ran 2 launches 1-13% slower than copy + one launch, as
+ * 2048-row parts ran 1-8% faster; the copy of a part that small is 10-40 us,
+ * little to hide; 1024 is between the two, not measured); on one
  * GPU (H200, 8 ranks, 2026-11-29) one launch over every row while a rank's
  * part is small (M / ranks < 512: the split launches are too small to fill
  * their share of the GPU), else 3 (own rows, then after, then before). */
@@ -286,7 +290,7 @@ static td_status td__f_ag_mode(const td_tp_op *op, td__tp_fused *f) {
                 : mode && !strcmp(mode, "copy")                                 ? 0
                                                 : !f->multi && v == 0 && op->d.m / f->n >= 512;
   if (v == 0)
-    v = f->multi ? 8 : op->d.m / f->n < 512 ? 1 : 3;
+    v = f->multi ? (op->d.m / f->n < 1024 ? 1 : 8) : op->d.m / f->n < 512 ? 1 : 3;
   f->ag_blocks = f->ag_direct || v == 8 ? f->n : (int)v;
   if (f->ag_blocks > f->n)
     f->ag_blocks = f->n;
@@ -301,6 +305,24 @@ static td_status td__f_rs_mode(td__tp_fused *f) {
   const char *mode = NULL;
   TD_CHECK(td_config_str("TD_OPS_FUSED_RS", &mode));
   f->rs_push = mode && !strcmp(mode, "push") ? 1 : mode && !strcmp(mode, "pull") ? 0 : f->multi;
+  return TD_OK;
+}
+
+/* gemm_ar above the one-shot size: TD_OPS_FUSED_AR, else all-push for two
+ * ranks on two GPUs, where it moves the same bytes as two-shot (the whole
+ * partial but once, against half of it twice) with the all-gather, its
+ * barrier and its exposed copy gone (H200 x2, 2026-11-29: two-shot left
+ * 0.4-0.5 ms above the GEMM at M = 8192; docs/perf.md). Row blocks: about
+ * 2048 rows each, at most 4, so the last block's push (the exposed one) is
+ * small while each GEMM still fills the GPU. */
+static td_status td__f_ar_mode(const td_tp_op *op, td__tp_fused *f) {
+  const char *mode = NULL;
+  TD_CHECK(td_config_str("TD_OPS_FUSED_AR", &mode));
+  f->ar_all_push = !f->one_shot && (mode && !strcmp(mode, "all-push")   ? 1
+                                    : mode && !strcmp(mode, "two-shot") ? 0
+                                                                        : f->multi && f->n == 2);
+  int64_t b = (op->d.m + 2047) / 2048;
+  f->ar_blocks = (int)(b < 1 ? 1 : b > 4 ? 4 : b);
   return TD_OK;
 }
 
@@ -352,7 +374,7 @@ static td_status td__f_alloc(td_tp_op *op, td__tp_fused *f) {
   TD_CHECK(td__f_cu(cudaStreamCreateWithPriority(&f->s, cudaStreamNonBlocking, lo), "cudaStreamCreateWithPriority"));
   TD_CHECK(td__f_cu(cudaStreamCreateWithPriority(&f->ce, cudaStreamNonBlocking, hi), "cudaStreamCreateWithPriority"));
   TD_CHECK(td__f_cu(cudaEventCreateWithFlags(&f->ce_done, cudaEventDisableTiming), "cudaEventCreate"));
-  for (int p = 0; p < f->n; p++)
+  for (int p = 0; p < TD__MAXR; p++) /* per source (ag), per owner (rs push) or per row block (ar all-push) */
     TD_CHECK(td__f_cu(cudaEventCreateWithFlags(&f->ev_put[p], cudaEventDisableTiming), "cudaEventCreate"));
   TD_CHECK(td__f_cu(cudaEventCreateWithFlags(&f->ev_gdone, cudaEventDisableTiming), "cudaEventCreate"));
   TD_CHECK(td__f_cu(cudaEventCreateWithFlags(&f->ev_rdone, cudaEventDisableTiming), "cudaEventCreate"));
@@ -376,12 +398,18 @@ static td_status td__f_alloc(td_tp_op *op, td__tp_fused *f) {
                         "cudaMalloc (pointer table)"));
   } else if (d->kind != TD_TP_ALL_REDUCE) {
     TD_CHECK(td__f_rs_mode(f));
-    const int push = f->rs_push && (d->kind == TD_TP_GEMM_RS || !f->one_shot);
-    TD_CHECK(td__f_pick_config(op, f, (int)(push ? f->rows[0] : d->m), (int)d->n, (int)(d->k / f->n), &f->cfg));
+    if (d->kind == TD_TP_GEMM_AR)
+      TD_CHECK(td__f_ar_mode(op, f));
+    const int push = f->rs_push && (d->kind == TD_TP_GEMM_RS || !f->one_shot) && !f->ar_all_push;
+    const int64_t lm = f->ar_all_push ? (d->m + f->ar_blocks - 1) / f->ar_blocks : push ? f->rows[0] : d->m;
+    TD_CHECK(td__f_pick_config(op, f, (int)lm, (int)d->n, (int)(d->k / f->n), &f->cfg));
     TD_CHECK(td__f_cu(cudaMalloc(&f->buf, m * (size_t)d->n * f->esz), "cudaMalloc (partial)"));
-    if (d->kind == TD_TP_GEMM_AR && !f->one_shot)
+    if (d->kind == TD_TP_GEMM_AR && !f->one_shot && !f->ar_all_push)
       TD_CHECK(td__f_cu(cudaMalloc(&f->red, m * (size_t)d->n * f->esz), "cudaMalloc (reduced rows)"));
-    if (push && f->rows[0] > 0)
+    if (f->ar_all_push && f->n > 1)
+      TD_CHECK(td__f_cu(cudaMalloc(&f->recv, (size_t)(f->n - 1) * m * (size_t)d->n * f->esz),
+                        "cudaMalloc (receive slots)"));
+    else if (push && f->rows[0] > 0)
       TD_CHECK(td__f_cu(cudaMalloc(&f->recv, (size_t)f->n * (size_t)f->rows[0] * (size_t)d->n * f->esz),
                         "cudaMalloc (receive slots)"));
   }

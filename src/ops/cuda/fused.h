@@ -31,6 +31,8 @@ struct td__tp_fused {
   void **ptrs;    /* ag batched: device table of 3 x n pointers (B, A, C per part) */
   int ag_blocks;  /* ag (copy): GEMMs per call: 1 (all rows), 3 (own, after, before) or n (one per source) */
   int rs_push;    /* rs / ar two-shot: row blocks pushed to their owners' receive slots as they are computed */
+  int ar_all_push; /* gemm_ar: every row block pushed to every peer as computed; each rank reduces all rows */
+  int ar_blocks;   /* gemm_ar all-push: row blocks of the partial GEMM (<= TD__MAXR) */
   int pdev[TD__MAXR]; /* every rank's device */
   int poisoned;   /* set (atomically) by a rank whose call failed: later results are void */
   td__tp_fused *peer[TD__MAXR]; /* every rank's state (one process) */
@@ -42,7 +44,8 @@ struct td__tp_fused {
   cudaEvent_t ev_push;            /* rs/ar push: recorded on ce after this rank's last push */
   void *buf;      /* ag: gather buffer [M,K]; rs/ar: partial [M,N] */
   void *red;      /* gemm_ar two-shot: reduced rows [M,N] */
-  void *recv;     /* rs/ar push: n receive slots [rows[0], N]; slot p = rank p's partial of this rank's rows */
+  void *recv;     /* rs/ar push: n receive slots [rows[0], N]; slot p = rank p's partial of this rank's rows.
+                   * ar all-push: n - 1 slots [M, N], one per peer (td__f_slot) */
   uint64_t *ctl;  /* TD__CTL_WORDS progress words (fin, gemm done, reduce done), for diagnostics */
   void *pbuf[TD__MAXR], *pred[TD__MAXR], *precv[TD__MAXR];
   uint64_t *pctl[TD__MAXR];
@@ -69,6 +72,8 @@ td_status td__f_finish(td_tp_op *op, td__tp_fused *f);
 td_status td__f_sync_mid(td_tp_op *op, td__tp_fused *f);
 td_status td__f_setv(cudaStream_t s, uint64_t *addr, uint64_t v);
 int td__f_dt(td_dtype dt);
+/* ar all-push: the receive slot of rank p's partial at rank q (p != q). */
+static inline int td__f_slot(int p, int q) { return p < q ? p : p - 1; }
 /* src/tile/cuda/gemm_cublas.c (in the GEMM library, so reached through a weak
  * reference): count GEMMs of p's shape in one cublasGemmBatchedEx launch;
  * ptrs (device) = count B, then count A, then count C pointers. */

@@ -33,7 +33,9 @@
  *  gemm_ar  the same reduction into the reduced-rows buffer, then every rank
  *           copies every rank's reduced rows into C behind a second barrier
  *           (two-shot); outputs up to 1 MiB are reduced whole by every rank
- *           from the peers' partials (one-shot).
+ *           from the peers' partials (one-shot). all-push (2 ranks on 2 GPUs
+ *           by default): every row block of the partial goes to every peer
+ *           as it is computed, and each rank reduces all rows locally.
  * Reductions sum in f32 in rank order (td__fused_reduce), push or pull. */
 #include <cuda_runtime.h>
 
@@ -192,7 +194,68 @@ static td_status td__f_rs_gemm_push(td_tp_op *op, td__tp_fused *f, const void *a
   return gst;
 }
 
+/* ar all-push: the whole partial in f->ar_blocks row blocks; as each is
+ * done the copy-engine stream pushes it into every peer's receive slot for
+ * this rank (td__f_slot); ev_push follows the last push. Failures go to *st;
+ * returns the GEMMs'. */
+static td_status td__f_ar_gemm_all_push(td_tp_op *op, td__tp_fused *f, const void *a, const void *b,
+                                        td_status *st) {
+  const int n = f->n, r = f->r;
+  const int64_t kp = op->d.k / n, M = op->d.m;
+  const size_t crow = (size_t)op->d.n * f->esz, arow = (size_t)kp * f->esz, whole = (size_t)M * crow;
+  td_status gst = TD_OK;
+  for (int i = 0; i < f->ar_blocks; i++) {
+    size_t off, len;
+    td_chunk_range((size_t)M, f->ar_blocks, i, &off, &len);
+    if (len == 0)
+      continue;
+    char *part = (char *)f->buf + off * crow;
+    td_gemm_problem pr = {(int)len, (int)op->d.n, (int)kp, op->d.dtype, TD_GEMM_B_KN,
+                          (const char *)a + off * arow, b, part, NULL};
+    if (gst == TD_OK)
+      gst = td__gemm_cuda_run(&pr, &f->cfg, 0, NULL, f->s);
+    /* a failed block is still pushed: every event the peers wait for is recorded */
+    td__f_keep(st, td__f_cu(cudaEventRecord(f->ev_put[i], f->s), "cudaEventRecord"));
+    td__f_keep(st, td__f_cu(cudaStreamWaitEvent(f->ce, f->ev_put[i], 0), "cudaStreamWaitEvent"));
+    for (int j = 1; j < n; j++) {
+      int q = (r + j) % n;
+      td__f_keep(st, td__f_cu(cudaMemcpyAsync((char *)f->precv[q] + (size_t)td__f_slot(r, q) * whole + off * crow,
+                                              part, len * crow, cudaMemcpyDeviceToDevice, f->ce),
+                              "cudaMemcpyAsync (a partial block to a peer)"));
+    }
+  }
+  td__f_keep(st, td__f_cu(cudaEventRecord(f->ev_push, f->ce), "cudaEventRecord"));
+  return gst;
+}
+
+/* gemm_ar all-push: the pushes, a barrier (every push enqueued), then each
+ * rank waits for every rank's last push and sums all rows of its own partial
+ * and the n - 1 received ones, f32 in rank order: the same bits on every
+ * rank, no all-gather. */
+static td_status td__f_ar_all_push(td_tp_op *op, td__tp_fused *f, void *c, const void *a, const void *b,
+                                   uint64_t e) {
+  const int n = f->n, r = f->r;
+  const size_t whole = (size_t)op->d.m * (size_t)op->d.n * f->esz;
+  td_status st = TD_OK;
+  td_status gst = td__f_ar_gemm_all_push(op, f, a, b, &st);
+  td__f_keep(&st, td__f_setv(f->s, f->ctl + TD__CTL_GDONE, e));
+  TD_CHECK(td__f_sync_mid(op, f)); /* every rank's pushes of call e are enqueued */
+  const void *src[TD__MAXR];
+  for (int p = 0; p < n; p++) {
+    td__f_keep(&st, td__f_cu(cudaStreamWaitEvent(f->s, f->peer[p]->ev_push, 0), "cudaStreamWaitEvent"));
+    src[p] = p == r ? f->buf : (const char *)f->recv + (size_t)td__f_slot(p, r) * whole;
+  }
+  int le = td__fused_reduce(c, src, n, (long long)(op->d.m * op->d.n), td__f_dt(op->d.dtype), f->sms, f->s);
+  if (le != 0 && gst == TD_OK)
+    gst = td__f_cu((cudaError_t)le, "the reduction kernel's launch");
+  td__f_keep(&st, td__f_setv(f->s, f->ctl + TD__CTL_FIN, e));
+  td_status fin = td__f_finish(op, f);
+  return gst != TD_OK ? gst : st != TD_OK ? st : fin;
+}
+
 td_status td__f_rs_ar(td_tp_op *op, td__tp_fused *f, void *c, const void *a, const void *b, uint64_t e) {
+  if (f->ar_all_push)
+    return td__f_ar_all_push(op, f, c, a, b, e);
   const int64_t M = op->d.m, N = op->d.n;
   const int r = f->r, n = f->n;
   const size_t crow = (size_t)N * f->esz;
