@@ -87,7 +87,8 @@ static const td__cfg_var td__vars[] = {
     {"TD_OPS_FUSED_AR", TD__CFG_STR, "auto", 0, 0, "auto,two-shot,all-push",
      "fused gemm_ar above 1 MiB of output: two-shot (reduce-scatter, then all-gather of the reduced rows) or "
      "all-push (every rank pushes each row block of its partial to every peer as it is computed, then reduces all "
-     "rows locally: n - 1 times the bytes, no all-gather); auto = all-push for 2 ranks on 2 GPUs, else two-shot",
+     "rows locally: n - 1 times the bytes, no all-gather); auto = all-push for 2 ranks on 2 GPUs and M > 4096, else "
+     "two-shot",
      NULL},
     {"TD_OPS_FUSED_RS", TD__CFG_STR, "auto", 0, 0, "auto,pull,push",
      "fused gemm_rs / gemm_ar: pull (each rank reduces its rows from the peers' whole partials) or push (row blocks "
