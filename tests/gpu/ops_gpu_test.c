@@ -126,6 +126,12 @@ static void fused_case(td_tp_kind kind, td_tp_variant v, td_dtype dt, int64_t m,
                        size_t count, int calls, int sample, int ranks) {
   oh_case c = g_case(kind, v, dt, m, n, k, count, calls);
   c.sample_rows = sample;
+  if (getenv("TD_GPU_TEST_VERBOSE")) /* which case a hang or a failure is in (unbuffered, before it runs) */
+    fprintf(stderr, "case %s dt=%d m=%lld n=%lld k=%lld count=%zu calls=%d ranks=%d AG=%s RS=%s AR=%s\n",
+            td_tp_kind_name(kind), (int)dt, (long long)m, (long long)n, (long long)k, count, calls, ranks,
+            getenv("TD_OPS_FUSED_AG") ? getenv("TD_OPS_FUSED_AG") : "-",
+            getenv("TD_OPS_FUSED_RS") ? getenv("TD_OPS_FUSED_RS") : "-",
+            getenv("TD_OPS_FUSED_AR") ? getenv("TD_OPS_FUSED_AR") : "-");
   OH_EXPECT_OK(ranks, &c);
   assert_int_equal(c.chosen, TD_TP_FUSED);
 }
