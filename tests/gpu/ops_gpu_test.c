@@ -294,7 +294,7 @@ static void fused_gpus(int gpus) {
     setenv("TD_OPS_FUSED_AR", ar[i], 1);
     fused_case(TD_TP_GEMM_AR, TD_TP_FUSED, TD_BF16, 1031, 520, 256, 0, 3, 0, gpus);
     fused_case(TD_TP_GEMM_AR, TD_TP_FUSED, TD_F16, 4099, 520, 256, 0, 2, 0, gpus); /* 3 row blocks */
-    fused_case(TD_TP_GEMM_AR, TD_TP_FUSED, TD_BF16, 6151, 264, 128, 0, 100, 0, gpus);
+    fused_case(TD_TP_GEMM_AR, TD_TP_FUSED, TD_BF16, 6151, 264, 128, 0, 100, 8, gpus); /* 8 rows checked a call */
     fused_case(TD_TP_GEMM_AR, TD_TP_FUSED, TD_BF16, 2053, 520, 256, 0, 2, 0, 2 * gpus);
   }
   unsetenv("TD_OPS_FUSED_AR");
