@@ -333,8 +333,8 @@ static td_status td__f_rs_mode(td__tp_fused *f) {
  * partial but once, against half of it twice) with the all-gather, its
  * barrier and its exposed copy gone, once M > 4096 (H200 x2, 2026-11-29,
  * the five models: at M = 8192 all-push 1.11-1.35x of NCCL + cuBLAS where
- * two-shot gave 1.10-1.16x; at 4096 the same within 3%; at 1024, one block
- * with nothing to hide its push behind, 0.97-1.00x against 1.02-1.10x;
+ * two-shot gave 1.10-1.23x; at 4096 1-2% behind two-shot; at 1024, one block
+ * with nothing to hide its push behind, 0.97-1.00x against 1.02-1.12x;
  * docs/perf.md). Row blocks: about
  * 2048 rows each, at most 4, so the last block's push (the exposed one) is
  * small while each GEMM still fills the GPU. */
