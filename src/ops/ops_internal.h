@@ -73,6 +73,17 @@ void td__tp_fused_probe_rank(const td__tp_desc *d, td_team *team, td__tp_fused_p
  * 0 with the first reason in why (may be NULL). Pure: the same probes give
  * the same answer on every rank. */
 int td__tp_fused_agree(const td__tp_fused_probe *all, int nranks, char *why, size_t why_size);
+/** Across GPUs, whether fused ag_gemm's GEMM is split into one launch per
+ * rank's part (rows[p] rows of part p, this rank r's part needs no copy)
+ * rather than one launch over all m rows after the copies: the waves of
+ * 128 x 256 tiles over sms SMs that the split adds, against the copy it hides
+ * (the peers' rows, esz bytes a K element each); nb = output columns of a
+ * rank. Pure (tp_fused_check.c; measured rule in its comment). 1: split. */
+int td__tp_fused_ag_split(int64_t m, const int64_t *rows, int n, int r, int64_t nb, int sms, size_t esz);
+/** Fused gemm_ar above the one-shot size, auto: whether all-push (every row
+ * block of the partial pushed to every peer) beats two-shot: 2 ranks on
+ * different GPUs (multi) and m > 4096. Pure (tp_fused_check.c). */
+int td__tp_fused_ar_all_push(int n, int multi, int64_t m);
 /** Collective: whether AUTO runs TD_TP_FUSED for this operator: its static
  * rules (td__tp_fused_check), TD_OPS_FUSED (0 turns AUTO's choice off), then
  * every rank's probe exchanged and td__tp_fused_agree. Every rank gets the

@@ -147,3 +147,37 @@ td_status td__tp_fused_auto(td_team *team, const td__tp_desc *d, const td_tp_opt
   free(all);
   return st;
 }
+
+/* Across GPUs, whether ag_gemm's GEMM is worth splitting into one launch
+ * per rank's part: the waves of 128 x 256 tiles over the SMs that the split
+ * adds (a part's last wave runs part-empty) against the copy it hides (the
+ * peers' rows, over the link). Both scale with K, so the rule is rows
+ * against waves: split when copied rows x bytes / link rate exceed the added
+ * waves x one tile's work / one SM's rate (Hopper: ~7.5 TFLOP/s of bf16 per
+ * SM, NVLink ~350 GB/s a direction). Measured on H200 x2, 2026-11-29,
+ * ag_gemm at M = 1024 and 2048 over the five models (docs/perf.md): the
+ * split was 1-8% faster in the 7 cases of no added wave and 5-6% slower in
+ * the 3 that added one with 512 or 1024 copied rows; at M = 8192 the split
+ * of 405b adds a wave but hides 4096 rows, and ran 1% ahead of copy + one
+ * GEMM (the benchmark's baseline side). */
+int td__tp_fused_ag_split(int64_t m, const int64_t *rows, int n, int r, int64_t nb, int sms, size_t esz) {
+  const int64_t s = sms > 0 ? sms : 1, cols = (nb + 255) / 256;
+  int64_t whole = ((m + 127) / 128 * cols + s - 1) / s, parts = 0;
+  for (int p = 0; p < n; p++)
+    parts += ((rows[p] + 127) / 128 * cols + s - 1) / s;
+  const double sm_flops = 7.5e12, link = 350e9, tile = 2.0 * 128 * 256; /* per K */
+  const double hidden = (double)(m - rows[r]) * (double)esz / link, added = (double)(parts - whole) * tile / sm_flops;
+  return parts <= whole || hidden > added;
+}
+
+/* All-push for two ranks on two GPUs moves the same bytes as two-shot (the
+ * whole partial once, against half of it twice) with the all-gather, its
+ * barrier and its exposed copy gone; with n ranks it moves n - 1 partials.
+ * Measured (H200 x2, 2026-11-29, the five models, docs/perf.md): at M = 8192
+ * all-push 1.11-1.35x of NCCL + cuBLAS where two-shot gave 1.10-1.23x; at
+ * 4096 1-2% behind two-shot; at 1024 (one row block, nothing to hide its
+ * push behind) 0.97-1.00x against 1.02-1.12x. */
+int td__tp_fused_ar_all_push(int n, int multi, int64_t m) {
+  return multi && n == 2 && m > 4096;
+}
+

@@ -259,28 +259,6 @@ static td_status td__f_pick_config(td_tp_op *op, td__tp_fused *f, int m, int n, 
   return TD_OK;
 }
 
-/* Across GPUs, whether ag_gemm's GEMM is worth splitting into one launch
- * per rank's part: the waves of 128 x 256 tiles over the SMs that the split
- * adds (a part's last wave runs part-empty) against the copy it hides (the
- * peers' rows, over the link). Both scale with K, so the rule is rows
- * against waves: split when copied rows x bytes / link rate exceed the added
- * waves x one tile's work / one SM's rate (Hopper: ~7.5 TFLOP/s of bf16 per
- * SM, NVLink ~350 GB/s a direction). Measured on H200 x2, 2026-11-29,
- * ag_gemm at M = 1024 and 2048 over the five models (docs/perf.md): the
- * split was 1-8% faster in the 7 cases of no added wave and 5-6% slower in
- * the 3 that added one with 512 or 1024 copied rows; at M = 8192 a split
- * that adds a wave (405b) still hides 4096 rows and was 2-3% faster. */
-static int td__f_split_waves(int64_t m, const td__tp_fused *f) {
-  const int64_t sms = f->sms > 0 ? f->sms : 1, cols = (f->nb + 255) / 256;
-  int64_t whole = ((m + 127) / 128 * cols + sms - 1) / sms, parts = 0;
-  for (int p = 0; p < f->n; p++)
-    parts += ((f->rows[p] + 127) / 128 * cols + sms - 1) / sms;
-  const double sm_flops = 7.5e12, link = 350e9, tile = 2.0 * 128 * 256; /* per K */
-  const double hidden = (double)(m - f->rows[f->r]) * (double)f->esz / link, added = (double)(parts - whole) * tile /
-                                                                                 sm_flops;
-  return parts <= whole || hidden > added;
-}
-
 /* ag_gemm's schedule. TD_OPS_FUSED_AG: direct (GEMMs on the peers' A in
  * place, one launch per rank), batched (the same as one cuBLAS batched launch
  * where the parts are equal, set up in td__f_alloc) or copy (gather, then
@@ -293,7 +271,7 @@ static int td__f_split_waves(int64_t m, const td__tp_fused *f) {
  * Copy's GEMM launches: TD_OPS_FUSED_AG_GEMMS, else by placement and
  * shape -- across GPUs one per source (own rows first, then each peer's as
  * its copy lands: the natural order when the copies cross NVLink) where the
- * split costs no wave (td__f_split_waves), else one launch after the copies;
+ * split pays (td__tp_fused_ag_split, tp_fused_check.c), else one launch after the copies;
  * on one
  * GPU (H200, 8 ranks, 2026-11-29) one launch over every row while a rank's
  * part is small (M / ranks < 512: the split launches are too small to fill
@@ -310,7 +288,7 @@ static td_status td__f_ag_mode(const td_tp_op *op, td__tp_fused *f) {
                 : mode && !strcmp(mode, "copy")                                 ? 0
                                                 : !f->multi && v == 0 && op->d.m / f->n >= 512;
   if (v == 0)
-    v = f->multi ? (td__f_split_waves(op->d.m, f) ? 8 : 1) : op->d.m / f->n < 512 ? 1 : 3;
+    v = f->multi ? (td__tp_fused_ag_split(op->d.m, f->rows, f->n, f->r, f->nb, f->sms, f->esz) ? 8 : 1) : op->d.m / f->n < 512 ? 1 : 3;
   f->ag_blocks = f->ag_direct || v == 8 ? f->n : (int)v;
   if (f->ag_blocks > f->n)
     f->ag_blocks = f->n;
@@ -328,14 +306,8 @@ static td_status td__f_rs_mode(td__tp_fused *f) {
   return TD_OK;
 }
 
-/* gemm_ar above the one-shot size: TD_OPS_FUSED_AR, else all-push for two
- * ranks on two GPUs, where it moves the same bytes as two-shot (the whole
- * partial but once, against half of it twice) with the all-gather, its
- * barrier and its exposed copy gone, once M > 4096 (H200 x2, 2026-11-29,
- * the five models: at M = 8192 all-push 1.11-1.35x of NCCL + cuBLAS where
- * two-shot gave 1.10-1.23x; at 4096 1-2% behind two-shot; at 1024, one block
- * with nothing to hide its push behind, 0.97-1.00x against 1.02-1.12x;
- * docs/perf.md). Row blocks: about
+/* gemm_ar above the one-shot size: TD_OPS_FUSED_AR, else
+ * td__tp_fused_ar_all_push (tp_fused_check.c says why). Row blocks: about
  * 2048 rows each, at most 4, so the last block's push (the exposed one) is
  * small while each GEMM still fills the GPU. */
 static td_status td__f_ar_mode(const td_tp_op *op, td__tp_fused *f) {
@@ -343,8 +315,8 @@ static td_status td__f_ar_mode(const td_tp_op *op, td__tp_fused *f) {
   TD_CHECK(td_config_str("TD_OPS_FUSED_AR", &mode));
   f->ar_all_push = !f->one_shot && (mode && !strcmp(mode, "all-push")   ? 1
                                     : mode && !strcmp(mode, "two-shot") ? 0
-                                                                        : f->multi && f->n == 2 &&
-                                                                              op->d.m > 4096);
+                                                                        : td__tp_fused_ar_all_push(
+                                                                              f->n, f->multi, op->d.m));
   int64_t b = (op->d.m + 2047) / 2048;
   f->ar_blocks = (int)(b < 1 ? 1 : b > 4 ? 4 : b);
   return TD_OK;

@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * The fused variant's schedule rules across GPUs (ops_internal.h, pure, no
+ * GPU needed): whether ag_gemm splits its GEMM per source
+ * (td__tp_fused_ag_split) and whether gemm_ar takes all-push
+ * (td__tp_fused_ar_all_push). The expected answers are the outcomes
+ * measured on two H200s (docs/perf.md, "Operators on two H200s"): each case
+ * names the shape and which schedule ran faster there. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "ops/ops_internal.h"
+
+enum { H200_SMS = 132 };
+
+/* 2 ranks, rank 0, bf16: M rows split as td_chunk_range does (part 0 the larger), nb = N / 2 columns */
+static int split2(int64_t m, int64_t n_total) {
+  int64_t rows[2] = {(m + 1) / 2, m / 2};
+  return td__tp_fused_ag_split(m, rows, 2, 0, (n_total + 1) / 2, H200_SMS, 2);
+}
+
+/* ag_gemm, measured with TD_OPS_FUSED_AG_GEMMS=1 and =8 (one run each, 9373ae9) */
+static void test_ag_split_measured(void **state) {
+  (void)state;
+  /* per-source GEMMs faster: 1-8% (no wave added) */
+  assert_true(split2(1024, 14336));  /* llama3.1-8b */
+  assert_true(split2(2048, 14336));
+  assert_true(split2(1024, 28672));  /* llama3.1-70b */
+  assert_true(split2(1024, 29568));  /* qwen2-72b */
+  assert_true(split2(2048, 29568));
+  assert_true(split2(1024, 49152));  /* gpt3-175b */
+  assert_true(split2(2048, 49152));
+  /* one GEMM after the copies faster: 5-6% (the split adds a wave, few rows hidden) */
+  assert_false(split2(2048, 28672)); /* llama3.1-70b */
+  assert_false(split2(1024, 53248)); /* llama3.1-405b */
+  assert_false(split2(2048, 53248));
+  /* the split kept at M = 8192 for 405b (a wave added, 4096 rows hidden: 1.03-1.04x of NCCL + cuBLAS) */
+  assert_true(split2(8192, 53248));
+}
+
+/* Degenerate inputs: one rank (nothing to copy), empty parts, no SM count. */
+static void test_ag_split_edges(void **state) {
+  (void)state;
+  int64_t one[1] = {4096};
+  assert_true(td__tp_fused_ag_split(4096, one, 1, 0, 4096, H200_SMS, 2)); /* no added wave */
+  int64_t empty[4] = {1, 1, 1, 0}; /* M < ranks: three one-row launches for one tile of work, nothing to hide */
+  assert_false(td__tp_fused_ag_split(3, empty, 4, 3, 128, H200_SMS, 2));
+  assert_false(td__tp_fused_ag_split(3, empty, 4, 0, 128, H200_SMS, 2));
+  int64_t rows[2] = {512, 512};
+  /* sms unknown (0) counts as one SM: every tile a wave, the split adds none */
+  assert_true(td__tp_fused_ag_split(1024, rows, 2, 0, 256, 0, 2));
+  /* the same shape with the H200's SMs: 405b's columns add a wave, 512 rows hide too little */
+  assert_false(td__tp_fused_ag_split(1024, rows, 2, 0, 26624, H200_SMS, 2));
+  /* wider elements hide more: f32 rows take twice as long to copy (still not enough here) */
+  assert_false(td__tp_fused_ag_split(1024, rows, 2, 0, 26624, H200_SMS, 4));
+}
+
+/* gemm_ar: all-push for 2 ranks on 2 GPUs above M = 4096 (measured: faster at 8192 in 5/5 models, 1-2% slower at
+ * 4096, 2-13% slower at 1024), never on one shared GPU or with more ranks (n - 1 partials to move). */
+static void test_ar_all_push(void **state) {
+  (void)state;
+  assert_true(td__tp_fused_ar_all_push(2, 1, 8192));
+  assert_true(td__tp_fused_ar_all_push(2, 1, 4097));
+  assert_false(td__tp_fused_ar_all_push(2, 1, 4096));
+  assert_false(td__tp_fused_ar_all_push(2, 1, 1024));
+  assert_false(td__tp_fused_ar_all_push(2, 0, 8192)); /* one shared GPU */
+  assert_false(td__tp_fused_ar_all_push(4, 1, 8192));
+  assert_false(td__tp_fused_ar_all_push(1, 0, 8192));
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_ag_split_measured),
+      cmocka_unit_test(test_ag_split_edges),
+      cmocka_unit_test(test_ar_all_push),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
