@@ -14,6 +14,7 @@
 
 #include "compiler/compiler.h"
 #include "core/error.h"
+#include "exec/backend.h" /* td__exec_create_cause, td__status_secondary */
 #include "tdist/exec.h"
 #include "tdist/world.h"
 
@@ -21,27 +22,68 @@
 #include <cuda_runtime.h>
 #endif
 
+typedef struct td__rank_failure {
+  td_status status; /* TD_OK: this rank did not fail */
+  int consequence;  /* td_exec_create failed here because another rank's step failed */
+  unsigned seq;     /* 1 for the first failure of the run, 2 for the next, ... */
+  char msg[1024];
+} td__rank_failure;
+
 typedef struct td__run {
   const td_compiled *c;
   const td_program_run_opts *o;
   void ***bufs;      /* [rank][buffer] caller-bound memory, NULL for executor-owned */
   double *times;     /* [iter * n + rank] seconds */
   int64_t *comm_ns, *hidden_ns;
-  /* The first rank whose own call failed (rank + 1; 0: none), claimed before
-   * it takes part in td_exec_destroy: its peers then fail too (a call-order
-   * or peer-failed message), and td_local_world_run would report whichever
-   * rank returned first, which is not the cause. */
-  _Atomic int first_fail;
-  td_status first_status;
-  char first_msg[1024];
+  /* Every rank's failure, in the order they happened: a failing rank takes
+   * its number before it takes part in td_exec_destroy, so its peers' later
+   * failures (a peer-failed, call-order or timeout message) come after it.
+   * td_local_world_run would report whichever rank returned first, which is
+   * not the cause; td__run_cause picks it. Each rank writes only its own
+   * entry; they are read after td_local_world_run joined the ranks. */
+  td__rank_failure *fail; /* [n] */
+  _Atomic unsigned nfail;
 } td__run;
 
-static void td__run_failed(td__run *R, int rank, td_status st) {
-  int none = 0;
-  if (atomic_compare_exchange_strong(&R->first_fail, &none, rank + 1)) {
-    R->first_status = st;
-    snprintf(R->first_msg, sizeof R->first_msg, "%s", td_last_error());
+static void td__run_failed(td__run *R, int rank, td_status st, int consequence) {
+  td__rank_failure *f = &R->fail[rank];
+  if (f->status != TD_OK)
+    return; /* the rank's first failure stands */
+  f->status = st;
+  f->consequence = consequence;
+  f->seq = atomic_fetch_add(&R->nfail, 1) + 1;
+  snprintf(f->msg, sizeof f->msg, "%s", td_last_error());
+}
+
+static int td__failure_class(const td__rank_failure *f) {
+  return f->consequence ? 3 : td__status_secondary(f->status);
+}
+
+/* The failure to report: the earliest of the lowest class (an originating
+ * status before a timeout before a peer's failure or a call mismatch, and a
+ * create that failed only because another rank's step did last), so a rank
+ * whose own step failed is named even when a peer's consequence came first.
+ * Sets the message; returns its status (TD_OK when none failed). */
+static td_status td__run_cause(const td__run *R, int n) {
+  int best = -1, first = -1;
+  for (int r = 0; r < n; r++) {
+    const td__rank_failure *f = &R->fail[r];
+    if (f->status == TD_OK)
+      continue;
+    if (first < 0 || f->seq < R->fail[first].seq)
+      first = r;
+    if (best < 0 || td__failure_class(f) < td__failure_class(&R->fail[best]) ||
+        (td__failure_class(f) == td__failure_class(&R->fail[best]) && f->seq < R->fail[best].seq))
+      best = r;
   }
+  if (best < 0)
+    return TD_OK;
+  const td__rank_failure *b = &R->fail[best];
+  if (best == first)
+    return td__error(b->status, "rank %d failed first, with %s: %s", best, td_status_name(b->status), b->msg);
+  return td__error(b->status, "rank %d failed with %s: %s [the cause; rank %d failed earlier, with %s, as a "
+                   "consequence]", best, td_status_name(b->status), b->msg, first,
+                   td_status_name(R->fail[first].status));
 }
 
 static uint64_t td__splitmix(uint64_t *s) {
@@ -87,7 +129,9 @@ static td_status td__rank_main(td_world *world, int rank, void *arg) {
   td_exec *ex = NULL;
   td_status st = td_exec_create(plan, td_world_team(world), &eo, &ex);
   if (st != TD_OK) {
-    td__run_failed(R, rank, st);
+    /* Every rank returns the failing rank's status; only that rank is the cause. */
+    int cause = td__exec_create_cause();
+    td__run_failed(R, rank, st, cause >= 0 && cause != rank);
     return st;
   }
   int nb = td_plan_nbuffers(plan);
@@ -147,8 +191,10 @@ static td_status td__rank_main(td_world *world, int rank, void *arg) {
   }
 #endif
   if (st != TD_OK)
-    td__run_failed(R, rank, st);
+    td__run_failed(R, rank, st, 0);
   td_status st2 = td_exec_destroy(ex);
+  if (st == TD_OK && st2 != TD_OK)
+    td__run_failed(R, rank, st2, 0);
 #ifdef TD_HAVE_CUDA_EXEC
   for (int32_t b = 0; dev && b < nb; b++)
     if (dev[b])
@@ -205,8 +251,9 @@ td_status td_program_run(const td_program *p, const td_program_run_opts *o, td_p
   R.times = calloc((size_t)o->iters * n, sizeof *R.times);
   R.comm_ns = calloc((size_t)n, sizeof *R.comm_ns);
   R.hidden_ns = calloc((size_t)n, sizeof *R.hidden_ns);
+  R.fail = calloc((size_t)n, sizeof *R.fail);
   td_status st = TD_OK;
-  if (!global || !ref || !parts || !R.bufs || !R.times || !R.comm_ns || !R.hidden_ns)
+  if (!global || !ref || !parts || !R.bufs || !R.times || !R.comm_ns || !R.hidden_ns || !R.fail)
     st = td__error(TD_ERR_NO_MEMORY, "run: out of memory");
   for (int r = 0; r < n && st == TD_OK; r++) {
     R.bufs[r] = calloc((size_t)nb, sizeof **R.bufs);
@@ -312,10 +359,8 @@ td_status td_program_run(const td_program *p, const td_program_run_opts *o, td_p
     td_world_opts wo;
     td_world_opts_init(&wo);
     st = td_local_world_run(n, &wo, td__rank_main, &R);
-    int f = atomic_load(&R.first_fail) - 1;
-    if (st != TD_OK && f >= 0) /* the cause, not the rank that returned first */
-      st = td__error(R.first_status, "rank %d failed first, with %s: %s", f, td_status_name(R.first_status),
-                     R.first_msg);
+    if (st != TD_OK && atomic_load(&R.nfail) > 0) /* the cause, not the rank that returned first */
+      st = td__run_cause(&R, n);
   }
   td_program_run_result res = {0, -1, 0, 0, 1};
   if (st == TD_OK) {
@@ -398,6 +443,7 @@ td_status td_program_run(const td_program *p, const td_program_run_opts *o, td_p
   free(R.times);
   free(R.comm_ns);
   free(R.hidden_ns);
+  free(R.fail);
   free(global);
   free(ref);
   free(parts);

@@ -69,16 +69,30 @@ extern const td__exec_backend td__exec_backend_cpu;
 extern const td__exec_backend td__exec_backend_cuda;
 #endif
 
-/** Collective calls exchanged by td__agree (messages name them). */
+/** Collective calls exchanged by td__agree (messages name them). The
+ * CREATE_* rounds are the agreement points of td_exec_create's steps. */
 enum {
   TD__AGREE_CREATE = 0, TD__AGREE_CREATE_ALLOC = 1, TD__AGREE_CREATE_WORKERS = 2, TD__AGREE_RUN = 3,
-  TD__AGREE_TRACE = 4, TD__AGREE_TRACE_FILE = 5, TD__AGREE_DESTROY = 6
+  TD__AGREE_TRACE = 4, TD__AGREE_TRACE_FILE = 5, TD__AGREE_DESTROY = 6, TD__AGREE_CREATE_DEVICE = 7,
+  TD__AGREE_CREATE_RECORDS = 8, TD__AGREE_CREATE_KERNEL = 9, TD__AGREE_CREATE_TABLES = 10,
+  TD__AGREE_RUN_UPLOAD = 11
 };
+
+/** Characters of a rank's message that one round carries to its peers. */
+enum { TD__AGREE_MSG = 1000 };
 
 typedef struct td__agree_result {
   int bad_rank;     /* first rank that disagreed; -1 when all agreed */
   int other_op;     /* its call when it was in another one */
   td_status status; /* its status when it failed */
+  /* Set whenever every rank posted this call and one or more failed (also
+   * when this rank did): the rank whose failure is the likely cause (the
+   * lowest rank with an originating status, see td__status_secondary; else
+   * the lowest failing rank), its status and message. failed_rank is -1
+   * when no rank posted a failure (or the round itself did not complete). */
+  int failed_rank;
+  td_status failed_status;
+  char failed_msg[TD__AGREE_MSG];
 } td__agree_result;
 
 /** Collective: allocates the exchange's symmetric block on the team. */
@@ -99,6 +113,64 @@ void td__agree_abandon(td__agree *a);
  * seen before this round overwrites its slot in that peer). *res says who. */
 td_status td__agree_round(td__agree *a, int op, td_status mine, const char *msg, uint64_t fingerprint,
                     int64_t timeout_ms, td__agree_result *res);
+
+/** Collective, one agreement point of td_exec_create (exec.c and every
+ * backend's create use it after each stretch of rank-local work, before the
+ * next collective call): posts `mine` with td_last_error() as its message
+ * (when mine != TD_OK) and `fingerprint`, as td__agree_round. When one or
+ * more ranks posted a failure, every rank returns the same status, that of
+ * the cause rank C (td__agree_result.failed_rank), with the message
+ * "td_exec_create: rank C failed to create the executor: <C's message>"
+ * (peers insert "rank R: " after the call name; other failing ranks are
+ * listed, and a failing rank other than C adds its own message). So no rank
+ * leaves the sequence of collective calls early: all ranks stop after the
+ * same round, with the same collective state to free. Otherwise
+ * td__agree_round's errors (deadline, a peer gone, another call, different
+ * fingerprints). */
+td_status td__agree_create_step(td__agree *a, int op, td_status mine, uint64_t fingerprint, int64_t timeout_ms);
+
+/** After td_exec_create failed on the calling thread: the team rank whose
+ * failure the agreement carried to every rank (the calling rank itself when
+ * it was the cause), or -1 when none was carried (e.g. a deadline, or the
+ * plans differ). Lets a gatherer of per-rank failures (td_program_run) tell
+ * the cause from its consequences without reading messages. Thread-local. */
+int td__exec_create_cause(void);
+/** Sets it (td_exec_create: -1 at entry; td__agree_create_step: the cause). */
+void td__exec_set_create_cause(int rank);
+
+/** Nonzero for statuses that usually follow from another rank's failure
+ * rather than cause one: 2 for TD_ERR_PEER_FAILED, TD_ERR_MISMATCH and TD_ERR_STATE
+ * (a peer in another call), 1 for TD_ERR_TIMEOUT (a wait for a peer), 0 for
+ * the others (an originating failure). Gatherers of per-rank failures pick
+ * the lowest class as the cause. */
+int td__status_secondary(td_status st);
+
+/** Test-only fault injection (internal, for tests/exec): while
+ * td__exec_test_fail_at.step is nonzero, team rank td__exec_test_fail_at.rank
+ * fails that step of td_exec_create / td_exec_run with .status and a
+ * message naming the step ("injected failure at step N (<name>)"). Set it
+ * only while no executor call runs (before the ranks start); zero it after.
+ * Not an interface: no environment variable or option reaches it. */
+enum {
+  TD__EXEC_STEP_ARGS = 1,         /* exec.c: argument checks, before the first round */
+  TD__EXEC_STEP_CPU_PREPARE = 2,  /* cpu: queues, workers, local buffers */
+  TD__EXEC_STEP_CPU_START = 3,    /* cpu: symm buffers resolved, workers started */
+  TD__EXEC_STEP_CUDA_DEVICE = 4,  /* cuda: device chosen, arena allocated */
+  TD__EXEC_STEP_CUDA_RECORD = 5,  /* cuda: this rank's record filled */
+  TD__EXEC_STEP_CUDA_KERNEL = 6,  /* cuda: peers opened, kernel compiled and loaded, blocks chosen */
+  TD__EXEC_STEP_CUDA_TABLES = 7,  /* cuda: queues, device tables, stream, device synchronised */
+  TD__EXEC_STEP_RUN = 8,          /* exec.c: td_exec_run's readiness, before the launch round */
+  TD__EXEC_STEP_COUNT = 9
+};
+typedef struct td__exec_fault {
+  int step; /* TD__EXEC_STEP_*; 0 = off */
+  int rank; /* team rank that fails */
+  td_status status;
+} td__exec_fault;
+extern td__exec_fault td__exec_test_fail_at;
+/** TD_OK, or the injected failure when `step` of team rank `rank` is the
+ * one td__exec_test_fail_at names. */
+td_status td__exec_fault_check(int rank, int step);
 
 /** Makes room for `count` events in exec->trace (keeps contents). */
 td_status td__exec_trace_reserve(td_exec *exec, size_t count);

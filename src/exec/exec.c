@@ -81,6 +81,7 @@ static uint64_t td__launch_max(const td_plan *plan, int rank) {
 }
 
 td_status td_exec_create(const td_plan *plan, td_team *team, const td_exec_opts *opts, td_exec **out) {
+  td__exec_set_create_cause(-1);
   if (!team)
     return td__error(TD_ERR_INVALID_ARG, "td_exec_create: team must not be NULL");
   td_exec_opts o;
@@ -89,6 +90,8 @@ td_status td_exec_create(const td_plan *plan, td_team *team, const td_exec_opts 
     o = *opts;
   const td__exec_backend *be = NULL;
   td_status mine = td__create_args(plan, team, out, &o, &be);
+  if (mine == TD_OK)
+    mine = td__exec_fault_check(td_team_rank(team), TD__EXEC_STEP_ARGS);
   td_exec *e = NULL;
   if (mine == TD_OK) {
     e = calloc(1, sizeof *e);
@@ -99,16 +102,18 @@ td_status td_exec_create(const td_plan *plan, td_team *team, const td_exec_opts 
     }
   }
   /* Every rank joins the exchange, also one whose own arguments are bad, so
-   * that all fail at once naming it (and a different plan on some rank is
-   * caught here, by its fingerprint, not by a hang in the first run). */
+   * that all fail at once with its status, naming it and its reason (and a
+   * different plan on some rank is caught here, by its fingerprint, not by a
+   * hang in the first run). */
   char why[1024];
   snprintf(why, sizeof why, "%s", mine != TD_OK ? td_last_error() : "");
   td__agree *ag = NULL;
   td_status st = td__agree_create(team, &ag);
   if (st == TD_OK) {
-    td__agree_result res;
-    st = td__agree_round(ag, TD__AGREE_CREATE, mine, why, mine == TD_OK ? td__plan_fingerprint(plan) : 0,
-                   td_world_timeout_ms(td_team_world(team)), &res);
+    if (mine != TD_OK)
+      td__error(mine, "%s", why); /* td__agree_create may have rewritten the message */
+    st = td__agree_create_step(ag, TD__AGREE_CREATE, mine, mine == TD_OK ? td__plan_fingerprint(plan) : 0,
+                               td_world_timeout_ms(td_team_world(team)));
     if (st != TD_OK) {
       char msg[1024];
       snprintf(msg, sizeof msg, "%s", td_last_error());
@@ -134,9 +139,9 @@ td_status td_exec_create(const td_plan *plan, td_team *team, const td_exec_opts 
   e->agree = ag;
   e->plan_gen = td__plan_generation(plan);
   e->launch_max = td__launch_max(plan, e->rank);
-  /* The backend agrees on its own steps (cpu: after the local preparation
-   * and after starting the workers), so it returns an error on every rank
-   * or on none; its message is the first failure's. */
+  /* The backend agrees on its own steps (td__agree_create_step after each
+   * stretch of local work), so it returns the same error on every rank or
+   * on none, naming the rank that failed and its reason. */
   st = be->create(e);
   if (st != TD_OK) {
     char msg[1024];
@@ -207,6 +212,20 @@ static td_status td__check_bound(const td_exec *e) {
   return TD_OK;
 }
 
+td__exec_fault td__exec_test_fail_at;
+
+td_status td__exec_fault_check(int rank, int step) {
+  static const char *names[TD__EXEC_STEP_COUNT] = {
+      "", "argument checks", "cpu: local preparation", "cpu: symmetric buffers and workers",
+      "cuda: device and arena", "cuda: rank record", "cuda: peers, kernel and grid", "cuda: device tables",
+      "run: readiness"};
+  const td__exec_fault f = td__exec_test_fail_at;
+  if (f.step != step || f.rank != rank || step <= 0 || step >= TD__EXEC_STEP_COUNT)
+    return TD_OK;
+  return td__error(f.status != TD_OK ? f.status : TD_ERR_INTERNAL, "rank %d: injected failure at step %d (%s)",
+                   rank, step, names[step]);
+}
+
 /* What this rank alone can tell before a launch. */
 static td_status td__run_ready(td_exec *e) {
   if (e->failed)
@@ -220,6 +239,7 @@ static td_status td__run_ready(td_exec *e) {
     return td__error(TD_ERR_STATE, "td_exec_run: rank %d: launch %" PRIu64 " would exceed this executor's "
                      "%" PRIu64 " launches (signal words would pass 2^63); destroy it and create a new one",
                      e->rank, e->epoch + 1, e->launch_max);
+  TD_CHECK(td__exec_fault_check(e->rank, TD__EXEC_STEP_RUN));
   return td__check_bound(e);
 }
 

@@ -11,7 +11,7 @@
  * skipping the call and its peers waiting for their deadline. The round also
  * acts as a barrier.
  *
- * Layout: a symmetric block of 2 x n slots of 256 bytes; round k uses row
+ * Layout: a symmetric block of 2 x n slots of 1 KiB; round k uses row
  * k % 2. Round k overwrites what round k - 2 left in that row, which its
  * owner p may still be reading (a round that failed, e.g. by a timeout,
  * lets this rank go on without having seen p's round k - 1). So this rank
@@ -21,9 +21,17 @@
  * once; a late peer is waited for within the round's deadline (it could not
  * complete round k without posting k - 1 first anyway). A slot's payload is
  * put first and its round word set last (release), so whoever sees the
- * round sees the payload. */
+ * round sees the payload. Only the header and the message up to its NUL
+ * travel (a rank that is fine sends 24 bytes).
+ *
+ * td_exec_create runs one round after every stretch of rank-local work
+ * (td__agree_create_step): a rank whose step failed still posts, carrying
+ * its status and message, so all ranks stop after the same round with the
+ * same status and a message naming the failing rank and its reason, and
+ * none makes a collective call that its peers skip. */
 #include <inttypes.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,7 +47,7 @@ typedef struct td__agree_slot {
   int32_t op;     /* td__agree_op */
   int32_t status; /* td_status of the posting rank */
   uint64_t fingerprint;
-  char msg[232];
+  char msg[TD__AGREE_MSG]; /* NUL-terminated; read only when status != TD_OK */
 } td__agree_slot;
 
 struct td__agree {
@@ -53,7 +61,9 @@ struct td__agree {
 static const char *td__agree_op_name(int op) {
   static const char *names[] = {"td_exec_create", "td_exec_create (allocation)", "td_exec_create (workers)",
                                 "td_exec_run", "td_exec_trace_write", "td_exec_trace_write (file)",
-                                "td_exec_destroy"};
+                                "td_exec_destroy", "td_exec_create (device)", "td_exec_create (rank records)",
+                                "td_exec_create (kernel and grid)", "td_exec_create (device tables)",
+                                "td_exec_run (task upload)"};
   return op >= 0 && op < (int)(sizeof names / sizeof names[0]) ? names[op] : "an unknown call";
 }
 
@@ -138,10 +148,13 @@ static td_status td__agree_wait(td__agree *a, const td__agree_slot *s, int p, in
   return TD_OK;
 }
 
-/* Puts this rank's post into slot `my` of peer p: payload, then the round word (release). */
+/* Puts this rank's post into slot `my` of peer p: payload (the header, and
+ * the message up to its NUL when there is one), then the round word (release). */
 static td_status td__agree_put(td__agree *a, td__agree_slot *my, const td__agree_slot *post, int p) {
-  TD_CHECK(td_putmem(a->team, (char *)my + sizeof post->round, (const char *)post + sizeof post->round,
-                     sizeof *post - sizeof post->round, p));
+  size_t bytes = offsetof(td__agree_slot, msg) - sizeof post->round;
+  if (post->status != TD_OK)
+    bytes += strlen(post->msg) + 1;
+  TD_CHECK(td_putmem(a->team, (char *)my + sizeof post->round, (const char *)post + sizeof post->round, bytes, p));
   return td_signal_op(a->team, &my->round, a->round, TD_SIGNAL_SET, p);
 }
 
@@ -150,8 +163,12 @@ td_status td__agree_round(td__agree *a, int op, td_status mine, const char *msg,
   char own[1024]; /* msg may be td_last_error()'s buffer, which td__error rewrites */
   snprintf(own, sizeof own, "%s", mine != TD_OK && msg ? msg : "");
   msg = own;
-  memset(res, 0, sizeof *res);
   res->bad_rank = -1;
+  res->other_op = 0;
+  res->status = TD_OK;
+  res->failed_rank = -1;
+  res->failed_status = TD_OK;
+  res->failed_msg[0] = 0;
   a->round++;
   int row = (int)(a->round & 1);
   td__agree_slot post;
@@ -159,7 +176,7 @@ td_status td__agree_round(td__agree *a, int op, td_status mine, const char *msg,
   post.op = op;
   post.status = (int32_t)mine;
   post.fingerprint = fingerprint;
-  snprintf(post.msg, sizeof post.msg, "%.231s", own);
+  snprintf(post.msg, sizeof post.msg, "%.*s", (int)sizeof post.msg - 1, own);
   td__agree_slot *my = &a->slots[(size_t)row * (size_t)a->n + (size_t)a->rank];
   /* Peer p's post of the previous round sits in our other row, at p. */
   const td__agree_slot *prev = &a->slots[(size_t)(row ^ 1) * (size_t)a->n];
@@ -182,8 +199,20 @@ td_status td__agree_round(td__agree *a, int op, td_status mine, const char *msg,
     TD_CHECK(td__agree_wait(a, s, p, op, a->round, deadline, timeout_ms));
   }
   /* Everyone posted: the first rank in another call, else the first rank
-   * that failed, else the first fingerprint that differs from rank 0's. */
+   * that failed (this one, else the likely cause), else the first
+   * fingerprint that differs from rank 0's. */
   const td__agree_slot *row0 = &a->slots[(size_t)row * (size_t)a->n];
+  int cause = -1;
+  for (int p = 0; p < a->n; p++)
+    if (row0[p].op == op && row0[p].status != TD_OK &&
+        (cause < 0 || td__status_secondary((td_status)row0[p].status) <
+                          td__status_secondary((td_status)row0[cause].status)))
+      cause = p;
+  if (cause >= 0) {
+    res->failed_rank = cause;
+    res->failed_status = (td_status)row0[cause].status;
+    snprintf(res->failed_msg, sizeof res->failed_msg, "%s", cause == a->rank ? post.msg : row0[cause].msg);
+  }
   for (int p = 0; p < a->n; p++)
     if (row0[p].op != op) {
       res->bad_rank = p;
@@ -197,16 +226,12 @@ td_status td__agree_round(td__agree *a, int op, td_status mine, const char *msg,
     res->status = mine;
     return td__error(mine, "%s", own);
   }
-  for (int p = 0; p < a->n; p++)
-    if (row0[p].status != TD_OK) {
-      res->bad_rank = p;
-      res->status = (td_status)row0[p].status;
-      char text[sizeof row0[p].msg];
-      memcpy(text, row0[p].msg, sizeof text);
-      text[sizeof text - 1] = 0;
-      return td__error(TD_ERR_PEER_FAILED, "%s: rank %d: rank %d failed with %s: %s", td__agree_op_name(op),
-                       a->rank, p, td_status_name((td_status)row0[p].status), text);
-    }
+  if (cause >= 0) {
+    res->bad_rank = cause;
+    res->status = res->failed_status;
+    return td__error(TD_ERR_PEER_FAILED, "%s: rank %d: rank %d failed with %s: %s", td__agree_op_name(op),
+                     a->rank, cause, td_status_name(res->failed_status), res->failed_msg);
+  }
   for (int p = 1; p < a->n; p++)
     if (row0[p].fingerprint != row0[0].fingerprint) {
       res->bad_rank = p;
@@ -224,4 +249,73 @@ td_status td__agree_round(td__agree *a, int op, td_status mine, const char *msg,
                        len ? "; also ranks" : "", others);
     }
   return TD_OK;
+}
+
+int td__status_secondary(td_status st) {
+  switch (st) {
+  case TD_ERR_PEER_FAILED:
+  case TD_ERR_MISMATCH:
+  case TD_ERR_STATE:
+    return 2;
+  case TD_ERR_TIMEOUT:
+    return 1;
+  default:
+    return 0;
+  }
+}
+
+/* The reason without a leading "td_exec_create: " (the wrapper names the call). */
+static const char *td__create_reason(const char *msg) {
+  static const char call[] = "td_exec_create: ";
+  return strncmp(msg, call, sizeof call - 1) == 0 ? msg + sizeof call - 1 : msg;
+}
+
+static _Thread_local int td__create_cause = -1;
+
+int td__exec_create_cause(void) { return td__create_cause; }
+
+void td__exec_set_create_cause(int rank) { td__create_cause = rank; }
+
+td_status td__agree_create_step(td__agree *a, int op, td_status mine, uint64_t fingerprint, int64_t timeout_ms) {
+  char own[1024]; /* td_last_error()'s buffer is rewritten by the round */
+  snprintf(own, sizeof own, "%s", mine != TD_OK ? td_last_error() : "");
+  td__agree_result res;
+  td_status st = td__agree_round(a, op, mine, own, fingerprint, timeout_ms, &res);
+  if (st == TD_OK || res.failed_rank < 0)
+    return st; /* agreed, or no rank's failure to carry: the round's own error names who and why */
+  const td__agree_slot *row0 = &a->slots[(size_t)(a->round & 1) * (size_t)a->n];
+  for (int p = 0; p < a->n; p++)
+    if (row0[p].op != op)
+      return st; /* a rank in another call: a call-order mistake, which the round's message names */
+  const int cause = res.failed_rank;
+  td__create_cause = cause;
+  /* The other failing ranks, by number (their messages stay on their ranks). */
+  char others[160] = "";
+  size_t len = 0;
+  int nothers = 0;
+  for (int p = 0; p < a->n; p++)
+    if (p != cause && row0[p].status != TD_OK) {
+      if (len < sizeof others - 24) {
+        int k = snprintf(others + len, sizeof others - len, "%s%d", nothers ? ", " : "", p);
+        len += k > 0 ? (size_t)k : 0;
+      } else if (len < sizeof others - 5) {
+        len += (size_t)snprintf(others + len, sizeof others - len, " ...");
+      }
+      nothers++;
+    }
+  char also[200] = "";
+  if (nothers && nothers == a->n - 1)
+    snprintf(also, sizeof also, " (every rank failed)");
+  else if (nothers)
+    snprintf(also, sizeof also, " (rank%s %s failed too)", nothers > 1 ? "s" : "", others);
+  const char *why = td__create_reason(cause == a->rank ? own : res.failed_msg);
+  if (cause == a->rank)
+    return td__error(res.failed_status, "td_exec_create: rank %d failed to create the executor: %s%s", cause, why,
+                     also);
+  if (mine != TD_OK)
+    return td__error(res.failed_status, "td_exec_create: rank %d: rank %d failed to create the executor: %s%s; "
+                     "this rank failed too, with %s: %s", a->rank, cause, why, also, td_status_name(mine),
+                     td__create_reason(own));
+  return td__error(res.failed_status, "td_exec_create: rank %d: rank %d failed to create the executor: %s%s",
+                   a->rank, cause, why, also);
 }

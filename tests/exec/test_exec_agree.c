@@ -229,8 +229,8 @@ static void test_opts_timeout_governs_signal_waits(void **state) {
 }
 
 /* Create agrees collectively: one rank's bad options fail every rank at
- * once, and a failed collective allocation keeps its own message (not a
- * later teardown message). */
+ * once with that rank's status and reason, and a failed collective
+ * allocation keeps its own message (not a later teardown message). */
 static td_status create_rank(td_world *w, int rank, void *arg) {
   agree_case *c = arg;
   td_exec_opts o;
@@ -248,8 +248,9 @@ static void test_create_failures_reach_every_rank(void **state) {
   agree_case c = {ring(1), NULL, "bad_opts", NULL, {0}, {{0}}};
   td_world_opts o = ex_world_opts(20000);
   assert_int_equal(td_local_world_run(NR, &o, create_rank, &c), TD_OK);
-  expect(&c, 1, TD_ERR_INVALID_ARG, "worker counts compute -1");
-  expect(&c, 0, TD_ERR_PEER_FAILED, "rank 1 failed with TD_ERR_INVALID_ARG");
+  expect(&c, 1, TD_ERR_INVALID_ARG, "td_exec_create: rank 1 failed to create the executor: worker counts compute -1");
+  expect(&c, 0, TD_ERR_INVALID_ARG, "td_exec_create: rank 0: rank 1 failed to create the executor: worker counts "
+         "compute -1");
   td_plan_destroy(c.plan);
 
   assert_int_equal(td_plan_create(NR, &c.plan), TD_OK);
@@ -268,8 +269,8 @@ static void test_create_failures_reach_every_rank(void **state) {
 #if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__) /* their pthread_create wrappers abort */
 /* A worker thread that cannot start on rank 1 (a default stack far beyond
  * the address space makes pthread_create fail; rank 0 has no tasks and so
- * starts no threads): both ranks fail create, rank 1 with its own message,
- * rank 0 naming rank 1, and no teardown message replaces it. */
+ * starts no threads): both ranks fail create with rank 1's status and
+ * message, naming rank 1, and no teardown message replaces it. */
 static pthread_barrier_t thr_bar;
 
 static td_status thread_rank(td_world *w, int rank, void *arg) {
@@ -308,8 +309,10 @@ static void test_worker_start_failure(void **state) {
   td_world_opts o = ex_world_opts(20000);
   assert_int_equal(td_local_world_run(NR, &o, thread_rank, &c), TD_OK);
   pthread_barrier_destroy(&thr_bar);
-  expect(&c, 1, TD_ERR_SYSTEM, "td_exec_create: rank 1: starting worker 0 of 1 failed");
-  expect(&c, 0, TD_ERR_PEER_FAILED, "rank 1 failed with TD_ERR_SYSTEM");
+  expect(&c, 1, TD_ERR_SYSTEM, "td_exec_create: rank 1 failed to create the executor: rank 1: starting worker 0 of "
+         "1 failed");
+  expect(&c, 0, TD_ERR_SYSTEM, "td_exec_create: rank 0: rank 1 failed to create the executor: rank 1: starting "
+         "worker 0 of 1 failed");
   for (int r = 0; r < NR; r++)
     assert_null(strstr(c.msg[r], "td_symm_free"));
   td_plan_destroy(c.plan);

@@ -105,7 +105,10 @@ static td_status td__alloc_local(td__cpu_exec *cx) {
 
 /* The symmetric buffers and signal words (collective, same order on every
  * rank). The caller's next exchange round is the barrier after which peers
- * may write into them. */
+ * may write into them. td_symm_alloc agrees within itself, so a failure
+ * stops every rank at the same buffer; nothing rank-local runs between two
+ * allocations (the peer addresses are resolved afterwards), so no rank
+ * skips an allocation its peers make. */
 static td_status td__alloc_symm(td__cpu_exec *cx) {
   td_exec *e = cx->exec;
   int32_t nb = td_plan_nbuffers(e->plan);
@@ -120,11 +123,6 @@ static td_status td__alloc_symm(td__cpu_exec *cx) {
         return st;
       }
       memset(cx->owned[b], 0, bytes);
-      for (int p = 0; p < e->nranks; p++) {
-        void *peer = NULL;
-        TD_CHECK(td_symm_at(e->team, cx->owned[b], p, &peer));
-        cx->peer_base[(size_t)b * (size_t)e->nranks + (size_t)p] = peer;
-      }
     }
   }
   uint32_t ns = td_plan_nsignals(e->plan);
@@ -137,6 +135,21 @@ static td_status td__alloc_symm(td__cpu_exec *cx) {
   cx->signals = sig;
   for (uint32_t s = 0; s < (ns ? ns : 1); s++)
     atomic_store_explicit((_Atomic uint64_t *)&cx->signals[s], 0, memory_order_relaxed);
+  return TD_OK;
+}
+
+/* Every peer's address of every symm buffer (rank-local, after the allocations). */
+static td_status td__resolve_peers(td__cpu_exec *cx) {
+  td_exec *e = cx->exec;
+  for (int32_t b = 0; b < td_plan_nbuffers(e->plan); b++) {
+    if (td_plan_buffer(e->plan, b)->kind != TD_BUF_SYMM)
+      continue;
+    for (int p = 0; p < e->nranks; p++) {
+      void *peer = NULL;
+      TD_CHECK(td_symm_at(e->team, cx->owned[b], p, &peer));
+      cx->peer_base[(size_t)b * (size_t)e->nranks + (size_t)p] = peer;
+    }
+  }
   return TD_OK;
 }
 
@@ -235,12 +248,9 @@ static td_status td__cpu_free(td__cpu_exec *cx) {
   return st;
 }
 
-/* One exchange round of create; a failure on any rank fails all. */
+/* One agreement point of create; a failure on any rank fails all alike. */
 static td_status td__create_agree(td_exec *e, int op, td_status mine) {
-  char why[1024];
-  snprintf(why, sizeof why, "%s", mine != TD_OK ? td_last_error() : "");
-  td__agree_result res;
-  return td__agree_round(e->agree, op, mine, why, 0, e->opts.timeout_ms, &res);
+  return td__agree_create_step(e->agree, op, mine, 0, e->opts.timeout_ms);
 }
 
 static td_status td__cpu_create(td_exec *e) {
@@ -271,6 +281,8 @@ static td_status td__cpu_create(td_exec *e) {
     st = td__alloc_local(cx);
   if (st == TD_OK)
     st = td__alloc_workers(cx, want);
+  if (st == TD_OK)
+    st = td__exec_fault_check(e->rank, TD__EXEC_STEP_CPU_PREPARE);
   st = td__create_agree(e, TD__AGREE_CREATE_ALLOC, st);
   if (st != TD_OK) {
     if (cx)
@@ -281,11 +293,15 @@ static td_status td__cpu_create(td_exec *e) {
    * round is also the barrier after which peers may write our buffers). */
   st = td__alloc_symm(cx);
   if (st == TD_OK)
+    st = td__resolve_peers(cx);
+  if (st == TD_OK)
     st = td__start_workers(cx);
+  if (st == TD_OK)
+    st = td__exec_fault_check(e->rank, TD__EXEC_STEP_CPU_START);
   td_status ag = td__create_agree(e, TD__AGREE_CREATE_WORKERS, st);
   if (ag != TD_OK) {
     char msg[1024];
-    snprintf(msg, sizeof msg, "%s", td_last_error()); /* own failure first, else the peer named */
+    snprintf(msg, sizeof msg, "%s", td_last_error()); /* names the failing rank and its reason */
     td__cpu_free(cx); /* collective frees; their errors are secondary */
     return td__error(ag, "%s", msg);
   }

@@ -112,10 +112,11 @@ static td_status td__compile(td__cuda_exec *cx) {
   return TD_OK;
 }
 
-/* Phase 1 of the exchange: every rank publishes its GPU and arena. */
-static td_status td__exchange_arenas(td__cuda_exec *cx) {
+/* Phase 1 of the exchange: every rank publishes its GPU and arena in its
+ * record (cx->rec, already allocated); the next agreement round is the
+ * barrier after which peers read it. */
+static td_status td__publish_record(td__cuda_exec *cx) {
   td_exec *e = cx->exec;
-  TD_CHECK(td_symm_alloc(e->team, sizeof *cx->rec, 64, (void **)&cx->rec));
   memset(cx->rec, 0, sizeof *cx->rec);
   cx->rec->pid = (int32_t)getpid();
   cx->rec->device = cx->device;
@@ -125,7 +126,13 @@ static td_status td__exchange_arenas(td__cuda_exec *cx) {
    * (some containers), those ranks fail below with a message instead. */
   cx->rec->ipc_ok = cudaIpcGetMemHandle(&cx->rec->ipc, cx->arena) == cudaSuccess;
   cudaGetLastError();
-  TD_CHECK(td_team_barrier(e->team));
+  return TD_OK;
+}
+
+/* Reads every rank's record (after the round that follows the publishing):
+ * peer arenas reachable here, and the stream budget. */
+static td_status td__read_records(td__cuda_exec *cx) {
+  td_exec *e = cx->exec;
   cx->ranks_on_gpu = 0;
   cx->max_ranks_per_gpu = 0;
   for (int p = 0; p < e->nranks; p++) {
@@ -174,8 +181,9 @@ static void td__count_roles(const td_schedule *s, uint32_t n[2]) {
     n[s->tasks[i].worker == TD_WORKER_COMPUTE ? 0 : 1]++;
 }
 
-/* Phase 2: choose this rank's blocks and check that all ranks on the GPU fit together. */
-static td_status td__size_grid(td__cuda_exec *cx) {
+/* Phase 2: choose this rank's blocks and publish the count in its record
+ * (peers read it after the next agreement round, in td__check_grid). */
+static void td__choose_blocks(td__cuda_exec *cx) {
   td_exec *e = cx->exec;
   uint32_t n[2];
   td__count_roles(e->sched, n);
@@ -208,7 +216,12 @@ static td_status td__size_grid(td__cuda_exec *cx) {
   cx->nblocks[0] = comp;
   cx->nblocks[1] = comm;
   cx->rec->nblocks = comp + comm;
-  TD_CHECK(td_team_barrier(e->team));
+}
+
+/* Phase 2, after the round: check that all ranks on the GPU fit together. */
+static td_status td__check_grid(td__cuda_exec *cx) {
+  td_exec *e = cx->exec;
+  const int fit = cx->nsm * cx->occupancy;
   int total = 0;
   for (int p = 0; p < e->nranks; p++) {
     const td__cuda_rank_rec *r = td_symm_ptr(e->team, cx->rec, p);
@@ -370,15 +383,39 @@ host:
   free(cx);
 }
 
+/* One agreement point of create. Its deadline is the world's, as the team
+ * barriers' it replaced: the round after the kernel waits for the slowest
+ * rank's JIT compile, which opts.timeout_ms (a run's waits) does not bound. */
+static td_status td__create_agree(td_exec *e, int op, td_status mine) {
+  return td__agree_create_step(e->agree, op, mine, 0, td_world_timeout_ms(td_team_world(e->team)));
+}
+
+/* Frees what create made (the record collectively: every rank has it or
+ * none, as all stop after the same round) and returns `st` with the message
+ * it came with (teardown errors are secondary). */
+static td_status td__create_failed(td_exec *e, td__cuda_exec *cx, td_status st) {
+  char msg[1024];
+  snprintf(msg, sizeof msg, "%s", td_last_error());
+  if (cx && cx->rec)
+    td_symm_free(e->team, cx->rec);
+  td__free_all(cx);
+  return td__error(st, "%s", msg);
+}
+
+/* Rank-local work runs in stretches; each ends in an agreement round
+ * (td__agree_create_step) that carries its verdict, so a rank whose device,
+ * record, kernel compile or tables failed still takes part, and every rank
+ * stops after the same round with that rank's status and reason. The rounds
+ * also serve as the barriers: after the record round every record is
+ * readable, after the kernel round every block count, and after the last one
+ * every rank's signal words are zeroed (no peer raises into them before). */
 static td_status td__cuda_create(td_exec *e) {
   td__cuda_exec *cx = calloc(1, sizeof *cx);
-  if (!cx)
-    return td__error(TD_ERR_NO_MEMORY, "cuda executor: rank %d: out of memory", e->rank);
-  cx->exec = e;
-  /* Collective steps (symm alloc, barriers) run on every rank even after a
-   * local failure would be nicer; here a failing rank makes peers time out in
-   * the next barrier with a message naming it. */
-  td_status st = td__pick_device(cx);
+  td_status st = cx ? TD_OK : td__error(TD_ERR_NO_MEMORY, "cuda executor: rank %d: out of memory", e->rank);
+  if (cx)
+    cx->exec = e;
+  if (st == TD_OK)
+    st = td__pick_device(cx);
   if (st == TD_OK && td__cuda_device_stuck(cx->device))
     st = td__error(TD_ERR_STATE, "cuda executor: rank %d: GPU %d has work of an earlier executor of this process "
                    "that never finished (a host wait passed its deadline), so nothing on it can be synchronised "
@@ -386,11 +423,31 @@ static td_status td__cuda_create(td_exec *e) {
   if (st == TD_OK)
     st = td__alloc_memory(cx);
   if (st == TD_OK)
-    st = td__exchange_arenas(cx);
+    st = td__exec_fault_check(e->rank, TD__EXEC_STEP_CUDA_DEVICE);
+  st = td__create_agree(e, TD__AGREE_CREATE_DEVICE, st);
+  if (st != TD_OK)
+    return td__create_failed(e, cx, st);
+  /* A checked collective allocation: it fails on every rank or on none. */
+  st = td_symm_alloc(e->team, sizeof *cx->rec, 64, (void **)&cx->rec);
+  if (st != TD_OK)
+    return td__create_failed(e, cx, st);
+  st = td__publish_record(cx);
+  if (st == TD_OK)
+    st = td__exec_fault_check(e->rank, TD__EXEC_STEP_CUDA_RECORD);
+  st = td__create_agree(e, TD__AGREE_CREATE_RECORDS, st);
+  if (st != TD_OK)
+    return td__create_failed(e, cx, st);
+  st = td__read_records(cx);
   if (st == TD_OK)
     st = td__compile(cx); /* after the exchange: the stream count decides the kernel queue */
   if (st == TD_OK)
-    st = td__size_grid(cx);
+    td__choose_blocks(cx);
+  if (st == TD_OK)
+    st = td__exec_fault_check(e->rank, TD__EXEC_STEP_CUDA_KERNEL);
+  st = td__create_agree(e, TD__AGREE_CREATE_KERNEL, st);
+  if (st != TD_OK)
+    return td__create_failed(e, cx, st);
+  st = td__check_grid(cx); /* every rank computes the same total, so all refuse together */
   if (st == TD_OK)
     st = td__cuda_ce_setup(cx);
   if (st == TD_OK)
@@ -408,22 +465,23 @@ static td_status td__cuda_create(td_exec *e) {
     }
   }
   if (st == TD_OK) {
-    /* No peer may raise into this rank's signals before they are zeroed. */
+    /* No peer may raise into this rank's signals before they are zeroed:
+     * the device work is finished before the last round. */
     if (td__cuda_device_stuck(cx->device)) { /* marked meanwhile by another executor of this process */
       st = td__error(TD_ERR_STATE, "cuda executor: rank %d: GPU %d got work that never finished (another "
                      "executor's host wait passed its deadline) while this executor was created; its device "
                      "memory is left to the process's exit", e->rank, cx->device);
     } else {
       cudaError_t ce = cudaDeviceSynchronize();
-      st = ce == cudaSuccess ? td_team_barrier(e->team) : td__cuda_fail(e, "cudaDeviceSynchronize", ce);
+      if (ce != cudaSuccess)
+        st = td__cuda_fail(e, "cudaDeviceSynchronize", ce);
     }
   }
-  if (st != TD_OK) {
-    if (cx->rec)
-      td_symm_free(e->team, cx->rec);
-    td__free_all(cx);
-    return st;
-  }
+  if (st == TD_OK)
+    st = td__exec_fault_check(e->rank, TD__EXEC_STEP_CUDA_TABLES);
+  st = td__create_agree(e, TD__AGREE_CREATE_TABLES, st);
+  if (st != TD_OK)
+    return td__create_failed(e, cx, st);
   e->impl = cx;
   return TD_OK;
 }

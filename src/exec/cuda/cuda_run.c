@@ -12,6 +12,7 @@
  * finished. Trace times are %globaltimer values mapped onto CLOCK_MONOTONIC
  * (the GPU timer follows the host's wall clock; when it does not, events are
  * anchored at the launch instead). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -131,11 +132,17 @@ static td_status td__run_launch(td_exec *e) {
   td__cuda_exec *cx = e->impl;
   const td_schedule *s = e->sched;
   cudaError_t ce = cudaSetDevice(cx->device);
-  if (ce != cudaSuccess)
-    return td__cuda_fail(e, "cudaSetDevice", ce);
-  TD_CHECK(td__cuda_exec_upload(cx));
-  if (!e->opts.skip_launch_barrier)
-    TD_CHECK(td_team_barrier(e->team));
+  td_status up = ce == cudaSuccess ? td__cuda_exec_upload(cx) : td__cuda_fail(e, "cudaSetDevice", ce);
+  if (!e->opts.skip_launch_barrier) {
+    /* The launch barrier carries the upload's verdict: a rank whose upload
+     * failed still joins it, and then no rank launches (peers fail at once,
+     * naming it, instead of waiting on its signals until their deadline). */
+    char why[1024];
+    snprintf(why, sizeof why, "%s", up != TD_OK ? td_last_error() : "");
+    td__agree_result res;
+    up = td__agree_round(e->agree, TD__AGREE_RUN_UPLOAD, up, why, 0, e->opts.timeout_ms, &res);
+  }
+  TD_CHECK(up);
   /* Checked after the barrier, so no peer is left waiting in it: peers launch
    * and their device waits report this rank's missing signals. */
   if (cx->stuck || td__cuda_device_stuck(cx->device))
