@@ -34,7 +34,8 @@
  * Collective calls (create, run, trace_write, destroy) exchange their
  * verdicts: a rank whose own arguments or state are bad still joins, and
  * every rank fails together (it with its own status and message, its peers
- * with TD_ERR_PEER_FAILED naming it and its message, unless stated below).
+ * with TD_ERR_PEER_FAILED naming it and its message, unless stated below:
+ * td_exec_create gives every rank the failing rank's own status).
  *
  * Backends: `cpu` is always built; `cuda` only with TD_WITH_CUDA (otherwise
  * td_exec_create returns TD_ERR_UNSUPPORTED).
@@ -95,9 +96,17 @@ void td_exec_opts_init(td_exec_opts *opts);
  * schedule, every rank fails naming the ranks), TD_ERR_UNSUPPORTED (backend
  * not built; or a GEMM task with the cpu-only TD_GEMM_GELU epilogue on cuda),
  * TD_ERR_HEAP_EXHAUSTED, TD_ERR_NO_MEMORY, TD_ERR_SYSTEM (thread
- * creation failed), TD_ERR_PEER_FAILED (another rank failed one of these:
- * names it and its message), TD_ERR_TIMEOUT. Ranks agree on the outcome: it
- * fails on every rank or on none, with the first failure's message.
+ * creation failed), TD_ERR_CUDA (cuda: a CUDA call, the JIT compile or the
+ * module load failed), TD_ERR_TIMEOUT / TD_ERR_PEER_FAILED (a rank did not
+ * reach an agreement point in time, or its process died). Ranks agree on
+ * the outcome after every step of creation: it fails on every rank or on
+ * none. When a step fails on some rank R, every rank returns R's status
+ * (not TD_ERR_PEER_FAILED) with the message "td_exec_create: rank R failed
+ * to create the executor: <R's own message>" (a peer inserts "rank P: "
+ * after the call's name; other ranks that failed too are listed, and each
+ * adds its own reason). R is the lowest failing rank whose status is not
+ * TD_ERR_TIMEOUT / TD_ERR_PEER_FAILED / TD_ERR_MISMATCH / TD_ERR_STATE, else
+ * the lowest failing rank.
  * *out written only on success. NULL team: fails locally (nothing to join).
  * The team must outlive the executor: td_team_destroy refuses (TD_ERR_STATE)
  * while it exists. */

@@ -294,7 +294,13 @@ typedef struct td_program_run_result {
  * TD_ERR_SHAPE (input file shape differs from the value's),
  * TD_ERR_UNSUPPORTED (cuda in a build without the CUDA executor),
  * TD_ERR_CUDA, those of td_program_compile, the executor's and the runtime's;
- * TD_ERR_CHECK_FAILED is not returned: a failing check sets pass = 0. */
+ * TD_ERR_CHECK_FAILED is not returned: a failing check sets pass = 0. When
+ * ranks fail, the status and message are those of the cause: the earliest
+ * failure whose status is not a consequence of another rank's (TD_ERR_PEER_FAILED,
+ * TD_ERR_MISMATCH, TD_ERR_STATE, then TD_ERR_TIMEOUT, and an executor create
+ * that failed because another rank's step did, are passed over while another
+ * exists), as "rank R failed first, with STATUS: message" (or "rank R failed
+ * with STATUS: message [the cause; ...]" when a consequence came earlier). */
 td_status td_program_run(const td_program *program, const td_program_run_opts *opts,
                          td_program_run_result *out);
 
