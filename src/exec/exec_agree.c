@@ -292,14 +292,15 @@ td_status td__agree_create_step(td__agree *a, int op, td_status mine, uint64_t f
   /* The other failing ranks, by number (their messages stay on their ranks). */
   char others[160] = "";
   size_t len = 0;
-  int nothers = 0;
+  int nothers = 0, cut = 0;
   for (int p = 0; p < a->n; p++)
     if (p != cause && row0[p].status != TD_OK) {
       if (len < sizeof others - 24) {
         int k = snprintf(others + len, sizeof others - len, "%s%d", nothers ? ", " : "", p);
         len += k > 0 ? (size_t)k : 0;
-      } else if (len < sizeof others - 5) {
-        len += (size_t)snprintf(others + len, sizeof others - len, " ...");
+      } else if (!cut) {
+        snprintf(others + len, sizeof others - len, " ...");
+        cut = 1;
       }
       nothers++;
     }
