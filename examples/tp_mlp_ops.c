@@ -13,6 +13,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "tdist/tdist.h"
 
@@ -96,23 +97,47 @@ static td_status mlp(td_world *world, int rank, void *arg) {
   return st != TD_OK ? st : st2 != TD_OK ? st2 : st3;
 }
 
+/* A whole decimal number in [lo, hi], or -1. */
+static long long arg_num(const char *s, long long lo, long long hi) {
+  char *end = NULL;
+  long long v = strtoll(s, &end, 10);
+  return end != s && *end == 0 && v >= lo && v <= hi ? v : -1;
+}
+
 int main(int argc, char **argv) {
-  int n = argc > 1 ? atoi(argv[1]) : 4;
-  if (argc > 2)
-    M = atoll(argv[2]);
+  const char *usage = "usage: tp_mlp_ops [RANKS (1-64, default 4) [TOKENS (1-1000000, default 1000)]]\n"
+                      "       tdrun -n RANKS tp_mlp_ops [RANKS [TOKENS]]   (RANKS is then the launcher's)\n";
+  long long n = argc > 1 ? arg_num(argv[1], 1, 64) : 4;
+  long long m = argc > 2 ? arg_num(argv[2], 1, 1000000) : M;
+  if (argc > 3 || n < 0 || m < 0) {
+    int help = argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"));
+    if (!help)
+      fprintf(stderr, "tp_mlp_ops: bad arguments\n");
+    fputs(usage, help ? stdout : stderr);
+    return help ? 0 : 2;
+  }
+  M = m;
   td_status st;
+  char why[2048] = "";
   if (getenv("TD_RANK") || getenv("OMPI_COMM_WORLD_RANK")) { /* launched: this process is one rank */
     td_world *w = NULL;
     st = td_world_init(NULL, &w);
     if (st == TD_OK) {
       st = mlp(w, td_world_rank(w), NULL);
+      /* the failing call's message, before finalize may write its own */
+      if (st != TD_OK)
+        snprintf(why, sizeof why, "%s", td_last_error());
       td_world_finalize(w);
+    } else {
+      snprintf(why, sizeof why, "%s", td_last_error());
     }
   } else {
-    st = td_local_world_run(n, NULL, mlp, NULL);
+    st = td_local_world_run((int)n, NULL, mlp, NULL);
+    if (st != TD_OK)
+      snprintf(why, sizeof why, "%s", td_last_error());
   }
   if (st != TD_OK) {
-    fprintf(stderr, "tp_mlp_ops: %s: %s\n", td_status_name(st), td_last_error());
+    fprintf(stderr, "tp_mlp_ops: %s: %s\n", td_status_name(st), why);
     return 1;
   }
   return 0;
