@@ -50,7 +50,22 @@ static double max_over_ranks(double x) {
 
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
-  int iters = argc > 1 ? atoi(argv[1]) : 10000;
+  /* ITERS: barriers per repetition, a whole number 1..10000000 */
+  char *end = NULL;
+  long iters_l = argc > 1 ? strtol(argv[1], &end, 10) : 10000;
+  int mpi_n = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &mpi_n);
+  if (argc > 2 || (argc > 1 && (end == argv[1] || *end || iters_l < 1 || iters_l > 10000000)) || mpi_n < 2) {
+    int me = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    if (me == 0)
+      fprintf(stderr, "%susage: mpirun -n N td_rt_bench [ITERS]   (N >= 2 ranks; ITERS = barriers per repetition, "
+              "1..10000000, default 10000)\n", mpi_n < 2 ? "td_rt_bench: needs at least 2 MPI ranks (run it under "
+              "mpirun)\n" : "");
+    MPI_Finalize();
+    return 2;
+  }
+  int iters = (int)iters_l;
   td_world *w = NULL;
   TRY(td_world_init(NULL, &w));
   td_team *team = td_world_team(w);
