@@ -28,7 +28,13 @@ At least one --tdist file is required; --link is optional (no floor without
 it). Every named file and --json are checked before anything is printed:
 exit status 1 with one line on stderr naming the file and the missing or
 malformed key when one is unusable (a scripted run whose step failed to
-write its JSON must not "succeed"); 0 otherwise.
+write its JSON must not "succeed"); 0 otherwise. Unusable also means: a
+time (p50_s, p99_s, the 8-byte latency) that is not finite or not > 0, a
+rate that is not finite (egress > 0), a size or M/N/K below 1, a dtype
+other than bf16/f16/f32, no results, a file of another kind than its flag
+(a tdist bench JSON as --torch, a torch_ops.py JSON as --tdist, a link
+JSON as either, a results JSON as --link), one file named twice (also as
+--json), or one case in two files (it would count twice in the means).
 """
 import argparse
 import json

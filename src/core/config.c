@@ -66,9 +66,9 @@ static const td__cfg_var td__vars[] = {
     {"TD_CUDA_GEMM_QUEUE", TD__CFG_INT, "1", 0, 1, NULL,
      "1: cuda plans run whole GEMMs as Hopper GEMM kernels on the executor's kernel queue (sm_90 with "
      "tdist_gemm_cuda linked); 0: fine tiles on the persistent kernel", NULL},
-    {"TD_CUDA_TARGET_SM", TD__CFG_INT, NULL, 0, 1000, NULL,
+    {"TD_CUDA_TARGET_SM", TD__CFG_INT, NULL, 75, 121, "75,80,86,87,88,89,90,100,103,110,120,121",
      "compute capability x 10 the compiler plans cuda for instead of the visible GPU (e.g. 90), for explain "
-     "without a GPU", NULL},
+     "without a GPU; one of the SM versions CUDA 13 builds for", NULL},
     {"TD_CUDA_TARGET_NAME", TD__CFG_STR, NULL, 0, 0, NULL,
      "with TD_CUDA_TARGET_SM: the GPU name whose tuning-cache entries the compiler uses (e.g. NVIDIA H200)", NULL},
     {"TD_OPS_FUSED", TD__CFG_INT, "1", 0, 1, NULL,
@@ -156,6 +156,8 @@ bad:
                    v->type == TD__CFG_BYTES ? "a byte count (digits with an optional K, M or G suffix, no spaces)"
                                             : "a decimal integer (digits only, no spaces)");
 range:
+  if (v->allowed) /* a list, not every number between its ends: quote the list */
+    return td__error(TD_ERR_INVALID_ARG, "%s='%s' is not allowed; allowed: %s", v->name, text, v->allowed);
   return td__error(TD_ERR_INVALID_ARG, "%s='%s' is out of range; allowed %" PRId64 " to %" PRId64, v->name,
                    text, v->min, v->max);
 }
@@ -205,9 +207,12 @@ td_status td_config_str(const char *name, const char **out) {
 void td_config_dump(FILE *out) {
   for (int i = 0; i < TD__NVARS; i++) {
     const char *env = getenv(td__vars[i].name);
+    /* An empty value reads as unset everywhere (the default applies): say so, not "(set)". */
+    int empty = env && !*env;
     fprintf(out, "%-24s %-10s default=%-8s %s%s%s\n    %s\n", td__vars[i].name,
-            env ? "(set)" : "(unset)", td__vars[i].def ? td__vars[i].def : "-", env ? "value=" : "",
-            env ? env : "", "", td__vars[i].desc);
+            empty ? "(empty)" : env ? "(set)" : "(unset)", td__vars[i].def ? td__vars[i].def : "-",
+            empty ? "value='' (empty: treated as unset, the default applies)" : env ? "value=" : "",
+            env && !empty ? env : "", "", td__vars[i].desc);
   }
 }
 
