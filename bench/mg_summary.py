@@ -38,6 +38,7 @@ JSON as either, a results JSON as --link), one file named twice (also as
 """
 import argparse
 import json
+import math
 import os
 import sys
 
@@ -77,23 +78,77 @@ NUM = (int, float)
 OPS = ("ag_gemm", "gemm_rs", "gemm_ar", "all_reduce")
 
 
+def need_num(j, key, what, path, where="", low=0.0, strict=True, unit="", about=""):
+    """need(j, key, NUM) that is also finite and > low (strict) or >= low: json.load takes NaN and
+    Infinity, and a zero or negative time would divide by zero or win the 'best side' pick."""
+    v = need(j, key, NUM, what, path, where)
+    if not math.isfinite(v) or (v <= low if strict else v < low):
+        raise InputError("%s %s: key '%s%s'%s is %r, must be a finite number %s %g%s"
+                         % (what, path, where, key, about, v, ">" if strict else ">=", low, unit))
+    return v
+
+
+def need_list(j, key, what, path):
+    """j[key] as a list: absent or null is an empty list; any other non-list an InputError."""
+    v = j.get(key)
+    if v is None:
+        return []
+    if not isinstance(v, list):
+        raise InputError("%s %s: key '%s' is %s, expected list" % (what, path, key, type(v).__name__))
+    return v
+
+
+# What each kind of input looks like, for a file given under the wrong flag.
+LOOKS = {"link": "a td_link_bench JSON (all_to_all, no operator); give it as --link",
+         "tdist": "a tdist bench JSON (top-level ranks/backend, sides baseline, nccl+cublas, tdist ...); "
+                  "give it as --tdist",
+         "torch": "a torch_ops.py JSON (environment.torch, sides torch ...); give it as --torch"}
+
+
+def kind_of(j):
+    """'link', 'tdist' or 'torch' from the keys only those files have; None when it looks like none
+    (the key checks then say what is missing)."""
+    if "operator" not in j and any(k in j for k in ("all_to_all", "latency_8B", "nccl")):
+        return "link"
+    env = j.get("environment")
+    if isinstance(env, dict) and "torch" in env:
+        return "torch"
+    if "ranks" in j or "backend" in j:
+        return "tdist"
+    res = j.get("results")
+    names = [s.get("side") for c in (res if isinstance(res, list) else []) if isinstance(c, dict)
+             for s in (c.get("sides") if isinstance(c.get("sides"), list) else []) if isinstance(s, dict)]
+    names = [n for n in names if isinstance(n, str)]
+    if any(n.startswith("torch ") for n in names):
+        return "torch"
+    if any(n in ("baseline", "nccl+cublas", "gemm only") or n.startswith("tdist") for n in names):
+        return "tdist"
+    return None
+
+
+def check_kind(j, what, path, want):
+    k = kind_of(j)
+    if k is not None and k != want:
+        raise InputError("%s %s: looks like %s" % (what, path, LOOKS[k]))
+
+
 def load_link(path):
     """td_link_bench --json, checked for the keys the tables use."""
     j = load(path, "--link")
+    check_kind(j, "--link", path, "link")
     a2a = need(j, "all_to_all", dict, "--link", path)
-    if need(a2a, "egress_per_gpu_gb_s", NUM, "--link", path, "all_to_all.") <= 0:
-        raise InputError("--link %s: all_to_all.egress_per_gpu_gb_s must be > 0" % path)
+    need_num(a2a, "egress_per_gpu_gb_s", "--link", path, "all_to_all.", unit=" GB/s")
     summ = need(j, "summary", dict, "--link", path)
     for k in ("unidirectional_min_gb_s", "unidirectional_max_gb_s"):
-        need(summ, k, NUM, "--link", path, "summary.")
-    for i, x in enumerate(j.get("latency_8B") or []):
-        need(x, "device_us", NUM, "--link", path, "latency_8B[%d]." % i)
-    nccl = j.get("nccl") or []
-    if not isinstance(nccl, list):
-        raise InputError("--link %s: key 'nccl' is %s, expected list" % (path, type(nccl).__name__))
+        need_num(summ, k, "--link", path, "summary.", strict=False, unit=" GB/s")
+    j["latency_8B"] = need_list(j, "latency_8B", "--link", path)
+    for i, x in enumerate(j["latency_8B"]):
+        need_num(x, "device_us", "--link", path, "latency_8B[%d]." % i, unit=" us")
+    j["nccl"] = nccl = need_list(j, "nccl", "--link", path)
     for i, x in enumerate(nccl):
-        need(x, "bytes", int, "--link", path, "nccl[%d]." % i)
-        need(x, "busbw_gb_s", NUM, "--link", path, "nccl[%d]." % i)
+        if need(x, "bytes", int, "--link", path, "nccl[%d]." % i) < 1:
+            raise InputError("--link %s: key 'nccl[%d].bytes' is %d, must be >= 1" % (path, i, x["bytes"]))
+        need_num(x, "busbw_gb_s", "--link", path, "nccl[%d]." % i, strict=False, unit=" GB/s")
         need(x, "collective", str, "--link", path, "nccl[%d]." % i)
     return j
 
@@ -101,23 +156,37 @@ def load_link(path):
 def load_results(path, what, tdist):
     """tdist bench --json (tdist) or torch_ops.py --json, checked for the keys the tables use."""
     j = load(path, what)
+    check_kind(j, what, path, "tdist" if tdist else "torch")
     op = need(j, "operator", str, what, path)
     if op not in OPS:
         raise InputError("%s %s: operator '%s' is not one of %s" % (what, path, op, ", ".join(OPS)))
     if tdist and need(j, "ranks", int, what, path) < 1:
         raise InputError("%s %s: ranks %d, must be >= 1" % (what, path, j["ranks"]))
-    for i, c in enumerate(need(j, "results", list, what, path)):
+    if tdist and need(j, "dtype", str, what, path) not in ES:
+        raise InputError("%s %s: dtype '%s' is not one of %s (the floor needs its element size)"
+                         % (what, path, j["dtype"], ", ".join(sorted(ES))))
+    res = need(j, "results", list, what, path)
+    if not res:
+        raise InputError("%s %s: 'results' is empty: no case to summarise" % (what, path))
+    for i, c in enumerate(res):
         at = "results[%d]." % i
         if not isinstance(c, dict):
             raise InputError("%s %s: results[%d] is %s, expected object" % (what, path, i, type(c).__name__))
-        need(c, "case", str, what, path, at)
-        if tdist:
-            for k in (("bytes",) if op == "all_reduce" else ("M", "N", "K")):
-                need(c, k, int, what, path, at)
+        name = need(c, "case", str, what, path, at)
+        # M, N, K, bytes: required in tdist's files; torch's carry M (null for all_reduce), the lookup key.
+        keys = (("bytes",) if op == "all_reduce" else ("M", "N", "K")) if tdist else \
+            (("M",) if c.get("M") is not None else ())
+        for k in keys:
+            if need(c, k, int, what, path, at) < 1:
+                raise InputError("%s %s: key '%s%s' (case '%s') is %d, must be >= 1" % (what, path, at, k, name, c[k]))
+        if "error" in c:
+            need(c, "error", str, what, path, at)
         for k, s in enumerate(need(c, "sides", list, what, path, at)):
-            need(s, "side", str, what, path, "%ssides[%d]." % (at, k))
-            if "p50_s" in s:
-                need(s, "p50_s", NUM, what, path, "%ssides[%d]." % (at, k))
+            sat = "%ssides[%d]." % (at, k)
+            side = need(s, "side", str, what, path, sat)
+            for t in ("p50_s", "p99_s"):
+                if t in s:
+                    need_num(s, t, what, path, sat, unit=" s", about=" (case '%s', side '%s')" % (name, side))
     return j
 
 
@@ -142,14 +211,48 @@ def side_p50(case, pred):
     return best
 
 
-def torch_cases(paths):
-    """(op, case name, M) -> the torch JSON case."""
-    out = {}
+def torch_cases(paths, seen):
+    """(op, case name, M, ranks) -> the torch JSON case; ranks is environment.ranks (None when the file
+    does not say, then it matches any rank count). A key in two places is refused: which one a tdist
+    row would be compared with would be a matter of order."""
+    out, where = {}, {}
     for p in paths:
         j = load_results(p, "--torch", False)
+        distinct(p, "--torch", seen)
+        env = j.get("environment")
+        ranks = env.get("ranks") if isinstance(env, dict) else None
+        ranks = ranks if isinstance(ranks, int) and not isinstance(ranks, bool) else None
         for c in j["results"]:
-            out[(j["operator"], c["case"], c.get("M"))] = c
+            key = (j["operator"], c["case"], c.get("M"), ranks)
+            if key in out:
+                raise InputError("--torch %s: %s case '%s'%s is also in --torch %s: each case once"
+                                 % (p, key[0], key[1], "" if key[2] is None else " M=%d" % key[2], where[key]))
+            out[key], where[key] = c, p
     return out
+
+
+def distinct(path, what, seen):
+    """Refuses a file named twice (under any flag): it would count twice. seen: (dev, inode) -> (flag, path)."""
+    st = os.stat(path)
+    key = (st.st_dev, st.st_ino)
+    if key in seen:
+        raise InputError("%s %s: the same file as %s %s: name each input once" % ((what, path) + seen[key]))
+    seen[key] = (what, path)
+
+
+def ratio(num, den):
+    """num / den, or None when either is missing or den is not a finite number > 0 (no division can raise)."""
+    if num is None or den is None or not math.isfinite(den) or den <= 0:
+        return None
+    return num / den
+
+
+def size_label(b):
+    """Bytes as the largest binary unit that divides them (64 MiB, 8 KiB), bytes under 1 KiB as bytes."""
+    for unit, sh in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if b >= 1 << sh and b % (1 << sh) == 0:
+            return "%d %s" % (b >> sh, unit)
+    return "%d B" % b if b < 1024 else "%.1f KiB" % (b / 1024.0)
 
 
 def floor_comm(op, n, es, case, egress, lat_s):
@@ -187,9 +290,28 @@ def summarise(a):
         raise InputError("no --tdist file given: nothing to summarise (--tdist F ... is required)")
     if a.json:
         check_out(a.json)
-    link = load_link(a.link) if a.link is not None else None
-    tdist = [(path, load_results(path, "--tdist", True)) for path in a.tdist]
-    torch = torch_cases(a.torch)
+    seen = {}
+    link = None
+    if a.link is not None:
+        link = load_link(a.link)
+        distinct(a.link, "--link", seen)
+    tdist, cases = [], {}
+    for path in a.tdist:
+        j = load_results(path, "--tdist", True)
+        distinct(path, "--tdist", seen)
+        for c in j["results"]:
+            key = (j["operator"], j["ranks"], c["case"])
+            if key in cases:
+                raise InputError("--tdist %s: %s case '%s' (%d ranks) is also in --tdist %s: each case once (it "
+                                 "would count twice in the means)" % (path, key[0], key[2], key[1], cases[key]))
+            cases[key] = path
+        tdist.append((path, j))
+    torch = torch_cases(a.torch, seen)
+    if a.json and os.path.exists(a.json):
+        st = os.stat(a.json)
+        if (st.st_dev, st.st_ino) in seen:
+            raise InputError("--json %s: is the input %s %s: it would be overwritten"
+                             % ((a.json,) + seen[(st.st_dev, st.st_ino)]))
     egress = lat_s = None
     if link is not None:
         egress = link["all_to_all"]["egress_per_gpu_gb_s"] * 1e9
@@ -203,7 +325,7 @@ def summarise(a):
     if link and link.get("nccl"):
         sizes = sorted({x["bytes"] for x in link["nccl"]})
         print("NCCL bus bandwidth, GB/s (td_link_bench --nccl, nccl-tests style):\n")
-        print("| collective | " + " | ".join("%d KiB" % (b // 1024) for b in sizes) + " |")
+        print("| collective | " + " | ".join(size_label(b) for b in sizes) + " |")
         print("| --- |" + " ---: |" * len(sizes))
         for coll in ("all_reduce", "all_gather", "reduce_scatter"):
             got = {x["bytes"]: x["busbw_gb_s"] for x in link["nccl"] if x["collective"] == coll}
@@ -214,7 +336,7 @@ def summarise(a):
           "| tdist/nccl | floor/tdist | tdist/torch |")
     print("| --- | --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: |")
     for path, j in tdist:
-        op, n, es = j["operator"], j["ranks"], ES.get(j.get("dtype"), 2)
+        op, n, es = j["operator"], j["ranks"], ES[j["dtype"]]
         for c in j["results"]:
             nccl = side_p50(c, lambda s: s == "nccl+cublas")
             gemm = side_p50(c, lambda s: s == "gemm only")
@@ -226,16 +348,16 @@ def summarise(a):
             name = c["case"]
             m = c.get("M")
             tname = name.split(" M=")[0] if m is not None else name
-            tc = torch.get((op, tname, m))
+            tc = torch.get((op, tname, m, n)) or torch.get((op, tname, m, None))
             tbest = side_p50(tc, lambda s: s in ("torch sequential", "torch fused", "torch all_reduce")) if tc else None
             r = {"op": op, "case": name, "ranks": n, "floor_s": floor, "comm_s": comm,
                  "gemm_s": gemm[1] if gemm else None, "nccl_cublas_s": nccl[1] if nccl else None,
                  "tdist_best_s": best[1] if best else None, "tdist_side": best[0] if best else None,
                  "torch_best_s": tbest[1] if tbest else None, "torch_side": tbest[0] if tbest else None,
                  "error": c.get("error")}
-            r["tdist_vs_nccl"] = r["nccl_cublas_s"] / r["tdist_best_s"] if nccl and best else None
-            r["floor_over_tdist"] = floor / r["tdist_best_s"] if floor and best else None
-            r["tdist_vs_torch"] = r["torch_best_s"] / r["tdist_best_s"] if tbest and best else None
+            r["tdist_vs_nccl"] = ratio(r["nccl_cublas_s"], r["tdist_best_s"])
+            r["floor_over_tdist"] = ratio(floor or None, r["tdist_best_s"])  # no floor: no ratio
+            r["tdist_vs_torch"] = ratio(r["torch_best_s"], r["tdist_best_s"])
             rows.append(r)
             ms = lambda x: None if x is None else x * 1e3  # noqa: E731
             print("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
