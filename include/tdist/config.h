@@ -22,7 +22,8 @@ td_status td_config_int(const char *name, int64_t *out);
 /** Reads string variable `name`: the environment's value or the default (may
  * be NULL). Errors as td_config_int, plus allowed-value checks for enums. */
 td_status td_config_str(const char *name, const char **out);
-/** Writes the table with current values, one variable a line, for `tdist doctor`. */
+/** Writes the table with current values, one variable a line, for `tdist doctor`.
+ * A variable set to the empty string shows as "(empty)": it reads as unset. */
 void td_config_dump(FILE *out);
 /** Finds environment variables named TD_* that are not in the table (a
  * misspelt TD_TIMEOUT_MS would otherwise be ignored without a word) and, when

@@ -26,6 +26,7 @@
 #include "bench_ops.h"
 
 enum { BO_MAX_SIDES = 10, BO_MAX_SHAPES = 64, BO_SAMPLE_ROWS = 24 };
+#define BO_MAX_SIZE_BYTES ((size_t)1 << 39) /* --sizes item: half the largest heap */
 
 typedef struct bo_opts {
   td_tp_kind kind;
@@ -47,7 +48,7 @@ typedef struct bo_side {
   int mode;    /* -1: a tdist side; else the bo_base_mode of a side from outside tdist (the first sides) */
   int skipped; /* an outside side that does not apply here (reason in msg): not a failure */
   int ok;
-  char msg[256];
+  char msg[2048]; /* whole: the library's messages run to ~2 KiB and end with the remedy */
   double p50, p99, max_rel_diff;
   size_t mem_bytes; /* added by this side on rank 0's view (cuda: whole device / ranks) */
 } bo_side;
@@ -60,7 +61,7 @@ typedef struct bo_case {
   double *t; /* [side][iter][rank] seconds */
   double diff[BO_MAX_SIDES][64]; /* [side][rank] largest relative difference from the reference side */
   int fatal;
-  char msg[256];
+  char msg[2048];
 } bo_case;
 
 static double bo_now(void) {
@@ -177,7 +178,16 @@ static td_status bo_rank(td_world *w, int rank, void *arg) {
     td_status cs = bo_create(bc, t, bc->side[s].forced, &op[s]);
     if (cs != TD_OK && rank == 0) {
       bc->side[s].ok = 0;
-      snprintf(bc->side[s].msg, sizeof bc->side[s].msg, "%s: %s", td_status_name(cs), td_last_error());
+      int n0 = snprintf(bc->side[s].msg, sizeof bc->side[s].msg, "%s: %s", td_status_name(cs), td_last_error());
+      size_t held = 0, heap = 0;
+      td_symm_usage(w, &held, &heap);
+      /* The sides share one heap (alive together, alternating call by call):
+       * say what the earlier ones hold, or a side that fits alone reads as a
+       * contradiction of the row above it. */
+      if (cs == TD_ERR_HEAP_EXHAUSTED && n0 > 0 && (size_t)n0 < sizeof bc->side[s].msg)
+        snprintf(bc->side[s].msg + n0, sizeof bc->side[s].msg - (size_t)n0, " (the sides made before this one "
+                 "hold %zu of the heap's %zu bytes on this rank: a case's sides are alive together, as they "
+                 "alternate call by call)", held, heap);
     }
     if (td_team_sync(t) != TD_OK)
       return TD_ERR_TIMEOUT;
@@ -218,7 +228,7 @@ static td_status bo_rank(td_world *w, int rank, void *arg) {
         (lb.bytes && bo_fill(o->cuda, b, lb.bytes, o->dt, 1000 + (uint64_t)rank, bscale)))
       st = TD_ERR_NO_MEMORY;
   }
-  char msg[256] = "";
+  char msg[2048] = "";
   for (int s = 0; s < ns && st == TD_OK; s++) {
     if (bc->side[s].mode < 0)
       continue;
@@ -261,7 +271,7 @@ static td_status bo_rank(td_world *w, int rank, void *arg) {
         /* the fused side is new: when it fails on any rank it is dropped (all
          * ranks agree) and the other sides go on */
         int32_t bad = st != TD_OK, any = 0;
-        char fm[200] = "";
+        char fm[2048] = "";
         if (bad)
           snprintf(fm, sizeof fm, "%s", td_last_error());
         if (td_all_reduce(t, &any, &bad, 1, TD_I32, TD_MAX) == TD_OK && any) {
@@ -343,9 +353,23 @@ static int bo_run_case(const bo_opts *o, const bo_shape *shape, cJSON *results) 
   bc.t = calloc((size_t)bc.nsides * (size_t)o->iters * (size_t)o->ranks, sizeof *bc.t);
   if (!bc.t)
     return 1;
-  td_world_opts wo;
-  td_world_opts_init(&wo);
-  td_status st = td_local_world_run(o->ranks, &wo, bo_rank, &bc);
+  /* Refused before any buffer exists when the sides cannot fit (D2). */
+  td_tp_variant tv[BO_MAX_SIDES];
+  const char *tn[BO_MAX_SIDES];
+  int ntd = 0;
+  for (int s = 0; s < bc.nsides; s++)
+    if (bc.side[s].mode < 0)
+      tv[ntd] = bc.side[s].forced, tn[ntd++] = bc.side[s].name;
+  td_status st = TD_OK;
+  if (bo_fit_check(o->kind, &bc.s, o->dt, o->ranks, o->cuda, tv, tn, ntd, bc.nsides, bc.msg, sizeof bc.msg)) {
+    st = TD_ERR_NO_MEMORY;
+    for (int s = 0; s < bc.nsides; s++)
+      bc.side[s].ok = 0;
+  } else {
+    td_world_opts wo;
+    td_world_opts_init(&wo);
+    st = td_local_world_run(o->ranks, &wo, bo_rank, &bc);
+  }
   for (int s = 0; s < bc.nsides; s++)
     for (int r = 0; r < o->ranks; r++)
       if (!(bc.diff[s][r] <= bc.side[s].max_rel_diff)) /* NaN counts */
@@ -380,6 +404,12 @@ static int bo_run_case(const bo_opts *o, const bo_shape *shape, cJSON *results) 
   }
   if (st != TD_OK)
     cJSON_AddStringToObject(jc, "error", bc.msg[0] ? bc.msg : td_last_error());
+  { /* the sides are alive together: what the case holds per rank is their sum */
+    double all = 0;
+    for (int s = 0; s < bc.nsides; s++)
+      all += (double)bc.side[s].mem_bytes;
+    cJSON_AddNumberToObject(jc, "memory_bytes_all_sides_per_rank", all);
+  }
   cJSON *js = cJSON_AddArrayToObject(jc, "sides");
   for (int s = 0; s < bc.nsides; s++) {
     bo_side *sd = &bc.side[s];
@@ -543,6 +573,14 @@ static int bo_sizes_valid(const char *cmd, const char *list, td_dtype dt, int ma
               "number of %s elements, %zu bytes each), got '%s' in '%s'\n", cmd, td_dtype_name(dt), es, t, list);
       return 0;
     }
+    /* every all_reduce side holds at least twice the size in symmetric heap
+     * (bench_ops_fit.c) and no heap exceeds TD_SYMM_HEAP_SIZE's maximum, 1 TiB */
+    if (bytes > BO_MAX_SIZE_BYTES) {
+      fprintf(stderr, "%s: --sizes %s is %zu bytes; at most %llu (512G): every all_reduce side holds twice the "
+              "size in symmetric heap, and TD_SYMM_HEAP_SIZE is at most 1 TiB\n", cmd, t, bytes,
+              (unsigned long long)BO_MAX_SIZE_BYTES);
+      return 0;
+    }
     for (int i = 0; i < n; i++)
       if (seen[i] == bytes) {
         fprintf(stderr, "%s: --sizes names %zu bytes twice ('%s')\n", cmd, bytes, list);
@@ -655,7 +693,7 @@ static int bo_variants_valid(const char *cmd, td_tp_kind kind, int cuda, const c
 
 static void bo_usage(FILE *f, const char *kind) {
   fprintf(f,
-          "usage: tdist bench %s --backend cpu|cuda --ranks N [--json FILE] [--dtype f32|bf16|f16]\n"
+          "usage: tdist bench %s [--backend cpu|cuda] [--ranks N] [--json FILE] [--dtype f32|bf16|f16]\n"
           "         [--iters I] [--warmup W] [--variants LIST] [--chunks C]\n"
           "         [--compute-workers W] [--comm-workers W]   (SM split on cuda, threads on cpu)\n"
           "         [--models all|check|NAME,...] [--m LIST] | [--shape MxNxK]   (GEMM operators)\n"
@@ -668,9 +706,12 @@ static void bo_usage(FILE *f, const char *kind) {
           "gpt3-175b (N, K global) with M from --m (default 1024,4096,8192), and 'check' (M = 4091 x\n"
           "ranks, N = 5120, K = 1024); 'all' is these. On --backend cpu the default is instead the\n"
           "CPU-sized set cpu-small (N 2048, K 1024) and cpu-medium (N 4096, K 2048) with M 512,2048\n"
-          "(the models above take hours on a few cores; ask for them with --models or --m).\n"
+          "(the models above take hours on a few cores; ask for them with --models). On cpu, --m without\n"
+          "--models sets the M of the CPU-sized set.\n"
           "all_reduce sizes default 8K,64K,512K,4M,64M. Ranges: --ranks 1..64, --iters 1..100000,\n"
-          "--warmup 0..10000, --chunks 0..64, --compute-workers/--comm-workers 0..1024 (0: chosen),\n"
+          "--warmup 0..10000, --chunks 0..64, --compute-workers/--comm-workers 0..1024 (0, the default:\n"
+          "the executor chooses, as TD_CPU_COMPUTE_WORKERS=0; tdist run takes 1..1024 and chooses when\n"
+          "the option is absent), --sizes items at most 512G. Defaults: --backend cpu, --ranks 2.\n"
           "--m and --shape dims 1..1048576, --m at most 32 values, at most 64 cases in one run (models x\n"
           "M, or sizes); no item twice in --m, --sizes or --models, and each option given once. --sizes\n"
           "items are whole numbers of dtype elements. --shape/--m/--models apply to the GEMM operators only,\n"
@@ -680,8 +721,15 @@ static void bo_usage(FILE *f, const char *kind) {
           "tdist on cuda: the sequential baseline (peer copies + cuBLAS), nccl+cublas (NCCL collective\n"
           "+ cuBLAS GEMM; skipped when ranks share a GPU) and gemm only (its GEMM alone, the floor's\n"
           "GEMM term); 'vs nccl' is each side's speedup over nccl+cublas. Ranks sharing a GPU\n"
-          "measure correctness and overhead, not interconnect speed.\n",
-          kind);
+          "measure correctness and overhead, not interconnect speed.\n"
+          "Before a case allocates anything, the sides' symmetric memory (alive together: they alternate\n"
+          "call by call, so it adds up) is checked against TD_SYMM_HEAP_SIZE (and on cpu the operands\n"
+          "against host memory): a case that cannot fit is refused at once with the total. On cpu, ranks x\n"
+          "workers over %d x the cores draws a note on stderr.\n"
+          "Exit status: 0 all cases ran; 1 a case or side failed; 2 a bad option or variable, or no\n"
+          "usable GPU (checked before any case, so nothing ran; tdist run reports that as 1 since it\n"
+          "fails when its executor starts).\n",
+          kind, BO_OVERSUB_FACTOR);
 }
 
 /* Integer options: name, range, and where the value goes. */
@@ -816,7 +864,10 @@ static int bo_main(td_tp_kind kind, int argc, char **argv) {
             argv[0]);
     return 2;
   }
-  int cpu_default = !o.cuda && kind != TD_TP_ALL_REDUCE && !models_set && !o.nms && !o.m;
+  /* On cpu the CPU-sized set is the default, also with --m alone (which then
+   * sets its M): the GPU-sized models only when asked for with --models. */
+  int cpu_default = !o.cuda && kind != TD_TP_ALL_REDUCE && !models_set && !o.m;
+  int cpu_ms_given = cpu_default && o.nms;
   if (cpu_default)
     o.models = "cpu-small,cpu-medium";
   if (!o.nms) {
@@ -869,6 +920,7 @@ static int bo_main(td_tp_kind kind, int argc, char **argv) {
     ngpus += !seen;
   }
   o.no_base_note = !o.cuda && o.dt != TD_F32 && kind != TD_TP_ALL_REDUCE;
+  bo_oversub_warn(cmd, o.cuda, o.ranks, o.compute_workers, o.comm_workers);
   cJSON *root = cJSON_CreateObject(), *env = cJSON_AddObjectToObject(root, "environment");
   bo_env(o.cuda, o.ranks, devices, env);
   cJSON_AddStringToObject(root, "operator", td_tp_kind_name(kind));
@@ -876,18 +928,26 @@ static int bo_main(td_tp_kind kind, int argc, char **argv) {
   cJSON_AddNumberToObject(root, "ranks", o.ranks);
   cJSON_AddStringToObject(root, "dtype", td_dtype_name(o.dt));
   cJSON_AddNumberToObject(root, "iters", o.iters);
-  char note[256] = "ranks are threads of one process";
+  char note[512] = "ranks are threads of one process";
   if (o.cuda)
     snprintf(note, sizeof note, "ranks are threads of one process on %d GPU(s) (see environment.placement)%s",
              ngpus, ngpus < o.ranks ? "; ranks sharing a GPU measure correctness and overhead, not interconnect "
                                       "speed" : "");
+  snprintf(note + strlen(note), sizeof note - strlen(note), "; the sides of a case are alive together (they "
+           "alternate call by call), so their memory adds up (results[].memory_bytes_all_sides_per_rank)");
   cJSON_AddStringToObject(root, "note", note);
   cJSON *results = cJSON_AddArrayToObject(root, "results");
   printf("# tdist bench %s: backend %s, %d ranks, %s, %d iters (p50/p99 of the slowest rank per call)\n",
          argv[0], o.cuda ? "cuda" : "cpu", o.ranks, td_dtype_name(o.dt), o.iters);
-  if (cpu_default)
-    printf("cpu backend: the CPU-sized default shapes (cpu-small, cpu-medium; M 512,2048); the GPU-sized models "
-           "run with --models all or --m\n");
+  if (cpu_default) {
+    char mlist[256] = "";
+    for (int j = 0; j < o.nms; j++)
+      snprintf(mlist + strlen(mlist), sizeof mlist - strlen(mlist), "%s%lld", j ? "," : "", o.ms[j]);
+    printf("cpu backend: the CPU-sized default shapes (cpu-small, cpu-medium; M %s%s), %d cases; the GPU-sized "
+           "models run with --models all\n", mlist, cpu_ms_given ? " from --m" : "", ns);
+  }
+  printf("the sides of a case are alive together (they alternate call by call), so their memory adds up: a "
+         "case holds the sum of its MiB/rank column per rank\n");
   if (o.no_base_note)
     printf("no baseline on cpu for %s (OpenBLAS sgemm is f32 only): speedup '-'; max rel diff is against tdist "
            "auto ('n/a' on auto itself)\n", td_dtype_name(o.dt));

@@ -55,6 +55,20 @@ void bo_env(int cuda, int ranks, const int *devices, void *json_obj);
 /* Binds the calling thread to the rank's device (cuda: the one bo_devices chose). */
 int bo_set_device(int cuda, int rank);
 
+/* bench_ops_fit.c. Whether a case can fit before anything is allocated:
+ * sides[0..nsides_tdist-1] are the tdist sides' variants (auto first) named
+ * names[], nsides_all counts every side (each has its own C). Returns 0, or 1
+ * with the reason in msg (the total per rank, the heap size from
+ * TD_SYMM_HEAP_SIZE or the host memory, and the remedy). */
+int bo_fit_check(td_tp_kind kind, const bo_shape *s, td_dtype dt, int ranks, int cuda, const td_tp_variant *sides,
+                 const char *const *names, int nsides_tdist, int nsides_all, char *msg, size_t cap);
+/* Ranks x threads beyond this many times the cores draws a note. */
+enum { BO_OVERSUB_FACTOR = 4 };
+/* cpu: one note on stderr, prefixed `cmd`, when ranks x (compute + comm)
+ * workers exceed BO_OVERSUB_FACTOR x the cores online (0 workers: what the
+ * executor chooses). Nothing on cuda. */
+void bo_oversub_warn(const char *cmd, int cuda, int ranks, int compute, int comm);
+
 /* Which side from outside tdist a bo_base is. */
 typedef enum bo_base_mode {
   BO_BASE_SEQ = 0,  /* the sequential baseline (cpu and cuda) */

@@ -4,10 +4,22 @@
  * driver when the CUDA backend is built), the configuration table with
  * current values, a check that each variable set in the environment parses
  * (exit status 1 if one does not), and the TD_* variables that are not in the
- * table (typos). */
+ * table (typos). Also lists /dev/shm/tdist-* objects whose creator is dead
+ * (left by a job killed before its rank 0 removed the name; the transport
+ * replaces such an object only when a job of the same id starts again).
+ * stdout is line-buffered and flushed before each stderr line, so
+ * `tdist doctor 2>&1` never splits a line. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <time.h>
 #include <unistd.h>
 
 #if defined(TD_HAVE_GEMM_CUDA)
@@ -16,6 +28,7 @@
 
 #include "commands.h"
 #include "tdist/tdist.h"
+#include "transport/transport.h"
 
 char *openblas_get_config(void);
 
@@ -54,11 +67,64 @@ static void td__doctor_machine(void) {
 #endif
 }
 
+/* /dev/shm/tdist-* objects whose creator pid is gone (or that never finished
+ * initialising and are over a minute old): one line each with the remedy.
+ * Read-only: a name may belong to a job starting right now, so doctor never
+ * removes anything. Returns how many it listed. */
+static int td__doctor_stale_shm(void) {
+  DIR *d = opendir("/dev/shm");
+  if (!d)
+    return 0;
+  int count = 0;
+  for (struct dirent *e; (e = readdir(d));) {
+    if (strncmp(e->d_name, "tdist-", 6))
+      continue;
+    char name[300];
+    snprintf(name, sizeof name, "/%s", e->d_name);
+    int fd = shm_open(name, O_RDONLY, 0);
+    if (fd < 0)
+      continue;
+    struct stat st;
+    int32_t pid = 0;
+    int stale = 0, ready = 0;
+    if (fstat(fd, &st) == 0) {
+      if ((size_t)st.st_size >= sizeof(td__region_header)) {
+        td__region_header *h = mmap(NULL, sizeof *h, PROT_READ, MAP_SHARED, fd, 0);
+        if (h != MAP_FAILED) {
+          ready = atomic_load_explicit(&h->magic, memory_order_acquire) == TD__REGION_MAGIC;
+          pid = h->creator_pid;
+          munmap(h, sizeof *h);
+        }
+      }
+      if (ready)
+        stale = pid <= 0 || (kill(pid, 0) != 0 && errno == ESRCH);
+      else
+        stale = time(NULL) - st.st_mtime > 60;
+    }
+    close(fd);
+    if (!stale)
+      continue;
+    if (!count++)
+      printf("\nstale shared memory (its creator is gone; no tdist job uses it):\n");
+    if (ready)
+      printf("  /dev/shm/%s  %.1f MiB, creator pid %d is gone: remove it with rm /dev/shm/%s\n", e->d_name,
+             (double)st.st_size / 1048576.0, (int)pid, e->d_name);
+    else
+      printf("  /dev/shm/%s  %.1f MiB, never finished initialising: remove it with rm /dev/shm/%s\n", e->d_name,
+             (double)st.st_size / 1048576.0, e->d_name);
+  }
+  closedir(d);
+  return count;
+}
+
 int td_cmd_doctor(int argc, char **argv) {
+  /* Lines on stdout and stderr never interleave mid-line under 2>&1. */
+  setvbuf(stdout, NULL, _IOLBF, 0);
   if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
     printf("usage: tdist doctor\n  prints the build, what this machine has (cores, /dev/shm, BLAS, GPUs), every\n"
            "  configuration variable with its value, the set ones that do not parse (exit status 1)\n"
-           "  and TD_* variables that tdist does not know (typos)\n");
+           "  and TD_* variables that tdist does not know (typos), TD_CUDA_TARGET_NAME set without\n"
+           "  TD_CUDA_TARGET_SM (ignored), and stale /dev/shm/tdist-* objects whose creator is gone\n");
     return 0;
   }
   if (argc > 1) {
@@ -70,18 +136,29 @@ int td_cmd_doctor(int argc, char **argv) {
   td__doctor_machine();
   printf("\nconfiguration variables:\n");
   td_config_dump(stdout);
+  fflush(stdout);
   int bad = td_config_check_all(stderr);
   { /* the perf model's calibration file, read by run, explain and the operators */
     td_perf_model m;
     if (td_perf_model_load_checked(&m) != TD_OK) {
+      fflush(stdout);
       fprintf(stderr, "%s\n", td_last_error());
       bad++;
     }
+  }
+  { /* the name only qualifies a target SM: alone, the compiler ignores it (gemm_target.c) */
+    const char *nm = getenv("TD_CUDA_TARGET_NAME"), *sm = getenv("TD_CUDA_TARGET_SM");
+    if (nm && *nm && !(sm && *sm))
+      printf("\nnote: TD_CUDA_TARGET_NAME='%s' is ignored: it names the GPU whose tuning-cache entries a "
+             "TD_CUDA_TARGET_SM target uses, and TD_CUDA_TARGET_SM is not set (set both, e.g. "
+             "TD_CUDA_TARGET_SM=90)\n", nm);
   }
   if (td_config_unknown(NULL) > 0) {
     printf("\nunknown TD_ variables (tdist does not read them):\n");
     td_config_unknown(stdout);
   }
+  td__doctor_stale_shm();
+  fflush(stdout);
   if (bad)
     fprintf(stderr, "doctor: %d problem%s in the configuration (variables or calibration file)\n", bad,
             bad == 1 ? "" : "s");

@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * `tdist bench ag_gemm|gemm_rs|gemm_ar|all_reduce` (tools layer): checks made
+ * before a case allocates anything. A case whose sides cannot fit the
+ * symmetric heap (or, on cpu, the host's memory) is refused at once with the
+ * total, the heap size and the remedy, instead of after seconds of filling
+ * full-size operands (or an OOM kill). The sides of a case are alive together
+ * (they alternate call by call, bench_ops.c), so their needs add up.
+ *
+ * The heap figures are lower bounds per rank, measured from the operators'
+ * plans on cpu (the MiB/rank column): all_reduce's output plus a staging copy
+ * (2 x bytes; one_shot (ranks + 1) x bytes), ag_gemm's gathered A (M x K),
+ * gemm_rs's partial C (M x N), gemm_ar's partial and reduced C (2 x M x N;
+ * one_shot (ranks + 1) x M x N). auto and fused count at the smallest. A case
+ * refused here could not have run; one that passes may still find the heap
+ * short (the side's row then says how much the earlier sides hold).
+ * Also the warning for ranks x workers far beyond the cores. */
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench_ops.h"
+
+/* Symmetric bytes per rank that side `v` needs at least. */
+static double bo_side_heap(td_tp_kind kind, td_tp_variant v, const bo_shape *s, td_dtype dt, int ranks) {
+  double es = (double)td_dtype_size(dt), mn = (double)s->m * (double)s->n * es;
+  double one_shot = (double)ranks + 1.0;
+  switch (kind) {
+  case TD_TP_AG_GEMM: return (double)s->m * (double)s->k * es;
+  case TD_TP_GEMM_RS: return mn;
+  case TD_TP_GEMM_AR: return (v == TD_TP_ONE_SHOT ? one_shot : 2.0) * mn;
+  default: return (v == TD_TP_ONE_SHOT ? one_shot : 2.0) * (double)s->count * es;
+  }
+}
+
+/* Host bytes of the operands over all ranks (cpu: ranks are threads of this
+ * process): A, B, and one C per side (nsides, the baseline included). */
+static double bo_host_operands(td_tp_kind kind, const bo_shape *s, td_dtype dt, int ranks, int nsides) {
+  double es = (double)td_dtype_size(dt), m = (double)s->m, n = (double)s->n, k = (double)s->k;
+  if (kind == TD_TP_ALL_REDUCE)
+    return (1.0 + nsides) * (double)ranks * (double)s->count * es;
+  double c = kind == TD_TP_GEMM_AR ? (double)ranks * m * n : m * n; /* gemm_ar: every rank holds all of C */
+  return (m * k + k * n + nsides * c) * es;
+}
+
+static void bo_human(double b, char *buf, size_t cap) {
+  if (b >= 1073741824.0)
+    snprintf(buf, cap, "%.1f GiB", b / 1073741824.0);
+  else
+    snprintf(buf, cap, "%.1f MiB", b / 1048576.0);
+}
+
+int bo_fit_check(td_tp_kind kind, const bo_shape *s, td_dtype dt, int ranks, int cuda, const td_tp_variant *sides,
+                 const char *const *names, int nsides_tdist, int nsides_all, char *msg, size_t cap) {
+  int64_t heap = 0;
+  if (td_config_int("TD_SYMM_HEAP_SIZE", &heap) != TD_OK)
+    return 0; /* a malformed variable was refused before the first case */
+  double need = 0, part[16];
+  for (int i = 0; i < nsides_tdist && i < 16; i++)
+    need += part[i] = bo_side_heap(kind, sides[i], s, dt, ranks);
+  char hn[32], hh[32];
+  bo_human(need, hn, sizeof hn);
+  bo_human((double)heap, hh, sizeof hh);
+  if (need > (double)heap) {
+    size_t off = (size_t)snprintf(msg, cap, "not run: the %d tdist side%s of this case need at least %.0f bytes "
+                                  "(%s) of symmetric heap per rank together (",
+                                  nsides_tdist, nsides_tdist == 1 ? "" : "s", need, hn);
+    for (int i = 0; i < nsides_tdist && i < 16 && off < cap; i++) {
+      char p[32];
+      bo_human(part[i], p, sizeof p);
+      off += (size_t)snprintf(msg + off, cap - off, "%s%s %s", i ? ", " : "", names[i], p);
+    }
+    if (off < cap)
+      snprintf(msg + off, cap - off, "; the sides are alive together, as they alternate call by call) but "
+               "TD_SYMM_HEAP_SIZE is %lld bytes (%s); raise TD_SYMM_HEAP_SIZE to at least %.0f, run fewer sides "
+               "(--variants none: baseline and auto only) or a smaller case",
+               (long long)heap, hh, need);
+    return 1;
+  }
+  if (cuda)
+    return 0; /* operands are device memory: the heap check above is the one known before allocating */
+  long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+  double host = bo_host_operands(kind, s, dt, ranks, nsides_all) + (double)ranks * need;
+  double phys = pages > 0 && psz > 0 ? (double)pages * (double)psz : 0;
+  if (phys > 0 && host > phys) {
+    char hb[32], pb[32];
+    bo_human(host, hb, sizeof hb);
+    bo_human(phys, pb, sizeof pb);
+    snprintf(msg, cap, "not run: on cpu the %d ranks' operands (A, B and one C per side, %d sides) and symmetric "
+             "heaps need at least %.0f bytes (%s) of host memory together, but this machine has %.0f bytes (%s); "
+             "run a smaller case, fewer ranks or fewer sides (--variants none)",
+             ranks, nsides_all, host, hb, phys, pb);
+    return 1;
+  }
+  return 0;
+}
+
+void bo_oversub_warn(const char *cmd, int cuda, int ranks, int compute, int comm) {
+  if (cuda)
+    return; /* cuda workers are SM shares, not threads */
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  if (cores < 1)
+    cores = 1;
+  int64_t v = 0;
+  if (!compute) /* what the CPU executor chooses (cpu_exec.c): the variable, else cores / ranks */
+    compute = td_config_int("TD_CPU_COMPUTE_WORKERS", &v) == TD_OK && v > 0 ? (int)v
+              : cores / ranks > 1                                          ? (int)(cores / ranks)
+                                                                           : 1;
+  if (!comm)
+    comm = td_config_int("TD_CPU_COMM_WORKERS", &v) == TD_OK && v > 0 ? (int)v : 1;
+  long threads = (long)ranks * (compute + comm);
+  if (threads > BO_OVERSUB_FACTOR * cores)
+    fprintf(stderr, "%s: note: %d ranks x %d workers (%d compute + %d comm) = %ld threads on %ld cores (%ldx "
+            "oversubscribed): comm workers share cores with compute workers, so every call is slow and "
+            "hidden communication still costs CPU time; lower --ranks or the worker counts\n",
+            cmd, ranks, compute + comm, compute, comm, threads, cores, threads / cores);
+}
