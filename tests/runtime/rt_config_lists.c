@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * The configuration table's messages for variables with an allowed list: a
+ * number outside the list's ends quotes the list (not "min to max", which
+ * reads as if every number between were allowed); TD_CUDA_TARGET_SM takes
+ * the SM versions CUDA builds for only; and td_config_dump shows a variable
+ * set to the empty string as "(empty)", since it reads as unset. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tdist/tdist.h"
+
+static void expect_refused(const char *name, const char *value, const char *message) {
+  setenv(name, value, 1);
+  int64_t v = 0;
+  assert_int_equal(td_config_int(name, &v), TD_ERR_INVALID_ARG);
+  if (!strstr(td_last_error(), message))
+    fprintf(stderr, "%s=%s: got '%s'\n", name, value, td_last_error());
+  assert_non_null(strstr(td_last_error(), message));
+  assert_null(strstr(td_last_error(), "out of range"));
+  unsetenv(name);
+}
+
+static void test_listed_int_quotes_list(void **state) {
+  (void)state;
+  const char *msg = "is not allowed; allowed: 0,1,3,8";
+  expect_refused("TD_OPS_FUSED_AG_GEMMS", "9", "TD_OPS_FUSED_AG_GEMMS='9' is not allowed; allowed: 0,1,3,8");
+  expect_refused("TD_OPS_FUSED_AG_GEMMS", "-1", msg);
+  expect_refused("TD_OPS_FUSED_AG_GEMMS", "12345678901234567890123", msg);
+  expect_refused("TD_OPS_FUSED_AG_GEMMS", "2", msg); /* inside the ends, not in the list (as before) */
+  setenv("TD_OPS_FUSED_AG_GEMMS", "3", 1);
+  int64_t v = 0;
+  assert_int_equal(td_config_int("TD_OPS_FUSED_AG_GEMMS", &v), TD_OK);
+  assert_int_equal(v, 3);
+  unsetenv("TD_OPS_FUSED_AG_GEMMS");
+  /* a variable without a list keeps the range message */
+  setenv("TD_CUDA_DEVICE", "-1", 1);
+  assert_int_equal(td_config_int("TD_CUDA_DEVICE", &v), TD_ERR_INVALID_ARG);
+  assert_non_null(strstr(td_last_error(), "TD_CUDA_DEVICE='-1' is out of range; allowed 0 to 1024"));
+  unsetenv("TD_CUDA_DEVICE");
+}
+
+static void test_target_sm_real_versions(void **state) {
+  (void)state;
+  const char *msg = "is not allowed; allowed: 75,80,86,87,88,89,90,100,103,110,120,121";
+  expect_refused("TD_CUDA_TARGET_SM", "9", msg);
+  expect_refused("TD_CUDA_TARGET_SM", "0", msg);
+  expect_refused("TD_CUDA_TARGET_SM", "91", msg);
+  expect_refused("TD_CUDA_TARGET_SM", "1000", msg);
+  const char *ok[] = {"75", "80", "90", "100", "120"};
+  for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+    setenv("TD_CUDA_TARGET_SM", ok[i], 1);
+    int64_t v = 0;
+    assert_int_equal(td_config_int("TD_CUDA_TARGET_SM", &v), TD_OK);
+    assert_int_equal(v, atoi(ok[i]));
+  }
+  unsetenv("TD_CUDA_TARGET_SM");
+}
+
+static void dump(char *buf, size_t cap) {
+  FILE *f = tmpfile();
+  assert_non_null(f);
+  td_config_dump(f);
+  rewind(f);
+  size_t len = fread(buf, 1, cap - 1, f);
+  buf[len] = 0;
+  fclose(f);
+}
+
+/* The line of the dump that starts with `name`. */
+static const char *line_of(const char *buf, const char *name, char *line, size_t cap) {
+  for (const char *p = buf; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+    if (!strncmp(p, name, strlen(name)) && p[strlen(name)] == ' ') {
+      size_t n = strcspn(p, "\n");
+      snprintf(line, cap, "%.*s", (int)(n < cap ? n : cap - 1), p);
+      return line;
+    }
+  return NULL;
+}
+
+static void test_empty_shown_as_empty(void **state) {
+  (void)state;
+  static char buf[1 << 16];
+  char line[512];
+  setenv("TD_OPS_FUSED_AR", "", 1);
+  dump(buf, sizeof buf);
+  assert_non_null(line_of(buf, "TD_OPS_FUSED_AR", line, sizeof line));
+  assert_non_null(strstr(line, "(empty)"));
+  assert_null(strstr(line, "(set)"));
+  assert_non_null(strstr(line, "value='' (empty: treated as unset, the default applies)"));
+  const char *s = NULL; /* and it is indeed read as unset: the default */
+  assert_int_equal(td_config_str("TD_OPS_FUSED_AR", &s), TD_OK);
+  assert_string_equal(s, "auto");
+  setenv("TD_OPS_FUSED_AR", "two-shot", 1);
+  dump(buf, sizeof buf);
+  assert_non_null(line_of(buf, "TD_OPS_FUSED_AR", line, sizeof line));
+  assert_non_null(strstr(line, "(set)"));
+  assert_non_null(strstr(line, "value=two-shot"));
+  unsetenv("TD_OPS_FUSED_AR");
+  dump(buf, sizeof buf);
+  assert_non_null(line_of(buf, "TD_OPS_FUSED_AR", line, sizeof line));
+  assert_non_null(strstr(line, "(unset)"));
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_listed_int_quotes_list),
+      cmocka_unit_test(test_target_sm_real_versions),
+      cmocka_unit_test(test_empty_shown_as_empty),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
