@@ -39,6 +39,11 @@ K = 1024; all_reduce sizes 8 KiB .. 64 MiB. M is padded up to a multiple of
 the rank count here (PyTorch's collectives need equal parts); the JSON says so.
 Under torchrun give M as --tokens (torchrun's own parser takes --m as an
 ambiguous prefix of its options); --m is the same option for one-GPU use.
+Options follow `tdist bench`: each given once; --tokens/--m (whole numbers,
+no K suffix), --models and --no-check apply to the GEMM operators only,
+--sizes to all_reduce only; --ranks 1..64, default 2 as `tdist bench` (so a
+side-by-side run on defaults compares the same rank count); under torchrun
+the rank count is WORLD_SIZE, and a --ranks that differs is refused.
 Every argument is checked before torch is imported. Exit status: 0 measured;
 2 a bad argument (one line naming the option and what it allows); 3 "not
 run": nothing measured (PyTorch not installed, or the GPUs the mode needs
@@ -77,23 +82,51 @@ def parse_size(text):
     return v if v >= 1 else None
 
 
-def int_list(p, opt, text, lo, hi, what):
-    """A comma-separated list of whole numbers in [lo, hi] (K/M/G suffixes), none twice; p.error (exit 2) otherwise."""
+def int_list(p, opt, text, lo, hi, what, suffixes=True, most=None):
+    """A comma-separated list of whole numbers in [lo, hi] (K/M/G suffixes where `suffixes`, as tdist's
+    --sizes; plain digits otherwise, as tdist's --m), none twice, at most `most`; p.error (exit 2) otherwise."""
     items = text.split(",")
+    if most is not None and len(items) > most:
+        p.error("%s gives %d values; at most %d ('%s')" % (opt, len(items), most, text))
     out = []
     for t in items:
-        v = parse_size(t) if t else None
+        if suffixes:
+            v = parse_size(t) if t else None
+        else:
+            v = int(t) if t.isdigit() and t.isascii() else None
         if v is None or v < lo or v > hi:
-            p.error("%s expects a comma-separated list of %s (%d..%d, K/M suffixes allowed), got '%s' in '%s'"
-                    % (opt, what, lo, hi, t, text))
+            p.error("%s expects a comma-separated list of %s (%d..%d, %s), got '%s' in '%s'"
+                    % (opt, what, lo, hi, "K/M suffixes allowed" if suffixes else "whole numbers, no suffix",
+                       t, text))
         if v in out:
             p.error("%s names %d twice ('%s')" % (opt, v, text))
         out.append(v)
     return out
 
 
+class Once(argparse.Action):
+    """Stores the option's value, refusing a second use under any of its spellings (as `tdist bench`: a
+    repeated option is an error, not a silent last-one-wins). nargs=0 makes it a flag (store True)."""
+
+    def __call__(self, parser, ns, values, option_string=None):
+        given = ns.__dict__.setdefault("given", {})
+        if self.dest in given:
+            first = given[self.dest]
+            also = "" if first == option_string else " (also as %s)" % first
+            parser.error("%s given twice%s" % (option_string, also))
+        given[self.dest] = option_string
+        setattr(ns, self.dest, True if self.nargs == 0 else values)
+
+
 def check_args(p, args):
     """Every argument checked before torch is imported: exit 2 with one line naming the option and what it allows."""
+    given = getattr(args, "given", {})
+    if args.op == "all_reduce":
+        for dest in ("m", "models", "no_check"):
+            if dest in given:
+                p.error("%s applies to the GEMM operators only; all_reduce takes --sizes" % given[dest])
+    elif "sizes" in given:
+        p.error("--sizes applies to all_reduce only; the GEMM operators take --tokens/--m, --models or --no-check")
     names = args.models.split(",")
     allowed = ["all", "check"] + list(MODELS)
     for name in names:
@@ -102,19 +135,38 @@ def check_args(p, args):
                     % (", ".join(allowed), name, args.models))
         if names.count(name) > 1:
             p.error("--models names %s twice ('%s')" % (name, args.models))
+    if "all" in names and len(names) > 1:
+        p.error("--models: all already includes %s; give one or the other ('%s')"
+                % ([n for n in names if n != "all"][0], args.models))
     args.model_list = list(MODELS) if "all" in names else [n for n in names if n in MODELS]
     if names == ["check"] and args.no_check:
         p.error("--models check with --no-check selects no case")
-    args.m_list = int_list(p, "--tokens/--m", args.m, 1, 1 << 20, "token counts M")
+    # --m as tdist bench's: plain integers, at most 32 of them.
+    args.m_list = int_list(p, "--tokens/--m", args.m, 1, 1 << 20, "token counts M", suffixes=False, most=32)
     size_list = int_list(p, "--sizes", args.sizes, 1, 1 << 34, "byte sizes")
     es = {"bf16": 2, "f16": 2, "f32": 4}[args.dtype]
     for b in size_list:
         if b % es:
             p.error("--sizes: %d bytes is not a whole number of %s elements (%d bytes each)" % (b, args.dtype, es))
     args.size_list = size_list
-    for opt, v, lo in (("--iters", args.iters, 1), ("--warmup", args.warmup, 0), ("--ranks", args.ranks, 1)):
-        if v < lo:
+    # the ranges of tdist bench
+    for opt, v, lo, hi in (("--iters", args.iters, 1, 100000), ("--warmup", args.warmup, 0, 10000),
+                           ("--ranks", args.ranks, 1, 64)):
+        if v is not None and v < lo:
             p.error("%s must be >= %d, got %d" % (opt, lo, v))
+        if v is not None and v > hi:
+            p.error("%s must be <= %d, got %d" % (opt, hi, v))
+    # torchrun's WORLD_SIZE is the rank count of the multi-GPU mode; 1 (or unset) is the one-GPU mode,
+    # where --ranks is the number of ranks emulated.
+    ws = os.environ.get("WORLD_SIZE", "1")
+    if not (ws.isdigit() and ws.isascii()) or not 1 <= int(ws) <= 1 << 20:
+        p.error("WORLD_SIZE '%s' is not a rank count (a whole number >= 1, as torchrun sets it)" % ws)
+    args.world = int(ws)
+    if args.world > 1 and args.ranks is not None and args.ranks != args.world:
+        p.error("--ranks %d differs from WORLD_SIZE %d: under torchrun the rank count is the number of processes "
+                "(--nproc-per-node); leave --ranks out or give %d" % (args.ranks, args.world, args.world))
+    if args.ranks is None:
+        args.ranks = args.world if args.world > 1 else 2
     if args.json is not None:
         d = os.path.dirname(args.json) or "."
         if not args.json or os.path.isdir(args.json):
@@ -131,16 +183,22 @@ def parse_args(argv=None):
                                 allow_abbrev=False)
     p.add_argument("op", choices=["ag_gemm", "gemm_rs", "gemm_ar", "all_reduce"])
     # --tokens: the spelling for torchrun, whose own parser takes --m as an ambiguous prefix of its options.
-    p.add_argument("--tokens", "--m", dest="m", default="1024,4096,8192",
-                   help="M (tokens) of the model rows, e.g. 1024,4096 (--m is the same; under torchrun use --tokens)")
-    p.add_argument("--models", default="all", help="all, check or model names: " + ", ".join(MODELS))
-    p.add_argument("--iters", type=int, default=50)
-    p.add_argument("--warmup", type=int, default=5)
-    p.add_argument("--dtype", default="bf16", choices=["bf16", "f16", "f32"])
-    p.add_argument("--sizes", default=SIZES, help="all_reduce byte sizes, e.g. 8K,64K,4M")
-    p.add_argument("--no-check", action="store_true", help="leave out the correctness case M = 4091 x ranks")
-    p.add_argument("--json")
-    p.add_argument("--ranks", type=int, default=8, help="ranks emulated on one GPU (one-GPU mode)")
+    # Every option at most once (Once): a repeated one is refused, as tdist bench does.
+    p.add_argument("--tokens", "--m", dest="m", default="1024,4096,8192", action=Once,
+                   help="GEMM operators: M (tokens) of the model rows, whole numbers 1..1048576, e.g. 1024,4096 "
+                   "(--m is the same; under torchrun use --tokens)")
+    p.add_argument("--models", default="all", action=Once,
+                   help="GEMM operators: all, check or model names: " + ", ".join(MODELS))
+    p.add_argument("--iters", type=int, default=50, action=Once, help="1..100000")
+    p.add_argument("--warmup", type=int, default=5, action=Once, help="0..10000")
+    p.add_argument("--dtype", default="bf16", choices=["bf16", "f16", "f32"], action=Once)
+    p.add_argument("--sizes", default=SIZES, action=Once, help="all_reduce only: byte sizes, e.g. 8K,64K,4M")
+    p.add_argument("--no-check", action=Once, nargs=0, default=False,
+                   help="GEMM operators: leave out the correctness case M = 4091 x ranks")
+    p.add_argument("--json", action=Once)
+    p.add_argument("--ranks", type=int, default=None, action=Once,
+                   help="ranks emulated on one GPU (one-GPU mode), 1..64; default 2, as tdist bench. Under "
+                   "torchrun the rank count is WORLD_SIZE: leave it out or give the same")
     return check_args(p, p.parse_args(argv))
 
 
@@ -337,7 +395,7 @@ def main():
     except ImportError:
         print("torch_ops.py: PyTorch is not installed: not run", file=sys.stderr)
         return NOT_RUN
-    world = int(os.environ.get("WORLD_SIZE", "1"))
+    world = args.world
     if torch.cuda.is_available() and world == 1:
         return one_gpu(torch, args)
     if not torch.cuda.is_available() or torch.cuda.device_count() < world or world < 2:
