@@ -1,0 +1,171 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * `tdist bench` (cpu) before and around a case's allocations:
+ *  - a case whose sides cannot fit the symmetric heap is refused before any
+ *    operand is allocated, with the total, the heap size and the remedy, and
+ *    the message is whole in the table and the JSON (not cut at 255);
+ *  - --sizes beyond any heap is refused while parsing, naming the limit;
+ *  - a side that fails for lack of heap says what the earlier sides hold (the
+ *    sides are alive together), and the JSON gives the case's total;
+ *  - on cpu, --m alone sets the M of the CPU-sized set (no GPU-sized model);
+ *  - ranks x workers far beyond the cores draws one note on stderr;
+ *  - --help states the exit statuses and what --compute-workers 0 means. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli_test_util.h"
+
+static char out[1 << 17];
+
+static int count_of(const char *hay, const char *needle) {
+  int n = 0;
+  for (const char *p = hay; (p = strstr(p, needle)); p++)
+    n++;
+  return n;
+}
+
+static void test_heap_refused_up_front(void **state) {
+  (void)state;
+  char json[256], cmd[512];
+  snprintf(json, sizeof json, "/tmp/td_ops_bench_fit_%ld.json", (long)getpid());
+  /* 8 GiB per side: refused before allocating (the old path filled 8 GB first) */
+  snprintf(cmd, sizeof cmd, "bench all_reduce --ranks 2 --sizes 8G --iters 1 --json %s", json);
+  int rc = run(cmd, out, sizeof out);
+  assert_int_equal(rc, 1);
+  const char *msg = "not run: the 3 tdist sides of this case need at least 60129542144 bytes (56.0 GiB) of "
+                    "symmetric heap per rank together (tdist auto 16.0 GiB, tdist one_shot 24.0 GiB, tdist "
+                    "two_shot 16.0 GiB; the sides are alive together, as they alternate call by call) but "
+                    "TD_SYMM_HEAP_SIZE is 268435456 bytes (256.0 MiB); raise TD_SYMM_HEAP_SIZE to at least "
+                    "60129542144, run fewer sides (--variants none: baseline and auto only) or a smaller case";
+  assert_true(strlen(msg) > 255);
+  if (!strstr(out, msg))
+    fprintf(stderr, "%s\n", out);
+  assert_int_equal(count_of(out, msg), 4); /* every side's row, whole */
+  cJSON *root = load_json(json);
+  unlink(json);
+  cJSON *c = cJSON_GetArrayItem(cJSON_GetObjectItem(root, "results"), 0);
+  assert_string_equal(cJSON_GetObjectItem(c, "error")->valuestring, msg);
+  cJSON *s;
+  cJSON_ArrayForEach(s, cJSON_GetObjectItem(c, "sides")) { assert_string_equal(cJSON_GetObjectItem(s, "error")->valuestring, msg); }
+  cJSON_Delete(root);
+  /* a GEMM operator too: ag_gemm's gathered A alone is 4 GiB per side */
+  rc = run("bench ag_gemm --ranks 2 --shape 65536x64x16384 --iters 1 --variants none", out, sizeof out);
+  assert_int_equal(rc, 1);
+  assert_non_null(strstr(out, "not run: the 1 tdist side of this case need at least 4294967296 bytes (4.0 GiB) of "
+                              "symmetric heap per rank together (tdist auto 4.0 GiB;"));
+}
+
+static void test_sizes_limit_at_parse(void **state) {
+  (void)state;
+  expect_usage_error("bench all_reduce --sizes 8K,600G", "tdist bench all_reduce: --sizes 600G is 644245094400 "
+                     "bytes; at most 549755813888 (512G): every all_reduce side holds twice the size in symmetric "
+                     "heap, and TD_SYMM_HEAP_SIZE is at most 1 TiB");
+  expect_usage_error("bench all_reduce --sizes 17179869188000", "at most 549755813888 (512G)");
+}
+
+static void test_shared_heap_said(void **state) {
+  (void)state;
+  char json[256], cmd[8192];
+  snprintf(json, sizeof json, "/tmp/td_ops_bench_fit2_%ld.json", (long)getpid());
+  /* 7 MiB: each side fits alone and the lower bounds (2 + 3 + 2 MiB) pass,
+   * but with the team's block the last side finds the heap short */
+  snprintf(cmd, sizeof cmd, "env TD_SYMM_HEAP_SIZE=7M '%s' bench all_reduce --sizes 1M --iters 1 --warmup 0 "
+           "--json %s 2>&1", tdist_bin, json);
+  FILE *p = popen(cmd, "r");
+  assert_non_null(p);
+  size_t len = fread(out, 1, sizeof out - 1, p);
+  out[len] = 0;
+  int st = pclose(p);
+  assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 1);
+  assert_non_null(strstr(out, "the sides of a case are alive together (they alternate call by call), so their "
+                              "memory adds up"));
+  assert_non_null(strstr(out, "TD_ERR_HEAP_EXHAUSTED"));
+  assert_non_null(strstr(out, "raise TD_SYMM_HEAP_SIZE or free blocks")); /* the library's remedy, not cut */
+  assert_non_null(strstr(out, "(the sides made before this one hold "));
+  cJSON *root = load_json(json);
+  unlink(json);
+  assert_non_null(strstr(cJSON_GetObjectItem(root, "note")->valuestring, "their memory adds up"));
+  cJSON *c = cJSON_GetArrayItem(cJSON_GetObjectItem(root, "results"), 0);
+  double total = cJSON_GetObjectItem(c, "memory_bytes_all_sides_per_rank")->valuedouble, sum = 0;
+  int found = 0;
+  cJSON *s;
+  cJSON_ArrayForEach(s, cJSON_GetObjectItem(c, "sides")) {
+    cJSON *m = cJSON_GetObjectItem(s, "memory_bytes_per_rank"), *e = cJSON_GetObjectItem(s, "error");
+    if (m)
+      sum += m->valuedouble;
+    if (e && strstr(e->valuestring, "(the sides made before this one hold ")) {
+      found = 1;
+      assert_non_null(strstr(e->valuestring, "as they alternate call by call)"));
+      assert_true(strlen(e->valuestring) > 255);
+    }
+  }
+  assert_true(found);
+  assert_true(total > 0);
+  assert_true(total == sum);
+  cJSON_Delete(root);
+}
+
+static void test_cpu_m_alone(void **state) {
+  (void)state;
+  int rc = run("bench gemm_rs --ranks 2 --m 16 --iters 1 --warmup 0 --variants none", out, sizeof out);
+  assert_int_equal(rc, 0);
+  assert_non_null(strstr(out, "cpu backend: the CPU-sized default shapes (cpu-small, cpu-medium; M 16 from --m), 2 "
+                              "cases"));
+  assert_non_null(strstr(out, "case 1/2: cpu-small M=16 (M=16 N=2048 K=1024)"));
+  assert_non_null(strstr(out, "case 2/2: cpu-medium M=16 (M=16 N=4096 K=2048)"));
+  assert_null(strstr(out, "llama"));
+  assert_null(strstr(out, "check 4091xR"));
+}
+
+static void test_oversubscription_note(void **state) {
+  (void)state;
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  if (cores > 64) {
+    print_message("%ld cores: 16 ranks x 9 workers is not oversubscribed here; skipped\n", cores);
+    skip();
+  }
+  int rc = run("bench gemm_rs --ranks 16 --shape 32x16x16 --iters 1 --warmup 0 --variants none "
+               "--compute-workers 8 --comm-workers 1", out, sizeof out);
+  assert_int_equal(rc, 0);
+  char needle[256];
+  snprintf(needle, sizeof needle, "tdist bench gemm_rs: note: 16 ranks x 9 workers (8 compute + 1 comm) = 144 "
+           "threads on %ld cores (%ldx oversubscribed)", cores, 144 / cores);
+  assert_int_equal(count_of(out, needle), 1);
+  assert_non_null(strstr(out, "lower --ranks or the worker counts"));
+  /* 2 ranks x 2 workers: no note */
+  rc = run("bench gemm_rs --ranks 2 --shape 32x16x16 --iters 1 --warmup 0 --variants none --compute-workers 1 "
+           "--comm-workers 1", out, sizeof out);
+  assert_int_equal(rc, 0);
+  assert_null(strstr(out, "oversubscribed"));
+}
+
+static void test_help_exit_status(void **state) {
+  (void)state;
+  int rc = run("bench ag_gemm --help", out, sizeof out);
+  assert_int_equal(rc, 0);
+  assert_non_null(strstr(out, "Exit status: 0 all cases ran; 1 a case or side failed; 2 a bad option or variable, "
+                              "or no\nusable GPU"));
+  assert_non_null(strstr(out, "(0, the default:\nthe executor chooses"));
+  assert_non_null(strstr(out, "[--backend cpu|cuda] [--ranks N]"));
+  assert_non_null(strstr(out, "On cpu, --m without\n--models sets the M of the CPU-sized set."));
+}
+
+int main(void) {
+  const char *bin = getenv("TD_BIN_DIR");
+  snprintf(tdist_bin, sizeof tdist_bin, "%s/tdist", bin ? bin : ".");
+  unsetenv("TD_SYMM_HEAP_SIZE"); /* the default heap (256M) in the messages */
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_heap_refused_up_front), cmocka_unit_test(test_sizes_limit_at_parse),
+      cmocka_unit_test(test_shared_heap_said),      cmocka_unit_test(test_cpu_m_alone),
+      cmocka_unit_test(test_oversubscription_note), cmocka_unit_test(test_help_exit_status),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
