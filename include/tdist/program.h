@@ -145,7 +145,8 @@ td_status td_program_output(td_program *program, td_value v);
  * success. Never crashes on any input. */
 td_status td_program_parse(const char *text, size_t length, const char *filename,
                            td_program **out);
-/** Reads a `.td` file. Errors as td_program_parse, plus TD_ERR_NOT_FOUND (cannot open). */
+/** Reads a `.td` file. Errors as td_program_parse, plus TD_ERR_NOT_FOUND (cannot open),
+ * TD_ERR_INVALID_ARG ("PATH is a directory, not a program file"; also a block device). */
 td_status td_program_load(const char *path, td_program **out);
 
 /** Checks every op's shapes with the current dim bindings. Errors: TD_ERR_SHAPE
@@ -281,6 +282,8 @@ typedef struct td_program_run_result {
   double max_rel_error; /* max |out - ref| / max |ref| over all outputs (check only) */
   double tolerance;    /* tolerance used for the check, by dtype */
   int pass;            /* check passed (1 when check is off) */
+  int nonfinite;       /* check only: 1 when an input or the reference holds inf or NaN
+                          (an error that is NaN, e.g. inf - inf, counts as inf) */
 } td_program_run_result;
 
 /** Compiles the program for opts->nranks, fills inputs with seeded uniform
@@ -293,6 +296,10 @@ typedef struct td_program_run_result {
  * .npy of a supported dtype), TD_ERR_NOT_FOUND (input file missing),
  * TD_ERR_SHAPE (input file shape differs from the value's),
  * TD_ERR_UNSUPPORTED (cuda in a build without the CUDA executor),
+ * TD_ERR_HEAP_EXHAUSTED (cpu: the plan's symmetric buffers and signal words
+ * exceed TD_SYMM_HEAP_SIZE per rank; checked before any operand is
+ * allocated, the message gives the total and the value to set), a compile
+ * error (prefixed "compiling the overlapped plan: " or "... sequential ..."),
  * TD_ERR_CUDA, those of td_program_compile, the executor's and the runtime's;
  * TD_ERR_CHECK_FAILED is not returned: a failing check sets pass = 0. When
  * ranks fail, the status and message are those of the cause: the earliest

@@ -283,6 +283,31 @@ static const char *td__buf_kind(td_buffer_kind k) {
   return (unsigned)k < sizeof names / sizeof names[0] ? names[k] : "?";
 }
 
+/* cpu executor: every symm buffer and the signal words are td_symm_alloc'd
+ * with 64-byte alignment (src/exec/cpu/cpu_exec.c), one after another. */
+#define TD__SYMM_ROUND(b) (((b) + 63) & ~(uint64_t)63)
+
+uint64_t td__compiled_symm_bytes(const td_compiled *c, int *nbuffers, uint32_t *nsignals) {
+  const td_plan *plan = td_compiled_plan(c);
+  uint64_t total = 0;
+  int nsymm = 0;
+  for (int32_t b = 0; b < td_plan_nbuffers(plan); b++) {
+    const td_buffer_desc *d = td_plan_buffer(plan, b);
+    if (d->kind != TD_BUF_SYMM)
+      continue;
+    uint64_t bytes = (uint64_t)(d->rows * d->cols) * td_dtype_size(d->dtype);
+    total += TD__SYMM_ROUND(bytes ? bytes : 1);
+    nsymm++;
+  }
+  uint32_t ns = td_plan_nsignals(plan);
+  total += TD__SYMM_ROUND((uint64_t)(ns ? ns : 1) * sizeof(uint64_t));
+  if (nbuffers)
+    *nbuffers = nsymm;
+  if (nsignals)
+    *nsignals = ns;
+  return total;
+}
+
 td_status td_compiled_explain(const td_compiled *c, FILE *out) {
   if (!c || !out)
     return td__error(TD_ERR_INVALID_ARG, "explain: compiled or out is NULL");
@@ -322,6 +347,14 @@ td_status td_compiled_explain(const td_compiled *c, FILE *out) {
     const td_buffer_desc *d = td_plan_buffer(plan, b);
     fprintf(out, "  b%-3d %-20s %-6s %-4s %lld x %lld\n", (int)b, d->name, td__buf_kind(d->kind),
             td_dtype_name(d->dtype), (long long)d->rows, (long long)d->cols);
+  }
+  { /* what TD_SYMM_HEAP_SIZE must hold on the cpu backend (tdist run refuses a plan that does not fit) */
+    int nsymm = 0;
+    uint32_t ns = 0;
+    uint64_t symm = td__compiled_symm_bytes(c, &nsymm, &ns);
+    fprintf(out, "symmetric: %llu bytes per rank (%.2f MiB: %d symm buffer%s + %u signal words, 64-byte aligned; "
+            "on cpu, TD_SYMM_HEAP_SIZE must hold it)\n", (unsigned long long)symm, (double)symm / 1048576.0, nsymm,
+            nsymm == 1 ? "" : "s", ns);
   }
   for (int r = 0; r < c->n; r++) {
     const td_schedule *s = td_plan_schedule(plan, r);

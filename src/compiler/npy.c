@@ -44,6 +44,11 @@ td_status td__npy_load(const char *path, int64_t *rows, int64_t *cols, double **
     st = td__error(TD_ERR_INVALID_ARG, "'%s' is not a .npy file (bad magic)", path);
     goto out;
   }
+  if (pre[6] < 1 || pre[6] > 3) { /* 2 and 3 differ from 1 only in the header length and encoding */
+    st = td__error(TD_ERR_INVALID_ARG, "'%s': .npy format version %d.%d is not supported (1.0, 2.0 or 3.0)", path,
+                   pre[6], pre[7]);
+    goto out;
+  }
   size_t hlen = pre[8] | (size_t)pre[9] << 8;
   if (pre[6] >= 2) { /* versions 2 and 3: 4-byte header length */
     if (fread(pre + 10, 1, 2, f) != 2) {
@@ -95,9 +100,18 @@ td_status td__npy_load(const char *path, int64_t *rows, int64_t *cols, double **
     d1 = d0;
     d0 = 1;
   } else if (!end2) {
-    const char *close = strchr(shape, ')');
-    int len = close && close - shape < 40 ? (int)(close - shape) + 1 : 24;
-    st = td__error(TD_ERR_INVALID_ARG, "'%s': shape %.*s is not 1-D or 2-D", path, len, shape);
+    /* The shape as written: up to its ')' (or the dict's end), without the header's padding. */
+    const char *close = strpbrk(shape, ")}\n");
+    int len = close ? (int)(close - shape) + (*close == ')') : (int)strlen(shape);
+    while (len > 0 && (shape[len - 1] == ' ' || shape[len - 1] == ','))
+      len--;
+    if (len > 40)
+      len = 40;
+    if (close && *close == ')')
+      st = td__error(TD_ERR_INVALID_ARG, "'%s': shape %.*s is not 1-D or 2-D", path, len, shape);
+    else
+      st = td__error(TD_ERR_INVALID_ARG, "'%s': malformed header: shape '%.*s' has no closing ')' (expected "
+                     "(N,) or (ROWS, COLS))", path, len, shape);
     goto out;
   }
   if (d0 < 1 || d1 < 1 || d0 > (1LL << 31) || d1 > (1LL << 31) || (double)d0 * (double)d1 > 1e10) {

@@ -20,6 +20,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
 
 #include "compiler/compiler.h"
 #include "core/error.h"
@@ -157,6 +159,12 @@ static int td__lex(td__parser *ps) {
     char *stop;
     errno = 0;
     t.num = strtod(buf, &stop);
+    if (!*stop && errno == ERANGE) { /* well formed, but no double holds it (1e400, 1e-400) */
+      ps->tok = t;
+      td__perr(ps, &t, "number '%s' is out of range (a double's magnitude lies between about 2.2e-308 and "
+               "1.8e308)", buf);
+      return 0;
+    }
     if (*stop || errno || !isfinite(t.num) || (t.len == 1 && (*c == '.' || *c == '-'))) {
       ps->tok = t;
       td__perr(ps, &t, "malformed number '%s'", buf);
@@ -238,6 +246,27 @@ typedef struct td__arg {
 
 static int td__expr(td__parser *ps, int depth, td_value *out);
 
+/* Argument `pos` of op is a number there (scale's factor, rmsnorm's eps), but
+ * the token is a name that is neither a value nor an op: say a number is
+ * expected (not "unknown value"), naming nan/inf as not finite. Returns 1
+ * after reporting, 0 when the name may be read as a value. */
+static int td__number_expected(td__parser *ps, td_op_kind op, int pos) {
+  if (!((op == TD_OP_SCALE && pos == 1) || (op == TD_OP_RMSNORM && pos == 2)))
+    return 0;
+  char name[TD__NAME_MAX];
+  td__name(&ps->tok, name);
+  for (td_value v = 0; v < ps->p->nvals; v++)
+    if (!strcmp(ps->p->vals[v].name, name))
+      return 0;
+  for (size_t i = 0; i < sizeof td__ops / sizeof td__ops[0]; i++)
+    if (!strcmp(name, td__ops[i].name))
+      return 0;
+  int nonfinite = !strcasecmp(name, "nan") || !strcasecmp(name, "inf") || !strcasecmp(name, "infinity");
+  td__perr(ps, &ps->tok, "%s expects a %snumber as its %s, found '%s'", td_op_name(op), nonfinite ? "finite " : "",
+           op == TD_OP_SCALE ? "factor" : "eps", name);
+  return 1;
+}
+
 static int td__call(td__parser *ps, const td__tok *optok, td_op_kind op, int depth, td_value *out) {
   td__arg args[4];
   int nargs = 0;
@@ -262,6 +291,8 @@ static int td__call(td__parser *ps, const td__tok *optok, td_op_kind op, int dep
       a->flag = td__is(&ps->tok, "transpose_a") ? TD_MATMUL_TRANSPOSE_A : TD_MATMUL_TRANSPOSE_B;
       if (!td__lex(ps))
         return 0;
+    } else if (ps->tok.kind == T_NAME && td__number_expected(ps, op, nargs)) {
+      return 0;
     } else if (ps->tok.kind == T_NAME) {
       a->is_value = 1;
       if (!td__expr(ps, depth + 1, &a->v))
@@ -652,6 +683,15 @@ td_status td_program_load(const char *path, td_program **out) {
   FILE *f = fopen(path, "rb");
   if (!f)
     return td__error(TD_ERR_NOT_FOUND, "cannot open program '%s': %s", path, strerror(errno));
+  /* fopen succeeds on a directory and reading it gives nothing: say what it
+   * is rather than "empty program". Pipes (process substitution) and
+   * character devices such as /dev/stdin stay readable. */
+  struct stat sb;
+  if (fstat(fileno(f), &sb) == 0 && (S_ISDIR(sb.st_mode) || S_ISBLK(sb.st_mode) || S_ISSOCK(sb.st_mode))) {
+    fclose(f);
+    return td__error(TD_ERR_INVALID_ARG, "%s is %s, not a program file (give a .td file)", path,
+                     S_ISDIR(sb.st_mode) ? "a directory" : S_ISBLK(sb.st_mode) ? "a block device" : "a socket");
+  }
   size_t cap = 4096, len = 0;
   char *buf = malloc(cap);
   for (;;) {

@@ -147,10 +147,16 @@ td_status td_program_set_dims(td_program *p, const char *text) {
       char *eq = strchr(item, '=');
       if (!eq)
         return td__error(TD_ERR_INVALID_ARG, "--dims item '%s' has no '=' (expected NAME=VALUE)", item);
+      if (eq == item)
+        return td__error(TD_ERR_INVALID_ARG, "--dims item '%s' has no dim name before '=' (expected NAME=VALUE)",
+                         item);
       *eq = 0;
       char *num = eq + 1, *stop;
       errno = 0;
       long long v = strtoll(num, &stop, 10);
+      /* the same limit, in the same words, as a `dim` line in a .td file (parse.c) */
+      if (*num && !*stop && ((errno == ERANGE && v > 0) || v > 1000000000000000LL))
+        return td__error(TD_ERR_INVALID_ARG, "--dims %s=%s: too large: at most 1000000000000000 (1e15)", item, num);
       if (!*num || *stop || errno)
         return td__error(TD_ERR_INVALID_ARG, "--dims %s=%s: value is not an integer", item, num);
       if (apply) {

@@ -15,6 +15,7 @@
 #include "compiler/compiler.h"
 #include "core/error.h"
 #include "exec/backend.h" /* td__exec_create_cause, td__status_secondary */
+#include "tdist/config.h"
 #include "tdist/exec.h"
 #include "tdist/world.h"
 
@@ -209,7 +210,39 @@ static int td__cmp_double(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
+/* The larger of err and |y - want|, where a NaN difference (inf - inf, or a
+ * NaN on either side) counts as infinite: a NaN must neither hide nor be
+ * overwritten by a later finite difference. */
+static double td__worse(double err, double y, double want) {
+  double e = fabs(y - want);
+  if (isnan(e))
+    e = INFINITY;
+  return e > err ? e : err;
+}
+
 static double td__tolerance(td_dtype dt) { return dt == TD_BF16 ? 3e-2 : dt == TD_F16 ? 5e-3 : 1e-4; }
+
+/* The plan's symmetric buffers and signal words against the heap the local
+ * world will have (TD_SYMM_HEAP_SIZE), before any operand is allocated: a
+ * plan that cannot fit would otherwise fail only after every rank's inputs
+ * were made (gigabytes and seconds for large dims), and would name only the
+ * first buffer that did not fit, not the total to ask for. */
+static td_status td__symm_fits(const td_compiled *c, int overlap) {
+  int64_t heap = 0;
+  TD_CHECK(td_config_int("TD_SYMM_HEAP_SIZE", &heap));
+  int nsymm = 0;
+  uint32_t ns = 0;
+  uint64_t need = td__compiled_symm_bytes(c, &nsymm, &ns);
+  if (need <= (uint64_t)heap)
+    return TD_OK;
+  /* The executor's own agreement slots take a little more: ask for 1 MiB over, in MiB. */
+  uint64_t ask = (need + ((uint64_t)1 << 20) + ((uint64_t)1 << 20) - 1) >> 20;
+  return td__error(TD_ERR_HEAP_EXHAUSTED, "the %s plan needs %llu bytes of symmetric memory per rank (%d symm "
+                   "buffer%s and %u signal words, each rounded up to 64 bytes) but the symmetric heap holds %lld "
+                   "bytes per rank; set TD_SYMM_HEAP_SIZE=%lluM (or more), or use smaller dims or more ranks",
+                   overlap ? "overlapped" : "sequential", (unsigned long long)need, nsymm, nsymm == 1 ? "" : "s",
+                   ns, (long long)heap, (unsigned long long)ask);
+}
 
 td_status td_program_run(const td_program *p, const td_program_run_opts *o, td_program_run_result *out) {
   if (!p || !o || !out)
@@ -239,7 +272,18 @@ td_status td_program_run(const td_program *p, const td_program_run_opts *o, td_p
     co.model = &model;
   }
   td_compiled *c = NULL;
-  TD_CHECK(td_program_compile(p, &co, &c));
+  td_status cst = td_program_compile(p, &co, &c);
+  if (cst != TD_OK) { /* nothing ran: say which plan did not compile */
+    td__error_prefix("compiling the %s plan: ", o->overlap ? "overlapped" : "sequential");
+    return cst;
+  }
+  if (!cuda) { /* cuda keeps symm buffers in a device arena, not on the host heap */
+    cst = td__symm_fits(c, o->overlap);
+    if (cst != TD_OK) {
+      td_compiled_destroy(c);
+      return cst;
+    }
+  }
   const td_plan *plan = td_compiled_plan(c);
   int n = o->nranks, nb = td_plan_nbuffers(plan);
   td_value nv = p->nvals;
@@ -362,7 +406,7 @@ td_status td_program_run(const td_program *p, const td_program_run_opts *o, td_p
     if (st != TD_OK && atomic_load(&R.nfail) > 0) /* the cause, not the rank that returned first */
       st = td__run_cause(&R, n);
   }
-  td_program_run_result res = {0, -1, 0, 0, 1};
+  td_program_run_result res = {0, -1, 0, 0, 1, 0};
   if (st == TD_OK) {
     double *med = malloc(sizeof(double) * (size_t)o->iters);
     for (int it = 0; med && it < o->iters; it++) {
@@ -382,6 +426,12 @@ td_status td_program_run(const td_program *p, const td_program_run_opts *o, td_p
     res.comm_hidden = comm > 0 ? (double)hid / (double)comm : -1;
   }
   if (st == TD_OK && o->check) {
+    for (td_value v = 0; v < nv; v++) { /* inf or NaN in the data: the errors below are then inf */
+      int64_t Rw, Cw;
+      td__val_shape(p, v, &Rw, &Cw);
+      for (int64_t i = 0; global[v] && i < Rw * Cw && !res.nonfinite; i++) /* partial addends are random */
+        res.nonfinite = !isfinite(global[v][i]);
+    }
     st = td_program_reference(p, (const double *const *)global, ref);
     double worst = 0, tol = 0;
     for (td_value v = 0; v < nv && st == TD_OK; v++) {
@@ -391,9 +441,12 @@ td_status td_program_run(const td_program *p, const td_program_run_opts *o, td_p
       int64_t Rw, Cw;
       td__val_shape(p, v, &Rw, &Cw);
       double maxref = 1e-30, maxerr = 0;
-      for (int64_t i = 0; i < Rw * Cw; i++)
+      for (int64_t i = 0; i < Rw * Cw; i++) {
         if (fabs(ref[v][i]) > maxref)
           maxref = fabs(ref[v][i]);
+        if (!isfinite(ref[v][i]))
+          res.nonfinite = 1;
+      }
       int32_t b = td_compiled_buffer(c, v);
       const td_buffer_desc *d = td_plan_buffer(plan, b);
       int partial = V->layout.kind == TD_LAYOUT_PARTIAL;
@@ -407,16 +460,17 @@ td_status td_program_run(const td_program *p, const td_program_run_opts *o, td_p
             int64_t g = (r0 + i) * Cw + c0 + j;
             if (sum)
               sum[g] += y;
-            else if (!(fabs(y - ref[v][g]) <= maxerr)) /* NaN counts as an error */
-              maxerr = isnan(y) ? INFINITY : fabs(y - ref[v][g]);
+            else
+              maxerr = td__worse(maxerr, y, ref[v][g]);
           }
       }
       for (int64_t g = 0; sum && g < Rw * Cw; g++)
-        if (!(fabs(sum[g] - ref[v][g]) <= maxerr))
-          maxerr = isnan(sum[g]) ? INFINITY : fabs(sum[g] - ref[v][g]);
+        maxerr = td__worse(maxerr, sum[g], ref[v][g]);
       free(sum);
       double rel = maxerr / maxref;
-      if (rel > worst || isinf(rel))
+      if (isnan(rel)) /* inf / inf: an infinite reference */
+        rel = INFINITY;
+      if (rel > worst)
         worst = rel;
       if (td__tolerance(V->dtype) > tol)
         tol = td__tolerance(V->dtype);

@@ -19,6 +19,7 @@
 #include <cjson/cJSON.h>
 
 #include "bench_ops.h"
+#include "cli_common.h"
 
 #ifdef TD_HAVE_GEMM_CUDA
 #include <cublas_v2.h>
@@ -209,16 +210,8 @@ const char *bo_base_mode_variant(bo_base_mode mode) {
 
 void bo_env(int cuda, int ranks, const int *devices, void *json_obj) {
   cJSON *e = json_obj;
-  char rev[64] = "unknown";
-  const char *env_rev = getenv("TD_GIT_REV"); /* set by scripts where the tree has no .git */
-  FILE *f = env_rev && *env_rev ? NULL : popen("git rev-parse --short HEAD 2>/dev/null", "r");
-  if (env_rev && *env_rev)
-    snprintf(rev, sizeof rev, "%s", env_rev);
-  if (f) {
-    if (fgets(rev, sizeof rev, f))
-      rev[strcspn(rev, "\n")] = 0;
-    pclose(f);
-  }
+  char rev[64];
+  td_cli_git_revision(rev, sizeof rev); /* shared with tdist run --json (cli_common.c) */
   cJSON_AddStringToObject(e, "git_revision", rev);
   cJSON_AddStringToObject(e, "tdist_version", td_version());
   cJSON_AddStringToObject(e, "openblas", openblas_get_config());

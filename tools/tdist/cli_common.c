@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 int td_cli_int(const char *cmd, const char *opt, const char *text, long long lo, long long hi,
                long long *out) {
@@ -122,4 +123,51 @@ int td_cli_arg(int argc, char **argv, int i, const char *const *valued, size_t n
     if (!strcmp(*name, valued[k]))
       return 1;
   return 0;
+}
+
+/* One `git rev-parse --short HEAD`, in dir (NULL: the working directory). */
+static int td__git_rev_in(const char *dir, char *buf, size_t cap) {
+  char cmd[4200];
+  if (dir && (strchr(dir, '\'') || strlen(dir) > 4000))
+    return 0; /* not quotable in the shell line below: skip this place */
+  if (dir)
+    snprintf(cmd, sizeof cmd, "git -C '%s' rev-parse --short HEAD 2>/dev/null", dir);
+  else
+    snprintf(cmd, sizeof cmd, "git rev-parse --short HEAD 2>/dev/null");
+  FILE *f = popen(cmd, "r");
+  if (!f)
+    return 0;
+  char line[64] = "";
+  int ok = fgets(line, sizeof line, f) != NULL;
+  int st = pclose(f);
+  line[strcspn(line, "\n")] = 0;
+  if (!ok || st != 0 || !line[0])
+    return 0;
+  snprintf(buf, cap, "%s", line);
+  return 1;
+}
+
+void td_cli_git_revision(char *buf, size_t cap) {
+  if (!buf || !cap)
+    return;
+  snprintf(buf, cap, "unknown");
+  const char *env = getenv("TD_GIT_REV"); /* set by scripts where the tree has no .git */
+  if (env && *env) {
+    snprintf(buf, cap, "%s", env);
+    return;
+  }
+  /* The tree the binary was built in (build/bin/tdist lies inside it), so a
+   * run from another directory still records the right revision. */
+  char exe[4096];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n > 0) {
+    exe[n] = 0;
+    char *slash = strrchr(exe, '/');
+    if (slash && slash != exe) {
+      *slash = 0;
+      if (td__git_rev_in(exe, buf, cap))
+        return;
+    }
+  }
+  td__git_rev_in(NULL, buf, cap);
 }

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_ops.h" /* bo_devices: the same GPU check as tdist bench */
 #include "cli_common.h"
 #include "out_check.h"
 #include "commands.h"
@@ -42,7 +43,9 @@ static cJSON *td__result_json(const td_program_run_result *r, int check) {
   if (r->comm_hidden >= 0)
     cJSON_AddNumberToObject(o, "comm_hidden_share", r->comm_hidden);
   if (check) {
-    cJSON_AddNumberToObject(o, "max_rel_error", r->max_rel_error);
+    cJSON_AddNumberToObject(o, "max_rel_error", r->max_rel_error); /* inf is written as null */
+    if (r->nonfinite)
+      cJSON_AddBoolToObject(o, "nonfinite_values", 1);
     cJSON_AddNumberToObject(o, "tolerance", r->tolerance);
     cJSON_AddBoolToObject(o, "pass", r->pass);
   }
@@ -63,6 +66,7 @@ static td_program_run_result td__median_result(td_program_run_result *r, int n) 
   m.max_rel_error = first.max_rel_error;
   m.tolerance = first.tolerance;
   m.pass = first.pass;
+  m.nonfinite = first.nonfinite;
   return m;
 }
 
@@ -224,6 +228,17 @@ int td_cmd_run(int argc, char **argv) {
     td_program_destroy(prog);
     return 2;
   }
+#ifdef TD_HAVE_GEMM_CUDA
+  if (!strcmp(backend, "cuda")) { /* a missing GPU is said now, not after the inputs are made */
+    int devices[64];
+    char msg[1024];
+    if (bo_devices(1, (int)ranks, devices, msg, sizeof msg) != 0) {
+      fprintf(stderr, "tdist run: --backend cuda: %s\n", msg);
+      td_program_destroy(prog);
+      return 1;
+    }
+  }
+#endif
   td_compile_opts co;
   td_compile_opts_init(&co);
   co.chunks_per_rank = (int)chunks;
@@ -248,9 +263,16 @@ int td_cmd_run(int argc, char **argv) {
       ro.trace_path = overlap && round == rounds_i - 1 ? trace : NULL;
       if (td_program_run(prog, &ro, &res[overlap][round]) != TD_OK) {
         /* A bad --input (missing file, wrong shape or name, not a .npy we read)
-         * is a usage error; td_program_run names it with this prefix. */
-        int usage = !strncmp(td_last_error(), "--input ", 8);
-        fprintf(stderr, "tdist run: %s run failed: %s\n", overlap ? "overlapped" : "sequential", td_last_error());
+         * is a usage error; td_program_run names it with this prefix. That, a
+         * plan that does not compile and one that does not fit the heap are
+         * found before anything runs: no "run failed" for them. */
+        const char *e = td_last_error();
+        int usage = !strncmp(e, "--input ", 8);
+        int before = usage || !strncmp(e, "compiling the ", 14) || strstr(e, "set TD_SYMM_HEAP_SIZE=") != NULL;
+        if (before)
+          fprintf(stderr, "tdist run: %s\n", e);
+        else
+          fprintf(stderr, "tdist run: %s run failed: %s\n", overlap ? "overlapped" : "sequential", e);
         td_program_destroy(prog);
         return usage ? 2 : 1;
       }
@@ -259,9 +281,9 @@ int td_cmd_run(int argc, char **argv) {
   ov = td__median_result(res[1], rounds_i);
   if (baseline)
     sq = td__median_result(res[0], rounds_i);
-  printf("tdist run %s: %lld ranks, backend %s, dims", path, ranks, backend);
-  for (int d = 0; d < td_program_ndims(prog); d++)
-    printf("%s%s=%lld", d ? "," : " ", td_program_dim_name(prog, d), (long long)td_program_dim_value(prog, d));
+  printf("tdist run %s: %lld ranks, backend %s", path, ranks, backend);
+  for (int d = 0; d < td_program_ndims(prog); d++) /* none for a program of literal shapes */
+    printf("%s%s=%lld", d ? "," : ", dims ", td_program_dim_name(prog, d), (long long)td_program_dim_value(prog, d));
   printf(", %lld rounds x %lld iters (median), seed %lld\n", rounds, iters, seed);
   printf("  %-11s %12s %12s %14s   %s\n", "plan", "time_ms", "comm_hidden", "max_rel_err", "check");
   td__row("overlapped", &ov, check);
@@ -276,12 +298,18 @@ int td_cmd_run(int argc, char **argv) {
   if (check)
     printf("  result: %s (tolerance %.1e relative to the reference's largest magnitude)\n",
            pass ? "PASS" : "FAIL", ov.tolerance);
+  if (check && (ov.nonfinite || (baseline && sq.nonfinite)))
+    printf("  note: the inputs or the reference hold values that are not finite (inf or NaN); an error that is "
+           "NaN\n        (e.g. inf - inf) counts as inf, so max_rel_err is inf\n");
   if (trace)
     printf("  trace: %s\n", trace);
   int rc = pass ? 0 : 1;
   if (json) {
     cJSON *j = cJSON_CreateObject();
+    char rev[64];
+    td_cli_git_revision(rev, sizeof rev); /* as tdist bench --json records it */
     cJSON_AddStringToObject(j, "program", path);
+    cJSON_AddStringToObject(j, "git_revision", rev);
     cJSON_AddNumberToObject(j, "ranks", (double)ranks);
     cJSON_AddStringToObject(j, "backend", backend);
     cJSON *jd = cJSON_AddObjectToObject(j, "dims");

@@ -1,0 +1,301 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * `tdist run` / `tdist explain` on inputs a tester found handled badly: a
+ * plan whose symmetric buffers exceed TD_SYMM_HEAP_SIZE is refused before
+ * any operand is made, with the total explain also prints; inf/NaN data give
+ * an infinite max_rel_err and a note, never 0; a directory is named as one;
+ * --dims without a name or with a huge value; .npy version and malformed
+ * shape; errors found before anything ran carry no "run failed"; `scale`'s
+ * factor must be a finite number in range; the run JSON records the git
+ * revision as tdist bench does. Every case runs on 1-2 ranks, tiny dims. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tdist/tdist.h"
+
+static char tmpdir[256];
+
+/* Runs `[ENV] tdist ARGS` in tmpdir; returns the exit status, stdout+stderr in out. */
+static int tdist_env(char *out, size_t size, const char *env, const char *args) {
+  const char *bin = getenv("TD_BIN_DIR");
+  char cmd[4096];
+  snprintf(cmd, sizeof cmd, "cd %s && %s %s/tdist %s 2>&1", tmpdir, env ? env : "", bin ? bin : ".", args);
+  FILE *f = popen(cmd, "r");
+  assert_non_null(f);
+  size_t n = fread(out, 1, size - 1, f);
+  out[n] = 0;
+  int st = pclose(f);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void expect_env(const char *env, const char *args, int code, const char *message) {
+  static char out[1 << 16];
+  int rc = tdist_env(out, sizeof out, env, args);
+  if (rc != code || !strstr(out, message))
+    print_error("tdist %s: exit %d, output:\n%s\nwant exit %d and '%s'\n", args, rc, out, code, message);
+  assert_int_equal(rc, code);
+  assert_non_null(strstr(out, message));
+}
+
+static void expect(const char *args, int code, const char *message) { expect_env(NULL, args, code, message); }
+
+static void write_bytes(const char *name, const void *data, size_t len) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/%s", tmpdir, name);
+  FILE *f = fopen(path, "wb");
+  assert_non_null(f);
+  assert_int_equal(fwrite(data, 1, len, f), len);
+  fclose(f);
+}
+
+static void write_file(const char *name, const char *text) { write_bytes(name, text, strlen(text)); }
+
+/* A .npy file: magic, version major.0 (a 2-byte header length), the header dict padded to 128 bytes, then the data. */
+static void write_npy(const char *name, int version, const char *dict, const void *data, size_t len) {
+  unsigned char buf[4096];
+  size_t hl = 128 - 10;
+  assert_true(strlen(dict) < hl);
+  memcpy(buf, "\x93NUMPY", 6);
+  buf[6] = (unsigned char)version;
+  buf[7] = 0;
+  buf[8] = (unsigned char)hl;
+  buf[9] = 0;
+  memset(buf + 10, ' ', hl);
+  memcpy(buf + 10, dict, strlen(dict));
+  buf[10 + hl - 1] = '\n';
+  memcpy(buf + 128, data, len);
+  write_bytes(name, buf, 128 + len);
+}
+
+static const char *small = "dim M = 12, H = 8, F = 16\ninput x : f32[M, H] shard(0)\n"
+                           "weight w1 : f32[H, F] shard(1)\nweight w2 : f32[F, H] shard(0)\n"
+                           "y = reduce_scatter(matmul(gelu(matmul(all_gather(x), w1)), w2))\noutput y\n";
+
+/* The plan's symmetric total as explain prints it ("symmetric: N bytes per rank"). */
+static long long explain_symm_bytes(const char *args) {
+  static char out[1 << 18];
+  char cmd[512];
+  snprintf(cmd, sizeof cmd, "explain %s", args);
+  int rc = tdist_env(out, sizeof out, NULL, cmd);
+  if (rc != 0)
+    print_error("%s\n", out);
+  assert_int_equal(rc, 0);
+  const char *s = strstr(out, "symmetric: ");
+  assert_non_null(s);
+  long long n = atoll(s + strlen("symmetric: "));
+  assert_true(n > 0);
+  return n;
+}
+
+/* D2: a plan larger than the heap is refused up front with the total explain prints and the remedy. */
+static void test_heap_too_small(void **state) {
+  (void)state;
+  long long need = explain_symm_bytes("small.td --ranks 2 --dims M=256,H=64,F=256");
+  char env[128], want[256];
+  snprintf(env, sizeof env, "TD_SYMM_HEAP_SIZE=%lld", need - 64);
+  snprintf(want, sizeof want, "the overlapped plan needs %lld bytes of symmetric memory per rank", need);
+  expect_env(env, "run small.td --ranks 2 --iters 1 --rounds 1 --dims M=256,H=64,F=256", 1, want);
+  snprintf(want, sizeof want, "the symmetric heap holds %lld bytes per rank; set TD_SYMM_HEAP_SIZE=", need - 64);
+  expect_env(env, "run small.td --ranks 2 --iters 1 --rounds 1 --dims M=256,H=64,F=256", 1, want);
+  static char out[1 << 16];
+  tdist_env(out, sizeof out, env, "run small.td --ranks 2 --iters 1 --rounds 1 --dims M=256,H=64,F=256");
+  assert_null(strstr(out, "run failed")); /* nothing ran */
+  /* The same plan with enough heap runs. */
+  snprintf(env, sizeof env, "TD_SYMM_HEAP_SIZE=%lld", need + (2 << 20));
+  expect_env(env, "run small.td --ranks 2 --iters 1 --rounds 1 --check --dims M=256,H=64,F=256", 0, "result: PASS");
+}
+
+/* D2: --backend cuda checks the GPU before making inputs (or the build refuses cuda). */
+static void test_cuda_checked_first(void **state) {
+  (void)state;
+  static char out[1 << 16];
+  int rc = tdist_env(out, sizeof out, NULL, "run small.td --ranks 2 --iters 1 --rounds 1 --backend cuda --check");
+  if (rc == 0) { /* a machine with a GPU: the run must then pass */
+    assert_non_null(strstr(out, "result: PASS"));
+    return;
+  }
+  if (rc != 1 || (!strstr(out, "tdist run: --backend cuda: no usable CUDA device") &&
+                  !strstr(out, "needs a build with the CUDA executor")))
+    print_error("exit %d:\n%s\n", rc, out);
+  assert_int_equal(rc, 1);
+  assert_true(strstr(out, "tdist run: --backend cuda: no usable CUDA device") ||
+              strstr(out, "needs a build with the CUDA executor"));
+}
+
+/* D3 + C3: inf data make inf - inf errors: max_rel_err is inf (not 0), with a note; JSON null + flag. */
+static void test_nonfinite_inputs(void **state) {
+  (void)state;
+  write_file("lit.td", "input x : f32[4, 4] shard(0)\ny = all_gather(x)\noutput y\n");
+  float v[16];
+  for (int i = 0; i < 16; i++)
+    v[i] = i % 3 ? (float)i : INFINITY;
+  write_npy("inf.npy", 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (4, 4), }", v, sizeof v);
+  static char out[1 << 16];
+  int rc = tdist_env(out, sizeof out, NULL,
+                     "run lit.td --ranks 2 --iters 1 --rounds 1 --check --input x=inf.npy --json nf.json");
+  if (rc != 1)
+    print_error("%s\n", out);
+  assert_int_equal(rc, 1);
+  assert_non_null(strstr(out, "result: FAIL"));
+  assert_null(strstr(out, "0.00e+00"));
+  assert_non_null(strstr(out, "inf   FAIL"));
+  assert_non_null(strstr(out, "the inputs or the reference hold values that are not finite"));
+  assert_null(strstr(out, "dims")); /* C3: literal shapes, no "dims," with nothing after it */
+  char path[512];
+  snprintf(path, sizeof path, "%s/nf.json", tmpdir);
+  FILE *f = fopen(path, "r");
+  assert_non_null(f);
+  static char buf[1 << 16];
+  buf[fread(buf, 1, sizeof buf - 1, f)] = 0;
+  fclose(f);
+  cJSON *j = cJSON_Parse(buf);
+  assert_non_null(j);
+  cJSON *ov = cJSON_GetObjectItem(j, "overlapped");
+  assert_non_null(ov);
+  assert_true(cJSON_IsNull(cJSON_GetObjectItem(ov, "max_rel_error"))); /* inf: JSON has no number for it */
+  assert_true(cJSON_IsTrue(cJSON_GetObjectItem(ov, "nonfinite_values")));
+  assert_true(cJSON_IsFalse(cJSON_GetObjectItem(j, "pass")));
+  cJSON_Delete(j);
+}
+
+/* D6: a directory is named as one (run and explain). */
+static void test_directory_program(void **state) {
+  (void)state;
+  char args[512], want[512];
+  snprintf(args, sizeof args, "run %s --ranks 2", tmpdir);
+  snprintf(want, sizeof want, "tdist run: %s is a directory", tmpdir);
+  expect(args, 1, want);
+  snprintf(args, sizeof args, "explain %s --ranks 2", tmpdir);
+  snprintf(want, sizeof want, "tdist explain: %s is a directory", tmpdir);
+  expect(args, 1, want);
+}
+
+/* C2: --dims with no name, and a value beyond the .td parser's limit, in its words. */
+static void test_dims_messages(void **state) {
+  (void)state;
+  expect("run small.td --ranks 2 --dims =8", 2, "tdist run: --dims item '=8' has no dim name before '='");
+  expect("run small.td --ranks 2 --dims M=99999999999999999999", 2,
+         "tdist run: --dims M=99999999999999999999: too large: at most 1000000000000000 (1e15)");
+  expect("run small.td --ranks 2 --dims M=1000000000000001", 2, "too large: at most 1000000000000000 (1e15)");
+}
+
+/* C4 + C5: .npy problems and compile errors are said without "run failed"; version and shape checks. */
+static void test_npy_and_before_run(void **state) {
+  (void)state;
+  float v[40] = {0};
+  write_npy("v9.npy", 9, "{'descr': '<f4', 'fortran_order': False, 'shape': (12, 8), }", v, 0);
+  expect("run small.td --ranks 2 --input x=v9.npy", 2, "'v9.npy': .npy format version 9.0 is not supported");
+  write_npy("badshape.npy", 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (7, 5 }", v, sizeof v);
+  expect("run small.td --ranks 2 --input x=badshape.npy", 2,
+         "'badshape.npy': malformed header: shape '(7, 5' has no closing ')'");
+  static char out[1 << 16];
+  const char *cases[] = {"run small.td --ranks 2 --input x=v9.npy", "run small.td --ranks 2 --input x=badshape.npy",
+                         "run small.td --ranks 2 --input x=missing.npy", "run small.td --ranks 4 --dims F=3"};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    tdist_env(out, sizeof out, NULL, cases[i]);
+    if (strstr(out, "run failed") || strstr(out, "      "))
+      print_error("tdist %s:\n%s\n", cases[i], out);
+    assert_null(strstr(out, "run failed"));
+    assert_null(strstr(out, "      ")); /* no header padding quoted */
+  }
+  expect("run small.td --ranks 4 --dims F=3", 1, "tdist run: compiling the overlapped plan: ");
+}
+
+/* C7: scale's factor (and rmsnorm's eps) must be a finite number in range. */
+static void test_scale_factor(void **state) {
+  (void)state;
+  static const struct {
+    const char *text, *want;
+  } cases[] = {
+      {"input x : f32[4, 4]\ny = scale(x, abc)\noutput y\n", "scale expects a number as its factor, found 'abc'"},
+      {"input x : f32[4, 4]\ny = scale(x, nan)\noutput y\n", "scale expects a finite number as its factor, found 'nan'"},
+      {"input x : f32[4, 4]\ny = scale(x, inf)\noutput y\n", "scale expects a finite number as its factor, found 'inf'"},
+      {"input x : f32[4, 4]\ny = scale(x, 1e400)\noutput y\n", "number '1e400' is out of range"},
+      {"input x : f32[4, 4]\nweight w : f32[1, 4]\ny = rmsnorm(x, w, eps)\noutput y\n",
+       "rmsnorm expects a number as its eps, found 'eps'"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    td_program *p = NULL;
+    td_status st = td_program_parse(cases[i].text, strlen(cases[i].text), "t.td", &p);
+    if (st == TD_OK || !strstr(td_last_error(), cases[i].want))
+      print_error("case %zu: %s\n", i, td_last_error());
+    assert_int_equal(st, TD_ERR_PARSE);
+    assert_non_null(strstr(td_last_error(), cases[i].want));
+    assert_null(p);
+  }
+  /* a value named like a word still works as a value elsewhere; a number still works as the factor */
+  const char *ok = "input x : f32[4, 4]\ny = scale(x, 0.5)\noutput y\n";
+  td_program *p = NULL;
+  assert_int_equal(td_program_parse(ok, strlen(ok), "ok.td", &p), TD_OK);
+  td_program_destroy(p);
+}
+
+/* C10: the run JSON records the revision: TD_GIT_REV as given, else git's, as tdist bench does. */
+static void test_json_revision(void **state) {
+  (void)state;
+  expect_env("TD_GIT_REV=rev-from-env", "run small.td --ranks 1 --iters 1 --rounds 1 --json rev.json", 0, "plan");
+  char path[512];
+  snprintf(path, sizeof path, "%s/rev.json", tmpdir);
+  FILE *f = fopen(path, "r");
+  assert_non_null(f);
+  static char buf[1 << 16];
+  buf[fread(buf, 1, sizeof buf - 1, f)] = 0;
+  fclose(f);
+  cJSON *j = cJSON_Parse(buf);
+  assert_non_null(j);
+  cJSON *rev = cJSON_GetObjectItem(j, "git_revision");
+  assert_true(cJSON_IsString(rev));
+  assert_string_equal(rev->valuestring, "rev-from-env");
+  cJSON_Delete(j);
+  /* Without TD_GIT_REV, run from tmpdir (outside the tree): the tree's revision, where git can tell it. */
+  const char *src = getenv("TD_SOURCE_DIR");
+  char cmd[600], want[64] = "";
+  snprintf(cmd, sizeof cmd, "git -C '%s' rev-parse --short HEAD 2>/dev/null", src ? src : ".");
+  FILE *g = popen(cmd, "r");
+  if (g) {
+    if (!fgets(want, sizeof want, g))
+      want[0] = 0;
+    pclose(g);
+  }
+  want[strcspn(want, "\n")] = 0;
+  expect_env("env -u TD_GIT_REV", "run small.td --ranks 1 --iters 1 --rounds 1 --json rev2.json", 0, "plan");
+  snprintf(path, sizeof path, "%s/rev2.json", tmpdir);
+  f = fopen(path, "r");
+  assert_non_null(f);
+  buf[fread(buf, 1, sizeof buf - 1, f)] = 0;
+  fclose(f);
+  j = cJSON_Parse(buf);
+  assert_non_null(j);
+  rev = cJSON_GetObjectItem(j, "git_revision");
+  assert_true(cJSON_IsString(rev));
+  assert_string_equal(rev->valuestring, want[0] ? want : "unknown");
+  cJSON_Delete(j);
+}
+
+int main(void) {
+  snprintf(tmpdir, sizeof tmpdir, "/tmp/td_runin_XXXXXX");
+  if (!mkdtemp(tmpdir))
+    return 1;
+  write_file("small.td", small);
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_heap_too_small),     cmocka_unit_test(test_cuda_checked_first),
+      cmocka_unit_test(test_nonfinite_inputs),   cmocka_unit_test(test_directory_program),
+      cmocka_unit_test(test_dims_messages),      cmocka_unit_test(test_npy_and_before_run),
+      cmocka_unit_test(test_scale_factor),       cmocka_unit_test(test_json_revision),
+  };
+  int rc = cmocka_run_group_tests(tests, NULL, NULL);
+  char cmd[300];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
+  if (system(cmd) != 0)
+    rc = rc ? rc : 1;
+  return rc;
+}
