@@ -272,6 +272,9 @@ int main(int argc, char **argv) {
   if (job.opts.timeout_s > 0)
     job.deadline_ms = tdrun__now_ms() + (long long)(job.opts.timeout_s * 1000.0 + 0.5);
 
+  /* What a rank forks does not inherit its PDEATHSIG: the guard kills the
+   * ranks' groups if tdrun itself is SIGKILLed (guard.c). */
+  int guard = tdrun__guard_start(job.id);
   for (int i = 0; i < n; i++) {
     if (tdrun__spawn_rank(&job.opts, job.id, i, &job.ranks[i]) != 0) {
       job.have_cause = 1;
@@ -279,6 +282,7 @@ int main(int argc, char **argv) {
       tdrun__begin_stop(&job, SIGKILL, 0);
       break;
     }
+    tdrun__guard_add(guard, job.ranks[i].pid);
     job.running++;
   }
 
@@ -301,6 +305,8 @@ int main(int argc, char **argv) {
   for (int i = 0; i < n; i++)
     tdrun__relay_flush(&job.ranks[i], i, job.opts.prefix);
   tdrun__remove_job_shm(job.id, job.opts.verbose);
+  if (guard >= 0)
+    close(guard); /* the guard was killed with the leftovers above */
 
   free(owner);
   free(pfds);

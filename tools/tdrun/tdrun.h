@@ -73,6 +73,14 @@ int tdrun__relay_read(tdrun_rank *r, int rank, int is_err, int prefix);
 /* Writes a rank's partial last lines (a newline is added) and frees buffers. */
 void tdrun__relay_flush(tdrun_rank *r, int rank, int prefix);
 
+/* guard.c: starts the guard process, which kills the ranks' process groups
+ * and removes the job's /dev/shm names if tdrun dies without cleaning up
+ * (SIGKILL). Returns the fd to announce groups on, or -1 (no guard; the ranks
+ * still have PDEATHSIG). Call before the first rank starts. */
+int tdrun__guard_start(const char *job_id);
+/* Tells the guard about a rank's process group (ignored with fd -1). */
+void tdrun__guard_add(int fd, pid_t group);
+
 /* cleanup.c: unlinks every /dev/shm/tdist-<job_id>* entry; returns how many. */
 int tdrun__remove_job_shm(const char *job_id, int verbose);
 
