@@ -5,14 +5,26 @@
  * optional suffixes. A rank killed by SIGKILL cannot unlink them, so tdrun
  * does it once every rank has ended: whatever starts with "tdist-<job id>"
  * belongs to this job. Job ids are "<pid>-<16 hex digits>", so no other job's
- * name can start with this one's. */
+ * name can start with this one's.
+ *
+ * At start tdrun also removes other jobs' leftovers that nothing can use: a
+ * /dev/shm/tdist-* region, unchanged for over a minute, whose creator pid is
+ * dead (the transport never joins one) or that never finished initialising.
+ * Those come from jobs killed before rank 0 removed the name, and from runs
+ * outside tdrun (tests, mpirun); `tdist doctor` lists the same ones. */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "tdrun.h"
+#include "transport/transport.h"
 
 int tdrun__remove_job_shm(const char *job_id, int verbose) {
   char prefix[TDRUN_JOB_ID_MAX + 8];
@@ -34,6 +46,54 @@ int tdrun__remove_job_shm(const char *job_id, int verbose) {
         fprintf(stderr, "tdrun: removed /dev/shm/%s left by the job\n", e->d_name);
     } else if (errno != ENOENT) {
       fprintf(stderr, "tdrun: cannot remove /dev/shm/%s: %s\n", e->d_name, strerror(errno));
+    }
+  }
+  closedir(d);
+  return removed;
+}
+
+/* Whether /dev/shm/<name> is a region nothing can use (see the file comment). */
+static int tdrun__shm_stale(const char *name) {
+  char path[300];
+  snprintf(path, sizeof path, "/%s", name);
+  int fd = shm_open(path, O_RDONLY, 0);
+  if (fd < 0)
+    return 0;
+  struct stat st;
+  int stale = 0;
+  if (fstat(fd, &st) == 0) {
+    int ready = 0;
+    int32_t pid = 0;
+    if ((size_t)st.st_size >= sizeof(td__region_header)) {
+      td__region_header *h = mmap(NULL, sizeof *h, PROT_READ, MAP_SHARED, fd, 0);
+      if (h != MAP_FAILED) {
+        ready = atomic_load_explicit(&h->magic, memory_order_acquire) == TD__REGION_MAGIC;
+        pid = h->creator_pid;
+        munmap(h, sizeof *h);
+      }
+    }
+    /* Only a minute after its last change: a test (rt_shm_startup) or a
+     * joining rank may be looking at a freshly dead creator's region, and
+     * the transport's own message about it must stay theirs. */
+    stale = (ready ? pid <= 0 || (kill(pid, 0) != 0 && errno == ESRCH) : 1) && time(NULL) - st.st_mtime > 60;
+  }
+  close(fd);
+  return stale;
+}
+
+int tdrun__remove_stale_shm(int verbose) {
+  DIR *d = opendir("/dev/shm");
+  if (!d)
+    return 0;
+  int removed = 0;
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    if (strncmp(e->d_name, "tdist-", 6) != 0 || !tdrun__shm_stale(e->d_name))
+      continue;
+    if (shm_unlink(e->d_name) == 0) {
+      removed++;
+      if (verbose)
+        fprintf(stderr, "tdrun: removed /dev/shm/%s (stale: its creator is gone)\n", e->d_name);
     }
   }
   closedir(d);

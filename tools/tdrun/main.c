@@ -263,6 +263,7 @@ int main(int argc, char **argv) {
     return 1;
   }
   tdrun__make_job_id(job.id);
+  tdrun__remove_stale_shm(job.opts.verbose); /* dead jobs' leftovers (cleanup.c) */
   if (job.opts.verbose)
     fprintf(stderr, "tdrun: job %s: starting %d rank%s of %s\n", job.id, n, n == 1 ? "" : "s",
             job.opts.program_path);

@@ -83,5 +83,9 @@ void tdrun__guard_add(int fd, pid_t group);
 
 /* cleanup.c: unlinks every /dev/shm/tdist-<job_id>* entry; returns how many. */
 int tdrun__remove_job_shm(const char *job_id, int verbose);
+/* cleanup.c: unlinks /dev/shm/tdist-* regions unchanged for over a minute
+ * whose creator pid is dead or that never finished initialising (no job can
+ * use them); returns how many. */
+int tdrun__remove_stale_shm(int verbose);
 
 #endif
