@@ -178,19 +178,21 @@ static td_status bo_rank(td_world *w, int rank, void *arg) {
     td_status cs = bo_create(bc, t, bc->side[s].forced, &op[s]);
     if (cs != TD_OK && rank == 0) {
       bc->side[s].ok = 0;
-      int n0 = snprintf(bc->side[s].msg, sizeof bc->side[s].msg, "%s: %s", td_status_name(cs), td_last_error());
-      size_t held = 0, heap = 0;
-      td_symm_usage(w, &held, &heap);
-      /* The sides share one heap (alive together, alternating call by call):
-       * say what the earlier ones hold, or a side that fits alone reads as a
-       * contradiction of the row above it. */
-      if (cs == TD_ERR_HEAP_EXHAUSTED && n0 > 0 && (size_t)n0 < sizeof bc->side[s].msg)
-        snprintf(bc->side[s].msg + n0, sizeof bc->side[s].msg - (size_t)n0, " (the sides made before this one "
-                 "hold %zu of the heap's %zu bytes on this rank: a case's sides are alive together, as they "
-                 "alternate call by call)", held, heap);
+      snprintf(bc->side[s].msg, sizeof bc->side[s].msg, "%s: %s", td_status_name(cs), td_last_error());
     }
     if (td_team_sync(t) != TD_OK)
       return TD_ERR_TIMEOUT;
+    if (rank == 0 && cs == TD_ERR_HEAP_EXHAUSTED) {
+      /* The sides share one heap (alive together, alternating call by call):
+       * say what the earlier ones hold, or a side that fits alone reads as a
+       * contradiction of the row above it. Read between the barriers, where
+       * no rank allocates (as bo_mem_used below). */
+      size_t held = 0, heap = 0, n0 = strlen(bc->side[s].msg);
+      td_symm_usage(w, &held, &heap);
+      snprintf(bc->side[s].msg + n0, sizeof bc->side[s].msg - n0, " (the sides made before this one hold %zu "
+               "of the heap's %zu bytes on this rank: a case's sides are alive together, as they alternate call "
+               "by call)", held, heap);
+    }
     if (rank == 0 && cs == TD_OK) {
       size_t after = bo_mem_used(o->cuda, w);
       bc->side[s].mem_bytes = after > before ? (after - before) / (o->cuda ? (size_t)n : 1) : 0;
