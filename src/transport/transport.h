@@ -10,9 +10,13 @@
 #ifndef TD_TRANSPORT_H
 #define TD_TRANSPORT_H
 
+#include <errno.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 
 #include "tdist/status.h"
 
@@ -39,6 +43,31 @@ typedef struct td__region_header {
 } td__region_header;
 
 #define TD__REGION_MAGIC UINT64_C(0x7464697374726731) /* "tdistrg1" */
+
+/** Whether a region creator's process `pid` is gone (no such process; a pid
+ * we may not signal counts as alive). */
+static inline int td__creator_gone(int32_t pid) { return pid <= 0 || (kill(pid, 0) != 0 && errno == ESRCH); }
+
+/** What the header of the region open as `fd` says, for the stale-region
+ * checks of the shm transport, `tdist doctor` and tdrun (which does not link
+ * the library, hence inline): *ready = 1 once its creator finished setting it
+ * up (the magic, read with acquire), *creator = the creator's pid (0 when not
+ * ready); *st = the object's fstat (size, mtime). Returns -1 when fstat
+ * fails, else 0 (a region too small for a header is simply not ready). */
+static inline int td__region_peek(int fd, int *ready, int32_t *creator, struct stat *st) {
+  *ready = 0, *creator = 0;
+  if (fstat(fd, st) != 0)
+    return -1;
+  if ((size_t)st->st_size < sizeof(td__region_header))
+    return 0;
+  td__region_header *h = mmap(NULL, sizeof *h, PROT_READ, MAP_SHARED, fd, 0);
+  if (h == MAP_FAILED)
+    return 0;
+  *ready = atomic_load_explicit(&h->magic, memory_order_acquire) == TD__REGION_MAGIC;
+  *creator = *ready ? h->creator_pid : 0;
+  munmap(h, sizeof *h);
+  return 0;
+}
 
 /** Process id of every rank (0 until attached); rank r writes entry r. */
 static inline _Atomic int32_t *td__region_pids(void *base) {

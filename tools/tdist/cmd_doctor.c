@@ -87,20 +87,8 @@ static int td__doctor_stale_shm(void) {
     struct stat st;
     int32_t pid = 0;
     int stale = 0, ready = 0;
-    if (fstat(fd, &st) == 0) {
-      if ((size_t)st.st_size >= sizeof(td__region_header)) {
-        td__region_header *h = mmap(NULL, sizeof *h, PROT_READ, MAP_SHARED, fd, 0);
-        if (h != MAP_FAILED) {
-          ready = atomic_load_explicit(&h->magic, memory_order_acquire) == TD__REGION_MAGIC;
-          pid = h->creator_pid;
-          munmap(h, sizeof *h);
-        }
-      }
-      if (ready)
-        stale = pid <= 0 || (kill(pid, 0) != 0 && errno == ESRCH);
-      else
-        stale = time(NULL) - st.st_mtime > 60;
-    }
+    if (td__region_peek(fd, &ready, &pid, &st) == 0)
+      stale = ready ? td__creator_gone(pid) : time(NULL) - st.st_mtime > 60;
     close(fd);
     if (!stale)
       continue;

@@ -60,23 +60,13 @@ static int tdrun__shm_stale(const char *name) {
   if (fd < 0)
     return 0;
   struct stat st;
-  int stale = 0;
-  if (fstat(fd, &st) == 0) {
-    int ready = 0;
-    int32_t pid = 0;
-    if ((size_t)st.st_size >= sizeof(td__region_header)) {
-      td__region_header *h = mmap(NULL, sizeof *h, PROT_READ, MAP_SHARED, fd, 0);
-      if (h != MAP_FAILED) {
-        ready = atomic_load_explicit(&h->magic, memory_order_acquire) == TD__REGION_MAGIC;
-        pid = h->creator_pid;
-        munmap(h, sizeof *h);
-      }
-    }
-    /* Only a minute after its last change: a test (rt_shm_startup) or a
-     * joining rank may be looking at a freshly dead creator's region, and
-     * the transport's own message about it must stay theirs. */
-    stale = (ready ? pid <= 0 || (kill(pid, 0) != 0 && errno == ESRCH) : 1) && time(NULL) - st.st_mtime > 60;
-  }
+  int ready = 0, stale = 0;
+  int32_t pid = 0;
+  /* Only a minute after its last change: a test (rt_shm_startup) or a
+   * joining rank may be looking at a freshly dead creator's region, and
+   * the transport's own message about it must stay theirs. */
+  if (td__region_peek(fd, &ready, &pid, &st) == 0)
+    stale = (!ready || td__creator_gone(pid)) && time(NULL) - st.st_mtime > 60;
   close(fd);
   return stale;
 }

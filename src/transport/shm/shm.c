@@ -38,8 +38,6 @@ static void td__shm_pause(void) {
   nanosleep(&ts, NULL);
 }
 
-static int td__pid_alive(int32_t pid) { return pid > 0 && (kill(pid, 0) == 0 || errno != ESRCH); }
-
 /* "/tdist-" + the job id with characters outside [A-Za-z0-9._-] replaced. */
 static void td__shm_name(const char *job_id, char *name, size_t cap) {
   size_t n = (size_t)snprintf(name, cap, "/tdist-%s", job_id);
@@ -62,21 +60,9 @@ static int td__shm_is_stale(const char *name, int64_t first_seen_ms, int32_t *ow
   if (fd < 0)
     return -1;
   struct stat st;
-  int stale = -1;
-  if (fstat(fd, &st) == 0) {
-    if ((size_t)st.st_size >= sizeof(td__region_header)) {
-      td__region_header *h = mmap(NULL, sizeof *h, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-      if (h != MAP_FAILED) {
-        int ready = atomic_load_explicit(&h->magic, memory_order_acquire) == TD__REGION_MAGIC;
-        *owner = ready ? h->creator_pid : 0;
-        stale = ready ? !td__pid_alive(h->creator_pid) : td__shm_now_ms() - first_seen_ms > 1000;
-        munmap(h, sizeof *h);
-      }
-    } else {
-      *owner = 0;
-      stale = td__shm_now_ms() - first_seen_ms > 1000;
-    }
-  }
+  int stale = -1, ready = 0;
+  if (td__region_peek(fd, &ready, owner, &st) == 0)
+    stale = ready ? td__creator_gone(*owner) : td__shm_now_ms() - first_seen_ms > 1000;
   close(fd);
   return stale;
 }
@@ -213,7 +199,7 @@ static td_status td__shm_join(const td__job *job, const char *name, int64_t dead
       continue;
     td__region_header *h = base;
     int ready = atomic_load_explicit(&h->magic, memory_order_acquire) == TD__REGION_MAGIC;
-    if (ready && !td__pid_alive(h->creator_pid)) {
+    if (ready && td__creator_gone(h->creator_pid)) {
       /* A dead creator's object (this job's rank 0 died, or an older job's):
        * nobody will ever remove it but us. */
       dead_creator = h->creator_pid;
@@ -286,7 +272,7 @@ static td_status td__shm_attach(const td__job *job, td__region *out) {
       next_check = now + 50;
       for (int q = 0; q < job->size; q++) {
         int32_t pid = atomic_load_explicit(&td__region_pids(r.base)[q], memory_order_acquire);
-        if (q == job->rank || pid <= 0 || td__pid_alive(pid))
+        if (q == job->rank || pid <= 0 || !td__creator_gone(pid))
           continue;
         td__shm_unlink_if(name, ino);
         munmap(r.base, r.bytes);
