@@ -58,6 +58,8 @@ def load(path, what):
         raise InputError("%s %s: cannot read: %s" % (what, path, e.strerror or e))
     except ValueError as e:
         raise InputError("%s %s: not JSON: %s" % (what, path, e))
+    except RecursionError:
+        raise InputError("%s %s: JSON nested too deeply to read" % (what, path))
     if not isinstance(j, dict):
         raise InputError("%s %s: expected a JSON object, found %s" % (what, path, type(j).__name__))
     return j
@@ -82,7 +84,12 @@ def need_num(j, key, what, path, where="", low=0.0, strict=True, unit="", about=
     """need(j, key, NUM) that is also finite and > low (strict) or >= low: json.load takes NaN and
     Infinity, and a zero or negative time would divide by zero or win the 'best side' pick."""
     v = need(j, key, NUM, what, path, where)
-    if not math.isfinite(v) or (v <= low if strict else v < low):
+    try:  # a JSON integer may have any number of digits: too large for a float is not a time or size either
+        fv = float(v)
+    except OverflowError:
+        raise InputError("%s %s: key '%s%s'%s is an integer of %d digits, too large for a number"
+                         % (what, path, where, key, about, len(str(abs(v)))))
+    if not math.isfinite(fv) or (fv <= low if strict else fv < low):
         raise InputError("%s %s: key '%s%s'%s is %r, must be a finite number %s %g%s"
                          % (what, path, where, key, about, v, ">" if strict else ">=", low, unit))
     return v

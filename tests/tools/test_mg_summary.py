@@ -160,6 +160,13 @@ class MgSummaryInputs(unittest.TestCase):
         self.refused(["--tdist", t, "--link", self.file("lt.json", dict(LINK, latency_8B={"device_us": 1}))],
                      "'latency_8B' is dict, expected list")
 
+    def test_huge_integers_and_deep_nesting(self):
+        # breaker5 B3: a 400-digit time raised OverflowError, 100000 nested lists RecursionError (tracebacks).
+        big = json.dumps(TDIST).replace('"p50_s": 0.0015', '"p50_s": 1' + "0" * 400)
+        self.refused(["--tdist", self.file("big.json", big)], "'results[0].sides[2].p50_s'", "401 digits")
+        for i, text in enumerate(("[" * 100000 + "]" * 100000, '{"a": ' + "[" * 100000 + "]" * 100000 + "}")):
+            self.refused(["--tdist", self.file("deep%d.json" % i, text)], "nested too deeply")
+
     def test_ratios_never_divide_by_zero(self):
         self.assertIsNone(mg_summary.ratio(1.0, 0.0))
         self.assertIsNone(mg_summary.ratio(1.0, -1.0))
