@@ -111,8 +111,11 @@ int main(int argc, char **argv) {
   long long m = argc > 2 ? arg_num(argv[2], 1, 1000000) : M;
   if (argc > 3 || n < 0 || m < 0) {
     int help = argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"));
-    if (!help)
-      fprintf(stderr, "tp_mlp_ops: bad arguments\n");
+    if (!help && argc > 3)
+      fprintf(stderr, "tp_mlp_ops: bad arguments: %d given, at most 2\n", argc - 1);
+    else if (!help)
+      fprintf(stderr, "tp_mlp_ops: bad arguments: %s '%s' is not a whole number in %s\n", n < 0 ? "RANKS" : "TOKENS",
+              n < 0 ? argv[1] : argv[2], n < 0 ? "1..64" : "1..1000000");
     fputs(usage, help ? stdout : stderr);
     return help ? 0 : 2;
   }
