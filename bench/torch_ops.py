@@ -143,7 +143,7 @@ def check_args(p, args):
         p.error("--models check with --no-check selects no case")
     # --m as tdist bench's: plain integers, at most 32 of them.
     args.m_list = int_list(p, "--tokens/--m", args.m, 1, 1 << 20, "token counts M", suffixes=False, most=32)
-    size_list = int_list(p, "--sizes", args.sizes, 1, 1 << 34, "byte sizes")
+    size_list = int_list(p, "--sizes", args.sizes, 1, 512 << 30, "byte sizes")  # 512G, as tdist bench
     es = {"bf16": 2, "f16": 2, "f32": 4}[args.dtype]
     for b in size_list:
         if b % es:
@@ -158,7 +158,7 @@ def check_args(p, args):
             p.error("%s must be <= %d, got %d" % (opt, hi, v))
     # torchrun's WORLD_SIZE is the rank count of the multi-GPU mode; 1 (or unset) is the one-GPU mode,
     # where --ranks is the number of ranks emulated.
-    ws = os.environ.get("WORLD_SIZE", "1")
+    ws = os.environ.get("WORLD_SIZE") or "1"  # empty reads as unset, as tdist's variables do
     if not (ws.isdigit() and ws.isascii()) or not 1 <= int(ws) <= 1 << 20:
         p.error("WORLD_SIZE '%s' is not a rank count (a whole number >= 1, as torchrun sets it)" % ws)
     args.world = int(ws)

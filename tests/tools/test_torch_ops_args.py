@@ -116,8 +116,14 @@ class TorchOpsArgs(unittest.TestCase):
     def test_ranks_and_world_size(self):
         self.refused(["ag_gemm", "--ranks", "8"], "--ranks 8 differs from WORLD_SIZE 4", "leave --ranks out or give 4",
                      world="4")
-        for bad in ("abc", "0", "-2", ""):
+        for bad in ("abc", "0", "-2"):
             self.refused(["ag_gemm"], "WORLD_SIZE '%s' is not a rank count" % bad, world=bad)
+        # breaker5 C8: an empty WORLD_SIZE reads as unset (one-GPU mode), as tdist's variables do
+        with mock.patch.dict(os.environ, {"WORLD_SIZE": ""}):
+            self.assertEqual(torch_ops.parse_args(["ag_gemm", "--ranks", "3"]).world, 1)
+        # --sizes up to 512G, as tdist bench
+        self.assertEqual(torch_ops.parse_args(["all_reduce", "--sizes", "512G"]).ranks, 2)
+        self.refused(["all_reduce", "--sizes", "513G"], "--sizes")
         rc, _, err = self.run_it("ag_gemm", "--ranks", "4", "--models", "check", world="4")
         self.assertEqual(rc, torch_ops.NOT_RUN, "the same count is accepted: %s" % err)
         with mock.patch.dict(os.environ, {"WORLD_SIZE": "4"}):
