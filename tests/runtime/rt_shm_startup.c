@@ -10,6 +10,8 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <time.h>
 #include <sys/stat.h>
 
 #include "runtime/rt_harness.h"
@@ -198,6 +200,63 @@ static void test_heap_larger_than_dev_shm(void **state) {
   clear_env(NULL);
 }
 
+/* Address space this process has mapped (VmSize), in bytes; 0 if unknown. */
+static unsigned long long vm_size(void) {
+  FILE *f = fopen("/proc/self/statm", "r");
+  unsigned long long pages = 0;
+  if (f) {
+    if (fscanf(f, "%llu", &pages) != 1)
+      pages = 0;
+    fclose(f);
+  }
+  return pages * (unsigned long long)sysconf(_SC_PAGESIZE);
+}
+
+/* Rank 1 limited to 64 MiB more address space than it has: it cannot map the
+ * 2 x 128 MiB region (sparse: this costs no memory). Relative to the current
+ * size, so it also works under ASan/TSan, whose shadow is already mapped. */
+static void limit_address_space(int rank) {
+  if (rank != 1)
+    return;
+  struct rlimit rl;
+  getrlimit(RLIMIT_AS, &rl);
+  rl.rlim_cur = (rlim_t)(vm_size() + (64ull << 20));
+  setrlimit(RLIMIT_AS, &rl);
+}
+
+static td_status never_runs(td_world *w, int rank, void *arg) {
+  (void)w;
+  (void)rank;
+  (void)arg;
+  return TD_OK;
+}
+
+static void test_rank_cannot_map(void **state) {
+  (void)state;
+  if (vm_size() == 0)
+    skip();
+  /* The deadline is far away: both ranks must fail at once, each with the
+   * real reason, not at the deadline naming a rank that "never arrived". */
+  setenv("TD_ATTACH_TIMEOUT_MS", "60000", 1);
+  setenv("TD_SYMM_HEAP_SIZE", "128M", 1);
+  rt_child_setup = limit_address_space;
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  td_status st = rt_fork(2, "nomap", NULL, never_runs, NULL);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  rt_child_setup = NULL;
+  clear_env(NULL);
+  assert_int_not_equal(st, TD_OK);
+  /* rt_fork_log holds every failing rank's line ("RANK STATUS MESSAGE"). */
+  const char *log = rt_fork_log;
+  if (!strstr(log, "rank 1 cannot map /tdist-") || !strstr(log, "Cannot allocate memory") ||
+      !strstr(log, "lower TD_SYMM_HEAP_SIZE or raise") || strstr(log, "never arrived") ||
+      !strstr(log, "rank 0 stopped waiting") || !strstr(log, "rank 1 found it unusable"))
+    fail_msg("messages: %s", log);
+  /* Not a timing assertion: 60 s would mean the refusal was not seen at all. */
+  assert_true(t1.tv_sec - t0.tv_sec < 50);
+}
+
 static void test_torchrun_without_job_id(void **state) {
   (void)state;
   setenv("RANK", "1", 1);
@@ -223,6 +282,7 @@ int main(void) {
       cmocka_unit_test_setup(test_attach_deadline_separate, clear_env),
       cmocka_unit_test_setup(test_heap_larger_than_dev_shm, clear_env),
       cmocka_unit_test_setup(test_torchrun_without_job_id, clear_env),
+      cmocka_unit_test_setup(test_rank_cannot_map, clear_env),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

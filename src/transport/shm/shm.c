@@ -157,6 +157,29 @@ static td_status td__shm_create(const td__job *job, const char *name, int64_t de
   return TD_OK;
 }
 
+/* A joiner that cannot map the whole region (ENOMEM under `ulimit -v`,
+ * EACCES, ...) fails at once, and tells the ranks waiting for it through the
+ * header's `refused` word, which it reaches with a mapping of the header
+ * alone; otherwise they would wait until the attach deadline and then blame
+ * a rank that never arrived. Returns the pid of a dead creator (a leftover,
+ * removed here: look again) or 0 (this failure is final). */
+static int32_t td__shm_refuse_unmappable(const td__job *job, const char *name, int fd, const struct stat *st) {
+  td__region_header *h = mmap(NULL, sizeof *h, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (h == MAP_FAILED)
+    return 0; /* not even the header: the waiting ranks learn of it at their deadline */
+  int ready = atomic_load_explicit(&h->magic, memory_order_acquire) == TD__REGION_MAGIC;
+  int32_t creator = h->creator_pid;
+  if (ready && td__creator_gone(creator)) {
+    munmap(h, sizeof *h);
+    td__shm_unlink_if(name, st->st_ino);
+    return creator;
+  }
+  int32_t none = 0;
+  atomic_compare_exchange_strong(&h->refused, &none, job->rank + 1);
+  munmap(h, sizeof *h);
+  return 0;
+}
+
 static td_status td__shm_join(const td__job *job, const char *name, int64_t deadline, td__region *out,
                               ino_t *ino) {
   int32_t dead_creator = 0; /* pid of a dead creator whose leftover we removed; -1: a half-made one */
@@ -185,6 +208,11 @@ static td_status td__shm_join(const td__job *job, const char *name, int64_t dead
                        job->job_id_hint ? job->job_id_hint : "");
     }
     int fd = shm_open(name, O_RDWR, 0);
+    if (fd < 0 && errno != ENOENT && errno != EINTR)
+      return td__error(TD_ERR_SYSTEM,
+                       "shm transport: rank %d cannot open shared memory %s: %s; every rank of a job must run "
+                       "as the same user, and /dev/shm must allow it to create and open files",
+                       job->rank, name, strerror(errno));
     if (fd < 0)
       continue;
     struct stat st;
@@ -194,9 +222,23 @@ static td_status td__shm_join(const td__job *job, const char *name, int64_t dead
     }
     size_t map_bytes = (size_t)st.st_size;
     void *base = td__map_aligned(map_bytes, fd);
+    int map_err = errno;
+    if (base == MAP_FAILED) {
+      int again = td__shm_refuse_unmappable(job, name, fd, &st);
+      close(fd);
+      if (again) {
+        dead_creator = again;
+        continue;
+      }
+      return td__error(map_err == ENOMEM ? TD_ERR_NO_MEMORY : TD_ERR_SYSTEM,
+                       "shm transport: rank %d cannot map %s (%zu bytes: %d ranks' symmetric heaps and control "
+                       "data): %s; %s",
+                       job->rank, name, map_bytes, job->size, strerror(map_err),
+                       map_err == ENOMEM ? "lower TD_SYMM_HEAP_SIZE or raise this process's address-space "
+                                           "limit (ulimit -v)"
+                                         : "check the permissions and limits of /dev/shm for this user");
+    }
     close(fd);
-    if (base == MAP_FAILED)
-      continue;
     td__region_header *h = base;
     int ready = atomic_load_explicit(&h->magic, memory_order_acquire) == TD__REGION_MAGIC;
     if (ready && td__creator_gone(h->creator_pid)) {
@@ -288,8 +330,9 @@ static td_status td__shm_attach(const td__job *job, td__region *out) {
         shm_unlink(name);
       munmap(r.base, r.bytes);
       return td__error(TD_ERR_MISMATCH,
-                       "shm transport: rank %d stopped waiting for the ranks of %s: rank %d found it made for "
-                       "another world size or heap size (its own error says which)",
+                       "shm transport: rank %d stopped waiting for the ranks of %s: rank %d found it unusable "
+                       "(made for another world size or heap size, or too large for it to map; its own error "
+                       "says which)",
                        job->rank, name, refused - 1);
     }
     if (td__shm_now_ms() > deadline) {
