@@ -8,7 +8,23 @@
  * tdrun is gone, and the guard kills those groups with SIGKILL and removes the
  * job's /dev/shm names. When the job ends normally tdrun kills the guard with
  * its other leftovers (tdrun__kill_leftovers) before the pipe closes, so the
- * guard never signals a group id that may since have been reused. */
+ * guard never signals a group id that may since have been reused.
+ *
+ * The guard runs in a session (and process group) of its own: a signal sent
+ * to tdrun's whole group, as `timeout -s KILL`, job schedulers and
+ * `kill -9 -PGID` do, must not take the guard down with tdrun. tdrun reaps
+ * the guard like any child; if it ends while the job runs, tdrun says so once
+ * (tdrun__guard_pid), since from then on a SIGKILL of tdrun would again leave
+ * the ranks' children behind.
+ *
+ * Not covered: a process a rank starts that leaves the rank's group itself
+ * (setsid, setpgid). While tdrun lives it is re-parented to tdrun (a child
+ * subreaper) and killed at the end; but once tdrun is SIGKILLed it is
+ * re-parented past tdrun, to init or an outer subreaper, and nothing the
+ * guard can see any longer ties it to this job: the guard knows groups, not
+ * every pid, and learning every pid would mean tracking each fork of every
+ * rank while the job runs (or making the guard their ancestor, which it is
+ * not). */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -72,6 +88,10 @@ static void tdrun__guard_run(int rfd, const char *job_id) {
   _exit(0);
 }
 
+static pid_t tdrun__guard = 0; /* the guard's pid; 0 when there is none */
+
+pid_t tdrun__guard_pid(void) { return tdrun__guard; }
+
 int tdrun__guard_start(const char *job_id) {
   int p[2];
   if (pipe2(p, O_CLOEXEC) != 0)
@@ -84,8 +104,10 @@ int tdrun__guard_start(const char *job_id) {
   }
   if (pid == 0) {
     close(p[1]);
+    setsid(); /* out of tdrun's group and session: see the file comment */
     tdrun__guard_run(p[0], job_id);
   }
+  tdrun__guard = pid;
   close(p[0]);
   return p[1];
 }

@@ -103,8 +103,20 @@ static void tdrun__reap(tdrun_job *job) {
     for (int i = 0; i < job->opts.nranks; i++)
       if (job->ranks[i].pid == pid && job->ranks[i].running)
         rank = i;
+    if (rank < 0 && pid == tdrun__guard_pid()) {
+      /* Only tdrun__kill_leftovers ends the guard on purpose, and it reaps
+       * it itself: this end is unexpected. Not fatal: the job goes on. */
+      char how[64];
+      if (WIFSIGNALED(status))
+        snprintf(how, sizeof how, "was killed by signal %d (%s)", WTERMSIG(status),
+                 tdrun__signal_name(WTERMSIG(status)));
+      else
+        snprintf(how, sizeof how, "exited with status %d", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+      fprintf(stderr, "tdrun: its guard process (pid %ld) %s; the job goes on, but if tdrun is now killed with "
+              "SIGKILL, what the ranks started may be left running\n", (long)pid, how);
+    }
     if (rank < 0)
-      continue; /* a re-parented grandchild (tdrun is a subreaper) */
+      continue; /* the guard, or a re-parented grandchild (tdrun is a subreaper) */
     tdrun_rank *r = &job->ranks[rank];
     r->running = 0;
     r->status = status;

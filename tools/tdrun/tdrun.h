@@ -80,6 +80,9 @@ void tdrun__relay_flush(tdrun_rank *r, int rank, int prefix);
 int tdrun__guard_start(const char *job_id);
 /* Tells the guard about a rank's process group (ignored with fd -1). */
 void tdrun__guard_add(int fd, pid_t group);
+/* The guard's pid (0 when none was started), so tdrun can tell its end
+ * from a rank's. */
+pid_t tdrun__guard_pid(void);
 
 /* cleanup.c: unlinks every /dev/shm/tdist-<job_id>* entry; returns how many. */
 int tdrun__remove_job_shm(const char *job_id, int verbose);
