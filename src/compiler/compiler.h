@@ -206,9 +206,12 @@ td_status td__rs_core(td__lower *L, const char *tag, td_value src_rv, int32_t sr
 /* npy.c: reads a 1-D/2-D .npy file into malloc'ed doubles (1-D n -> 1 x n). */
 td_status td__npy_load(const char *path, int64_t *rows, int64_t *cols, double **out);
 /* explain.c: symmetric bytes per rank the cpu executor allocates for the plan:
- * its symm buffers and signal words, each rounded up to td_symm_alloc's
- * 64-byte alignment. Writes the counts when the pointers are non-NULL. */
+ * its symm buffers, signal words and its own control block
+ * (td__exec_control_bytes), each rounded up to td_symm_alloc's 64-byte
+ * alignment. Writes the counts when the pointers are non-NULL. */
 uint64_t td__compiled_symm_bytes(const td_compiled *c, int *nbuffers, uint32_t *nsignals);
+/* explain.c: bytes of td_exec_create's control block (agreement slots) per rank. */
+uint64_t td__exec_control_bytes(int nranks);
 
 /* model.c */
 void td__model_choose(td__lower *L);

@@ -15,6 +15,7 @@
 
 #include "compiler/compiler.h"
 #include "core/error.h"
+#include "exec/backend.h"
 #include "exec/gemm_queue_cfg.h"
 
 typedef struct td__raise_ev {
@@ -287,6 +288,20 @@ static const char *td__buf_kind(td_buffer_kind k) {
  * with 64-byte alignment (src/exec/cpu/cpu_exec.c), one after another. */
 #define TD__SYMM_ROUND(b) (((b) + 63) & ~(uint64_t)63)
 
+/* td_exec_create's own block, allocated before the plan's buffers: the
+ * agreement slots, [2][ranks] of td__agree_slot (src/exec/exec_agree.c; this
+ * mirrors its layout so that the heap figures count it, not guess it). */
+typedef struct td__agree_slot_mirror {
+  uint64_t round;
+  int32_t op, status;
+  uint64_t fingerprint;
+  char msg[TD__AGREE_MSG];
+} td__agree_slot_mirror;
+
+uint64_t td__exec_control_bytes(int nranks) {
+  return TD__SYMM_ROUND(2 * (uint64_t)(nranks > 0 ? nranks : 1) * sizeof(td__agree_slot_mirror));
+}
+
 uint64_t td__compiled_symm_bytes(const td_compiled *c, int *nbuffers, uint32_t *nsignals) {
   const td_plan *plan = td_compiled_plan(c);
   uint64_t total = 0;
@@ -301,6 +316,7 @@ uint64_t td__compiled_symm_bytes(const td_compiled *c, int *nbuffers, uint32_t *
   }
   uint32_t ns = td_plan_nsignals(plan);
   total += TD__SYMM_ROUND((uint64_t)(ns ? ns : 1) * sizeof(uint64_t));
+  total += td__exec_control_bytes(c->n);
   if (nbuffers)
     *nbuffers = nsymm;
   if (nsignals)
@@ -352,9 +368,10 @@ td_status td_compiled_explain(const td_compiled *c, FILE *out) {
     int nsymm = 0;
     uint32_t ns = 0;
     uint64_t symm = td__compiled_symm_bytes(c, &nsymm, &ns);
-    fprintf(out, "symmetric: %llu bytes per rank (%.2f MiB: %d symm buffer%s + %u signal words, 64-byte aligned; "
-            "on cpu, TD_SYMM_HEAP_SIZE must hold it)\n", (unsigned long long)symm, (double)symm / 1048576.0, nsymm,
-            nsymm == 1 ? "" : "s", ns);
+    fprintf(out, "symmetric: %llu bytes per rank (%.2f MiB: %d symm buffer%s + %u signal words + the executor's %llu-byte "
+            "control block, 64-byte aligned; on cpu, TD_SYMM_HEAP_SIZE must hold it)\n", (unsigned long long)symm,
+            (double)symm / 1048576.0, nsymm, nsymm == 1 ? "" : "s", ns,
+            (unsigned long long)td__exec_control_bytes(c->n));
   }
   for (int r = 0; r < c->n; r++) {
     const td_schedule *s = td_plan_schedule(plan, r);

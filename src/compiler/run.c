@@ -235,13 +235,23 @@ static td_status td__symm_fits(const td_compiled *c, int overlap) {
   uint64_t need = td__compiled_symm_bytes(c, &nsymm, &ns);
   if (need <= (uint64_t)heap)
     return TD_OK;
-  /* The executor's own agreement slots take a little more: ask for 1 MiB over, in MiB. */
-  uint64_t ask = (need + ((uint64_t)1 << 20) + ((uint64_t)1 << 20) - 1) >> 20;
+  /* need counts everything td_exec_create takes (its control block too), so
+   * a heap of exactly `ask` MiB is enough; past the largest heap the config
+   * accepts, no value is, and saying so beats suggesting one it refuses. */
+  uint64_t ask = (need + ((uint64_t)1 << 20) - 1) >> 20;
+  if (ask > ((uint64_t)1 << 20))
+    return td__error(TD_ERR_HEAP_EXHAUSTED, "the %s plan needs %llu bytes of symmetric memory per rank (%d symm "
+                     "buffer%s, %u signal words and the executor's %llu-byte control block, each rounded up to 64 "
+                     "bytes), more than the largest symmetric heap TD_SYMM_HEAP_SIZE allows (1024G); use smaller "
+                     "dims or more ranks",
+                     overlap ? "overlapped" : "sequential", (unsigned long long)need, nsymm, nsymm == 1 ? "" : "s",
+                     ns, (unsigned long long)td__exec_control_bytes(c->n));
   return td__error(TD_ERR_HEAP_EXHAUSTED, "the %s plan needs %llu bytes of symmetric memory per rank (%d symm "
-                   "buffer%s and %u signal words, each rounded up to 64 bytes) but the symmetric heap holds %lld "
-                   "bytes per rank; set TD_SYMM_HEAP_SIZE=%lluM (or more), or use smaller dims or more ranks",
+                   "buffer%s, %u signal words and the executor's %llu-byte control block, each rounded up to 64 "
+                   "bytes) but the symmetric heap holds %lld bytes per rank; set TD_SYMM_HEAP_SIZE=%lluM (or more), "
+                   "or use smaller dims or more ranks",
                    overlap ? "overlapped" : "sequential", (unsigned long long)need, nsymm, nsymm == 1 ? "" : "s",
-                   ns, (long long)heap, (unsigned long long)ask);
+                   ns, (unsigned long long)td__exec_control_bytes(c->n), (long long)heap, (unsigned long long)ask);
 }
 
 td_status td_program_run(const td_program *p, const td_program_run_opts *o, td_program_run_result *out) {

@@ -10,10 +10,19 @@
  * plans on cpu (the MiB/rank column): all_reduce's output plus a staging copy
  * (2 x bytes; one_shot (ranks + 1) x bytes), ag_gemm's gathered A (M x K),
  * gemm_rs's partial C (M x N), gemm_ar's partial and reduced C (2 x M x N;
- * one_shot (ranks + 1) x M x N). auto and fused count at the smallest. A case
- * refused here could not have run; one that passes may still find the heap
- * short (the side's row then says how much the earlier sides hold).
+ * one_shot (ranks + 1) x M x N). auto and fused count at the smallest. To
+ * these come what the library takes besides the operands, counted from where
+ * it is allocated: per side the executor's control block (td_exec_create's
+ * agreement slots, 2 x ranks x 1024 bytes, src/exec/exec_agree.c) and its
+ * signal words (one per source rank and chunk of each collective, at most 64
+ * chunks per rank and two collectives: 1024 x ranks bytes at most,
+ * src/compiler/lower_*.c), each 64-byte aligned; once per case the team's
+ * collective control and scratch block (the auto side's broadcast and the
+ * baselines: a 4 KiB-aligned control page plus 2 x 1 MiB pieces at most,
+ * src/coll/coll_ctx.c). So a heap of the figure the message asks for holds
+ * the case; a case refused here could not have run.
  * Also the warning for ranks x workers far beyond the cores. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -30,6 +39,21 @@ static double bo_side_heap(td_tp_kind kind, td_tp_variant v, const bo_shape *s, 
   case TD_TP_GEMM_AR: return (v == TD_TP_ONE_SHOT ? one_shot : 2.0) * mn;
   default: return (v == TD_TP_ONE_SHOT ? one_shot : 2.0) * (double)s->count * es;
   }
+}
+
+/* Heap bytes a side takes besides its operands: the executor's control
+ * block and (a bound on) its signal words, each rounded up to 64 bytes. */
+static double bo_side_extra(int ranks) {
+  double control = 2.0 * ranks * 1024.0, signals = 1024.0 * ranks;
+  return control + 64.0 + signals + 64.0;
+}
+
+/* The team's collective control and scratch block (coll_ctx.c): control and
+ * per-rank vectors on 4 KiB pages, two pieces of at most 1 MiB, 4 KiB-aligned
+ * (up to 4 KiB of padding before it). */
+static double bo_coll_block(int ranks) {
+  double ctl = (double)(((size_t)1024 + 32 * (size_t)ranks + 4095) & ~(size_t)4095);
+  return ctl + 2.0 * 1048576.0 + 4096.0;
 }
 
 /* Host bytes of the operands over all ranks (cpu: ranks are threads of this
@@ -56,7 +80,11 @@ int bo_fit_check(td_tp_kind kind, const bo_shape *s, td_dtype dt, int ranks, int
     return 0; /* a malformed variable was refused before the first case */
   double need = 0, part[16];
   for (int i = 0; i < nsides_tdist && i < 16; i++)
-    need += part[i] = bo_side_heap(kind, sides[i], s, dt, ranks);
+    need += part[i] = bo_side_heap(kind, sides[i], s, dt, ranks) + bo_side_extra(ranks);
+  double coll = bo_coll_block(ranks);
+  need += coll;
+  /* The suggestion in whole MiB, so that it reads as a TD_SYMM_HEAP_SIZE value. */
+  double ask = ceil(need / 1048576.0);
   char hn[32], hh[32];
   bo_human(need, hn, sizeof hn);
   bo_human((double)heap, hh, sizeof hh);
@@ -69,11 +97,18 @@ int bo_fit_check(td_tp_kind kind, const bo_shape *s, td_dtype dt, int ranks, int
       bo_human(part[i], p, sizeof p);
       off += (size_t)snprintf(msg + off, cap - off, "%s%s %s", i ? ", " : "", names[i], p);
     }
+    char cb[32];
+    bo_human(coll, cb, sizeof cb);
     if (off < cap)
-      snprintf(msg + off, cap - off, "; the sides are alive together, as they alternate call by call) but "
-               "TD_SYMM_HEAP_SIZE is %lld bytes (%s); raise TD_SYMM_HEAP_SIZE to at least %.0f, run fewer sides "
-               "(--variants none: baseline and auto only) or a smaller case",
-               (long long)heap, hh, need);
+      off += (size_t)snprintf(msg + off, cap - off, ", the team's collective block %s; the sides are alive "
+                              "together, as they alternate call by call) but TD_SYMM_HEAP_SIZE is %lld bytes (%s); ",
+                              cb, (long long)heap, hh);
+    if (off < cap && ask > 1048576.0) /* the config's largest heap is 1024G */
+      snprintf(msg + off, cap - off, "that is more than the largest heap TD_SYMM_HEAP_SIZE allows (1024G): run fewer "
+               "sides (--variants none: baseline and auto only) or a smaller case");
+    else if (off < cap)
+      snprintf(msg + off, cap - off, "set TD_SYMM_HEAP_SIZE=%.0fM (or more), run fewer sides (--variants none: "
+               "baseline and auto only) or a smaller case", ask);
     return 1;
   }
   if (cuda)
