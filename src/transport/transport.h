@@ -69,6 +69,68 @@ static inline int td__region_peek(int fd, int *ready, int32_t *creator, struct s
   return 0;
 }
 
+/** What a /dev/shm object named tdist-* is, for the sweeps of tdrun and
+ * `tdist doctor`, which must never take someone else's file for a region. */
+enum {
+  TD__SHM_FOREIGN = 0,   /* not a tdist region: leave it alone */
+  TD__SHM_HALF_MADE = 1, /* a region whose creator has not (yet) written the magic */
+  TD__SHM_REGION = 2,    /* a finished region; *creator is its creator's pid */
+};
+
+/** Whether `name` (no leading slash) is "tdist-<pid>-<16 hex digits>", the
+ * name of a job started by tdrun: only such an empty object is taken for a
+ * region whose creator died between creating and sizing it. */
+static inline int td__shm_tdrun_name(const char *name) {
+  const char *p = name + 6; /* after "tdist-" */
+  int digits = 0, hex = 0;
+  while (*p >= '0' && *p <= '9')
+    p++, digits++;
+  if (!digits || *p++ != '-')
+    return 0;
+  for (; (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f'); p++)
+    hex++;
+  return hex == 16 && *p == '\0';
+}
+
+/** Classifies the /dev/shm object `name` (no leading slash) open as `fd`
+ * (see TD__SHM_*), as well as its header allows: a finished region carries
+ * the magic; one whose creator died before writing it is either all zeros in
+ * its header (as ftruncate left it), or holds the header fields the creator
+ * writes before the magic (world size, its own size, creator pid), or is
+ * empty (died before ftruncate) with a tdrun job's name. Anything else, and a
+ * file too short for a header, is foreign. *st = the object's fstat,
+ * *creator = the creator's pid (0 when unknown). Returns -1 when fstat fails. */
+static inline int td__region_kind(int fd, const char *name, int32_t *creator, struct stat *st) {
+  *creator = 0;
+  if (fstat(fd, st) != 0)
+    return -1;
+  if (st->st_size == 0)
+    return td__shm_tdrun_name(name) ? TD__SHM_HALF_MADE : TD__SHM_FOREIGN;
+  if ((size_t)st->st_size < sizeof(td__region_header))
+    return TD__SHM_FOREIGN;
+  td__region_header *h = mmap(NULL, sizeof *h, PROT_READ, MAP_SHARED, fd, 0);
+  if (h == MAP_FAILED)
+    return TD__SHM_FOREIGN;
+  int kind = TD__SHM_FOREIGN;
+  uint64_t magic = atomic_load_explicit(&h->magic, memory_order_acquire);
+  if (magic == TD__REGION_MAGIC) {
+    kind = TD__SHM_REGION;
+    *creator = h->creator_pid;
+  } else if (magic == 0) {
+    const unsigned char *b = (const unsigned char *)h;
+    int zero = 1;
+    for (size_t i = 0; i < sizeof *h && zero; i++)
+      zero = b[i] == 0;
+    int partial = h->world_size > 0 && h->creator_pid > 0 && h->region_bytes == (uint64_t)st->st_size;
+    if (zero || partial)
+      kind = TD__SHM_HALF_MADE;
+    if (partial)
+      *creator = h->creator_pid;
+  }
+  munmap(h, sizeof *h);
+  return kind;
+}
+
 /** Process id of every rank (0 until attached); rank r writes entry r. */
 static inline _Atomic int32_t *td__region_pids(void *base) {
   return (_Atomic int32_t *)((char *)base + sizeof(td__region_header));

@@ -87,8 +87,12 @@ static int td__doctor_stale_shm(void) {
     struct stat st;
     int32_t pid = 0;
     int stale = 0, ready = 0;
-    if (td__region_peek(fd, &ready, &pid, &st) == 0)
-      stale = ready ? td__creator_gone(pid) : time(NULL) - st.st_mtime > 60;
+    int kind = td__region_kind(fd, e->d_name, &pid, &st); /* a foreign file named tdist-* is no region */
+    ready = kind == TD__SHM_REGION;
+    if (kind == TD__SHM_REGION)
+      stale = td__creator_gone(pid);
+    else if (kind == TD__SHM_HALF_MADE)
+      stale = time(NULL) - st.st_mtime > 60 && (pid <= 0 || td__creator_gone(pid));
     close(fd);
     if (!stale)
       continue;

@@ -88,7 +88,8 @@ pid_t tdrun__guard_pid(void);
 int tdrun__remove_job_shm(const char *job_id, int verbose);
 /* cleanup.c: unlinks /dev/shm/tdist-* regions unchanged for over a minute
  * whose creator pid is dead or that never finished initialising (no job can
- * use them); returns how many. */
+ * use them); files that are not tdist regions are left alone (td__region_kind).
+ * Returns how many it removed. */
 int tdrun__remove_stale_shm(int verbose);
 
 #endif
