@@ -239,7 +239,8 @@ static void test_scale_factor(void **state) {
   td_program_destroy(p);
 }
 
-/* C10: the run JSON records the revision: TD_GIT_REV as given, else git's, as tdist bench does. */
+/* C10, B5: the run JSON records the revision: TD_GIT_REV as given, else that of the tree tdist was built
+ * from (+dirty for an uncommitted edit), never the working directory's repository. */
 static void test_json_revision(void **state) {
   (void)state;
   expect_env("TD_GIT_REV=rev-from-env", "run small.td --ranks 1 --iters 1 --rounds 1 --json rev.json", 0, "plan");
@@ -267,6 +268,16 @@ static void test_json_revision(void **state) {
     pclose(g);
   }
   want[strcspn(want, "\n")] = 0;
+  /* B5: an uncommitted edit in the tree is marked, as scripts/gpu-multi-prep.sh does. */
+  snprintf(cmd, sizeof cmd, "git -C '%s' diff --quiet HEAD -- src include tools bench 2>/dev/null",
+           src ? src : ".");
+  int dirty = system(cmd);
+  if (want[0] && dirty != -1 && WIFEXITED(dirty) && WEXITSTATUS(dirty) == 1)
+    strcat(want, "+dirty");
+  /* B5: tmpdir made a repository of its own: the working directory's HEAD must not be taken. */
+  snprintf(cmd, sizeof cmd, "cd %s && git init -q . && git -c user.email=t@t -c user.name=t commit -q "
+           "--allow-empty -m other >/dev/null 2>&1", tmpdir);
+  int other = system(cmd) == 0;
   expect_env("env -u TD_GIT_REV", "run small.td --ranks 1 --iters 1 --rounds 1 --json rev2.json", 0, "plan");
   snprintf(path, sizeof path, "%s/rev2.json", tmpdir);
   f = fopen(path, "r");
@@ -278,6 +289,18 @@ static void test_json_revision(void **state) {
   rev = cJSON_GetObjectItem(j, "git_revision");
   assert_true(cJSON_IsString(rev));
   assert_string_equal(rev->valuestring, want[0] ? want : "unknown");
+  if (other) {
+    char theirs[64] = "";
+    snprintf(cmd, sizeof cmd, "git -C %s rev-parse --short HEAD", tmpdir);
+    g = popen(cmd, "r");
+    assert_non_null(g);
+    if (!fgets(theirs, sizeof theirs, g))
+      theirs[0] = 0;
+    pclose(g);
+    theirs[strcspn(theirs, "\n")] = 0;
+    assert_true(theirs[0]);
+    assert_null(strstr(rev->valuestring, theirs));
+  }
   cJSON_Delete(j);
 }
 

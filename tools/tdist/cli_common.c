@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 int td_cli_int(const char *cmd, const char *opt, const char *text, long long lo, long long hi,
@@ -125,26 +126,24 @@ int td_cli_arg(int argc, char **argv, int i, const char *const *valued, size_t n
   return 0;
 }
 
-/* One `git rev-parse --short HEAD`, in dir (NULL: the working directory). */
-static int td__git_rev_in(const char *dir, char *buf, size_t cap) {
-  char cmd[4200];
-  if (dir && (strchr(dir, '\'') || strlen(dir) > 4000))
-    return 0; /* not quotable in the shell line below: skip this place */
-  if (dir)
-    snprintf(cmd, sizeof cmd, "git -C '%s' rev-parse --short HEAD 2>/dev/null", dir);
-  else
-    snprintf(cmd, sizeof cmd, "git rev-parse --short HEAD 2>/dev/null");
+/* Runs `git -C DIR ARGS` and returns its exit status (-1 when it could not
+ * run); its first output line goes to line (cap bytes) when line is non-NULL. */
+static int td__git_in(const char *dir, const char *args, char *line, size_t cap) {
+  char cmd[4300];
+  snprintf(cmd, sizeof cmd, "git -C '%s' %s 2>/dev/null", dir, args);
   FILE *f = popen(cmd, "r");
   if (!f)
-    return 0;
-  char line[64] = "";
-  int ok = fgets(line, sizeof line, f) != NULL;
+    return -1;
+  char tmp[64] = "";
+  if (!fgets(tmp, sizeof tmp, f))
+    tmp[0] = 0;
+  while (fgetc(f) != EOF) /* drain, so git never dies of SIGPIPE */
+    ;
   int st = pclose(f);
-  line[strcspn(line, "\n")] = 0;
-  if (!ok || st != 0 || !line[0])
-    return 0;
-  snprintf(buf, cap, "%s", line);
-  return 1;
+  tmp[strcspn(tmp, "\n")] = 0;
+  if (line)
+    snprintf(line, cap, "%s", tmp);
+  return st == -1 || !WIFEXITED(st) ? -1 : WEXITSTATUS(st);
 }
 
 void td_cli_git_revision(char *buf, size_t cap) {
@@ -156,18 +155,22 @@ void td_cli_git_revision(char *buf, size_t cap) {
     snprintf(buf, cap, "%s", env);
     return;
   }
-  /* The tree the binary was built in (build/bin/tdist lies inside it), so a
-   * run from another directory still records the right revision. */
-  char exe[4096];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (n > 0) {
-    exe[n] = 0;
-    char *slash = strrchr(exe, '/');
-    if (slash && slash != exe) {
-      *slash = 0;
-      if (td__git_rev_in(exe, buf, cap))
-        return;
-    }
-  }
-  td__git_rev_in(NULL, buf, cap);
+#ifdef TD_SOURCE_DIR
+  /* The tree this binary was built from (CMake bakes its path in), never the
+   * working directory's repository: an installed tdist run inside another
+   * project would otherwise record that project's HEAD. The tree must still
+   * be a tdist tree (it may have moved or been replaced since the build). */
+  const char *dir = TD_SOURCE_DIR;
+  char probe[4200];
+  snprintf(probe, sizeof probe, "%s/include/tdist/status.h", dir);
+  if (strchr(dir, '\'') || strlen(dir) > 4000 || access(probe, R_OK) != 0)
+    return;
+  char rev[64];
+  if (td__git_in(dir, "rev-parse --short HEAD", rev, sizeof rev) != 0 || !rev[0])
+    return;
+  /* An edit not committed makes the figures unreproducible from the
+   * revision alone: mark it, as scripts/gpu-multi-prep.sh does. */
+  int dirty = td__git_in(dir, "diff --quiet HEAD -- src include tools bench", NULL, 0) == 1;
+  snprintf(buf, cap, "%s%s", rev, dirty ? "+dirty" : "");
+#endif
 }

@@ -51,10 +51,12 @@ int td_cli_check_program_args(const char *cmd, const char *path, long long ranks
                               const char *backend, void (*usage)(FILE *));
 
 /** The source revision for a results file: TD_GIT_REV when set (scripts set it
- * where the tree has no .git), else `git rev-parse --short HEAD` in the
- * directory of the running binary, else in the working directory, else
- * "unknown". Writes at most cap-1 characters to buf. Runs git (popen): not
- * for hot paths; thread-safe. */
+ * where the tree has no .git), else `git rev-parse --short HEAD` of the source
+ * tree this binary was built from (TD_SOURCE_DIR, baked in by CMake), with
+ * "+dirty" when src, include, tools or bench differ from HEAD; "unknown" when
+ * that tree is gone, is no longer a tdist tree or git cannot tell. Never the
+ * working directory's repository. Writes at most cap-1 characters to buf.
+ * Runs git (popen): not for hot paths; thread-safe. */
 void td_cli_git_revision(char *buf, size_t cap);
 
 #endif
