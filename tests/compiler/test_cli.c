@@ -151,6 +151,18 @@ static void test_explain(void **state) {
   expect("explain small.td --ranks 2 --backend x", 2, "tdist explain: unknown backend 'x' (cpu or cuda)");
   expect("explain missing.td --ranks 2", 1, "tdist explain: cannot open program 'missing.td'");
   expect("explain small.td --ranks 2 --dims Z=1", 2, "tdist explain: dim 'Z' is not declared");
+  /* B8, C2: explain checks --dims with run's one parser: each dim once, --dims once, no empty item or value,
+   * no spaces */
+  expect("explain small.td --ranks 2 --dims M=8,M=64", 2, "tdist explain: --dims names M twice, got 'M=8,M=64'");
+  expect("explain small.td --ranks 2 --dims M=8 --dims M=64", 2, "tdist explain: --dims given twice");
+  expect("explain small.td --ranks 2 --dims=", 2, "tdist explain: --dims expects NAME=VALUE[,NAME=VALUE...], got ''");
+  expect("explain small.td --ranks 2 --dims M=8,", 2, "tdist explain: --dims has an empty item (a leading, "
+         "trailing or doubled comma), got 'M=8,'");
+  expect("run small.td --ranks 2 --dims ,M=8", 2, "tdist run: --dims has an empty item (a leading, trailing or "
+         "doubled comma), got ',M=8'");
+  expect("run small.td --ranks 2 --dims M=", 2, "tdist run: --dims gives M an empty value, got 'M='");
+  expect("explain small.td --ranks 2 '--dims=M= 8'", 2, "tdist explain: --dims items take no spaces "
+         "(NAME=VALUE,NAME=VALUE), got 'M= 8'");
   expect("explain small.td --ranks 2 --chunks 0", 2, "tdist explain: --chunks expects an integer in 1..64, got '0'");
   expect("explain small.td --ranks 2 --dump /nonexistent/dir/p.txt", 1,
          "tdist explain: cannot write the plan to '/nonexistent/dir/p.txt'");

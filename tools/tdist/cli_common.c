@@ -174,3 +174,42 @@ void td_cli_git_revision(char *buf, size_t cap) {
   snprintf(buf, cap, "%s%s", rev, dirty ? "+dirty" : "");
 #endif
 }
+
+/* The items' own form beyond this (a declared dim, a value in range) is
+ * td_program_set_dims's to check; here only what the library would let
+ * through silently or word poorly. */
+int td_cli_dims_check(const char *cmd, const char *list) {
+  if (!list || !*list) {
+    fprintf(stderr, "%s: --dims expects NAME=VALUE[,NAME=VALUE...], got ''\n", cmd);
+    return 0;
+  }
+  for (const char *p = list; p;) {
+    const char *end = strchr(p, ','), *eq = strchr(p, '=');
+    size_t item = end ? (size_t)(end - p) : strlen(p);
+    if (item == 0) {
+      fprintf(stderr, "%s: --dims has an empty item (a leading, trailing or doubled comma), got '%s'\n", cmd, list);
+      return 0;
+    }
+    for (size_t k = 0; k < item; k++)
+      if (isspace((unsigned char)p[k])) {
+        fprintf(stderr, "%s: --dims items take no spaces (NAME=VALUE,NAME=VALUE), got '%s'\n", cmd, list);
+        return 0;
+      }
+    if (eq && (!end || eq < end) && (size_t)(eq - p) + 1 == item) {
+      fprintf(stderr, "%s: --dims gives %.*s an empty value, got '%s'\n", cmd, (int)(eq - p), p, list);
+      return 0;
+    }
+    size_t len = eq && (!end || eq < end) ? (size_t)(eq - p) : item;
+    for (const char *q = end ? end + 1 : NULL; q && len;) {
+      const char *qe = strchr(q, ','), *qq = strchr(q, '=');
+      size_t ql = qq && (!qe || qq < qe) ? (size_t)(qq - q) : qe ? (size_t)(qe - q) : strlen(q);
+      if (ql == len && !strncmp(p, q, len)) {
+        fprintf(stderr, "%s: --dims names %.*s twice, got '%s'\n", cmd, (int)len, p, list);
+        return 0;
+      }
+      q = qe ? qe + 1 : NULL;
+    }
+    p = end ? end + 1 : NULL;
+  }
+  return 1;
+}

@@ -59,4 +59,11 @@ int td_cli_check_program_args(const char *cmd, const char *path, long long ranks
  * Runs git (popen): not for hot paths; thread-safe. */
 void td_cli_git_revision(char *buf, size_t cap);
 
+/** Checks a --dims list (`tdist run` and `explain` share it): not empty, no
+ * empty item (",M=8", "M=8,", "M=8,,H=4"), no spaces, no empty value
+ * ("M="), and no dim named twice (the library would keep the last; a repeat
+ * is almost always a typo). Returns 1, or prints "CMD: --dims ..." naming
+ * the problem and the list to stderr and returns 0 (callers exit with 2). */
+int td_cli_dims_check(const char *cmd, const char *list);
+
 #endif

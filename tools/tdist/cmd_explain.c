@@ -18,7 +18,7 @@ static void td__explain_usage(FILE *out) {
           "usage: tdist explain PROGRAM.td --ranks N [options]\n"
           "  --ranks N          ranks, 1..64\n"
           "  --backend cpu|cuda backend the plan is for (default cpu)\n"
-          "  --dims M=..,H=..   bind symbolic dims\n"
+          "  --dims M=..,H=..   bind symbolic dims (once, each dim once)\n"
           "  --sequential       explain the sequential baseline plan\n"
           "  --chunks C         sub-chunks per rank part (default: perf model)\n"
           "  --tile-rows T      tile rows (default: perf model)\n"
@@ -64,8 +64,14 @@ int td_cmd_explain(int argc, char **argv) {
         ok = td_cli_int("tdist explain", a, val, 1, 1 << 20, &tile_rows);
       else if (!strcmp(a, "--backend"))
         backend = val;
-      else if (!strcmp(a, "--dims"))
+      else if (!strcmp(a, "--dims")) {
+        if (dims) {
+          fprintf(stderr, "tdist explain: --dims given twice; give every dim in one list (--dims M=..,H=..)\n");
+          return 2;
+        }
+        ok = td_cli_dims_check("tdist explain", val);
         dims = val;
+      }
       else if (!strcmp(a, "--dump"))
         dump = val;
       else {

@@ -80,32 +80,6 @@ static void td__row(const char *name, const td_program_run_result *r, int check)
          check ? (r->pass ? "PASS" : "FAIL") : "-");
 }
 
-/* --dims: not empty, and no dim named twice (the library would keep the
- * last; a repeat is almost always a typo). The items' own form (NAME=VALUE,
- * a declared dim) is checked by td_program_set_dims. Prints the problem and
- * returns 0. */
-static int td__run_dims_unique(const char *list) {
-  if (!*list) {
-    fprintf(stderr, "tdist run: --dims expects NAME=VALUE[,NAME=VALUE...], got ''\n");
-    return 0;
-  }
-  for (const char *p = list; p;) {
-    const char *end = strchr(p, ','), *eq = strchr(p, '=');
-    size_t len = eq && (!end || eq < end) ? (size_t)(eq - p) : end ? (size_t)(end - p) : strlen(p);
-    for (const char *q = end ? end + 1 : NULL; q && len;) {
-      const char *qe = strchr(q, ','), *qq = strchr(q, '=');
-      size_t ql = qq && (!qe || qq < qe) ? (size_t)(qq - q) : qe ? (size_t)(qe - q) : strlen(q);
-      if (ql == len && !strncmp(p, q, len)) {
-        fprintf(stderr, "tdist run: --dims names %.*s twice, got '%s'\n", (int)len, p, list);
-        return 0;
-      }
-      q = qe ? qe + 1 : NULL;
-    }
-    p = end ? end + 1 : NULL;
-  }
-  return 1;
-}
-
 int td_cmd_run(int argc, char **argv) {
   const char *path = NULL, *backend = "cpu", *dims = NULL, *trace = NULL, *json = NULL;
   long long ranks = 0, rounds = 3, iters = 10, seed = 1, chunks = 0, tile_rows = 0, cw = 0, mw = 0;
@@ -164,7 +138,7 @@ int td_cmd_run(int argc, char **argv) {
           fprintf(stderr, "tdist run: --dims given twice; give every dim in one list (--dims M=..,H=..)\n");
           return 2;
         }
-        if (!td__run_dims_unique(val))
+        if (!td_cli_dims_check("tdist run", val))
           return 2;
         dims = val;
       }
