@@ -270,6 +270,26 @@ static const char *td__create_reason(const char *msg) {
   return strncmp(msg, call, sizeof call - 1) == 0 ? msg + sizeof call - 1 : msg;
 }
 
+/* Whether two ranks' messages give the same reason: equal but for their
+ * numbers (rank numbers, and sizes that may differ by a rank's share). */
+static int td__same_reason(const char *x, const char *y) {
+  for (;;) {
+    int dx = *x >= '0' && *x <= '9', dy = *y >= '0' && *y <= '9';
+    if (dx && dy) {
+      while (*x >= '0' && *x <= '9')
+        x++;
+      while (*y >= '0' && *y <= '9')
+        y++;
+      continue;
+    }
+    if (*x != *y)
+      return 0;
+    if (!*x)
+      return 1;
+    x++, y++;
+  }
+}
+
 static _Thread_local int td__create_cause = -1;
 
 int td__exec_create_cause(void) { return td__create_cause; }
@@ -304,9 +324,20 @@ td_status td__agree_create_step(td__agree *a, int op, td_status mine, uint64_t f
       }
       nothers++;
     }
+  /* Every rank failed with the same status for the same reason: none failed
+   * because of another, so each names itself as the cause (for
+   * td__exec_create_cause too) and no rank is blamed on another. */
+  int same = a->n > 1 && nothers == a->n - 1;
+  for (int p = 0; same && p < a->n; p++)
+    same = row0[p].status == row0[cause].status && td__same_reason(row0[p].msg, row0[cause].msg);
+  if (same) {
+    td__create_cause = a->rank;
+    return td__error(mine, "td_exec_create: rank %d failed to create the executor: %s (every rank failed the same "
+                     "way)", a->rank, td__create_reason(own));
+  }
   char also[200] = "";
   if (nothers && nothers == a->n - 1)
-    snprintf(also, sizeof also, " (every rank failed)");
+    snprintf(also, sizeof also, " (every rank failed, not all for this reason)");
   else if (nothers)
     snprintf(also, sizeof also, " (rank%s %s failed too)", nothers > 1 ? "s" : "", others);
   const char *why = td__create_reason(cause == a->rank ? own : res.failed_msg);

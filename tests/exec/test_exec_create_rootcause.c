@@ -10,7 +10,8 @@
  * run around a ring, destroyed) work on every rank. The same failures seen
  * through td_program_run are reported as the root cause, not as a peer's
  * mismatch or peer failure; and so is a rank that fails its readiness for a
- * launch (its peers then fail with TD_ERR_PEER_FAILED).
+ * launch (its peers then fail with TD_ERR_PEER_FAILED). Every rank failing
+ * the same way is said once per rank, with no rank blamed on another.
  *
  * Every case uses a world deadline of 20 s, so a rank left waiting would show
  * as a slow test; nothing here waits for a deadline. */
@@ -227,6 +228,45 @@ static void test_two_ranks_fail(void **state) {
   td_plan_destroy(c.plan);
 }
 
+/* Every rank failing the same way (the same bad option everywhere): each
+ * rank names itself and its reason once, says every rank failed the same
+ * way, and blames no other rank (breaker5 B7: "(every rank failed)" beside
+ * "rank 1 failed earlier ... as a consequence"). */
+static td_status same_rank(td_world *w, int rank, void *arg) {
+  two_case *c = arg;
+  td_exec_opts o;
+  td_exec_opts_init(&o);
+  o.comm_workers = 5000;
+  td_exec *ex = NULL;
+  c->st[rank] = td_exec_create(c->plan, td_world_team(w), &o, &ex);
+  snprintf(c->msg[rank], sizeof c->msg[rank], "%s", td_last_error());
+  EX_CHECK(ex == NULL);
+  EX_CHECK(td__exec_create_cause() == rank); /* no rank is another's consequence */
+  return TD_OK;
+}
+
+static void test_every_rank_fails_the_same_way(void **state) {
+  (void)state;
+  two_case c;
+  memset(&c, 0, sizeof c);
+  c.plan = ring(4);
+  assert_non_null(c.plan);
+  td_world_opts o = ex_world_opts(20000);
+  td_status st = td_local_world_run(4, &o, same_rank, &c);
+  if (st != TD_OK)
+    fail_msg("%s: %s", td_status_name(st), td_last_error());
+  for (int r = 0; r < 4; r++) {
+    char want[128];
+    snprintf(want, sizeof want, "td_exec_create: rank %d failed to create the executor: ", r);
+    if (c.st[r] != TD_ERR_INVALID_ARG || strncmp(c.msg[r], want, strlen(want)) != 0 ||
+        !strstr(c.msg[r], "worker counts compute 0, comm 5000") ||
+        !strstr(c.msg[r], "(every rank failed the same way)") || strstr(c.msg[r], "failed too") ||
+        strstr(c.msg[r], "not all for this reason"))
+      fail_msg("rank %d got %s '%s'", r, td_status_name(c.st[r]), c.msg[r]);
+  }
+  td_plan_destroy(c.plan);
+}
+
 /* The program-level API reports the failing rank's status and reason (the
  * executor create inside td_program_run fails on one rank). */
 static td_program *small_program(void) {
@@ -283,6 +323,7 @@ int main(void) {
       cmocka_unit_test(test_cpu_preparation_fails_on_one_rank),
       cmocka_unit_test(test_cpu_start_fails_on_one_rank),
       cmocka_unit_test(test_two_ranks_fail),
+      cmocka_unit_test(test_every_rank_fails_the_same_way),
       cmocka_unit_test(test_program_run_reports_the_root_cause),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
