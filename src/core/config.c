@@ -123,9 +123,11 @@ static td_status td__parse_int(const td__cfg_var *v, const char *text, int64_t *
     default: goto bad;
     }
     end++;
-    if (*end == 'i' || *end == 'B')
-      end++;
-    if (*end == 'B')
+    /* "G", "GB" or "GiB", all powers of 1024; nothing else after the letter
+     * (so "1GBB" and "1Gi" are malformed, not 1 GiB). */
+    if (end[0] == 'i' && end[1] == 'B')
+      end += 2;
+    else if (*end == 'B')
       end++;
   }
   if (*end)
@@ -153,7 +155,8 @@ static td_status td__parse_int(const td__cfg_var *v, const char *text, int64_t *
   return TD_OK;
 bad:
   return td__error(TD_ERR_INVALID_ARG, "%s='%s' is not %s", v->name, text,
-                   v->type == TD__CFG_BYTES ? "a byte count (digits with an optional K, M or G suffix, no spaces)"
+                   v->type == TD__CFG_BYTES ? "a byte count (digits with an optional K, M or G suffix, also written "
+                                              "KB or KiB: powers of 1024; no spaces)"
                                             : "a decimal integer (digits only, no spaces)");
 range:
   if (v->allowed) /* a list, not every number between its ends: quote the list */

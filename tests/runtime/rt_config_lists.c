@@ -3,7 +3,8 @@
  * number outside the list's ends quotes the list (not "min to max", which
  * reads as if every number between were allowed); TD_CUDA_TARGET_SM takes
  * the SM versions CUDA builds for only; and td_config_dump shows a variable
- * set to the empty string as "(empty)", since it reads as unset. */
+ * set to the empty string as "(empty)", since it reads as unset; a byte
+ * count takes one suffix, K/M/G, KB/MB/GB or KiB/MiB/GiB, and nothing after it. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -108,11 +109,30 @@ static void test_empty_shown_as_empty(void **state) {
   assert_non_null(strstr(line, "(unset)"));
 }
 
+static void test_byte_suffix_once(void **state) {
+  (void)state;
+  const char *msg = "is not a byte count (digits with an optional K, M or G suffix, also written KB or KiB";
+  expect_refused("TD_SYMM_HEAP_SIZE", "1GBB", msg);
+  expect_refused("TD_SYMM_HEAP_SIZE", "1GiBB", msg);
+  expect_refused("TD_SYMM_HEAP_SIZE", "1Gi", msg);
+  expect_refused("TD_SYMM_HEAP_SIZE", "1GG", msg);
+  const char *ok[] = {"1G", "1GB", "1GiB", "1g", "64K", "64KiB"};
+  const int64_t want[] = {INT64_C(1) << 30, INT64_C(1) << 30, INT64_C(1) << 30, INT64_C(1) << 30, 65536, 65536};
+  for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+    setenv("TD_SYMM_HEAP_SIZE", ok[i], 1);
+    int64_t v = 0;
+    assert_int_equal(td_config_int("TD_SYMM_HEAP_SIZE", &v), TD_OK);
+    assert_int_equal(v, want[i]);
+  }
+  unsetenv("TD_SYMM_HEAP_SIZE");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_listed_int_quotes_list),
       cmocka_unit_test(test_target_sm_real_versions),
       cmocka_unit_test(test_empty_shown_as_empty),
+      cmocka_unit_test(test_byte_suffix_once),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
