@@ -65,6 +65,9 @@ static void test_heap_refused_up_front(void **state) {
   unlink(json);
   cJSON *c = cJSON_GetArrayItem(cJSON_GetObjectItem(root, "results"), 0);
   assert_string_equal(cJSON_GetObjectItem(c, "error")->valuestring, msg);
+  /* nothing was made: no 0 bytes held beside a message naming 56 GiB, but the figure it was refused on */
+  assert_true(cJSON_IsNull(cJSON_GetObjectItem(c, "memory_bytes_all_sides_per_rank")));
+  assert_true(cJSON_GetObjectItem(c, "heap_bytes_needed_per_rank")->valuedouble == (double)need);
   cJSON *s;
   cJSON_ArrayForEach(s, cJSON_GetObjectItem(c, "sides")) { assert_string_equal(cJSON_GetObjectItem(s, "error")->valuestring, msg); }
   cJSON_Delete(root);

@@ -363,7 +363,10 @@ static int bo_run_case(const bo_opts *o, const bo_shape *shape, cJSON *results) 
     if (bc.side[s].mode < 0)
       tv[ntd] = bc.side[s].forced, tn[ntd++] = bc.side[s].name;
   td_status st = TD_OK;
-  if (bo_fit_check(o->kind, &bc.s, o->dt, o->ranks, o->cuda, tv, tn, ntd, bc.nsides, bc.msg, sizeof bc.msg)) {
+  double heap_need = 0;
+  int refused = bo_fit_check(o->kind, &bc.s, o->dt, o->ranks, o->cuda, tv, tn, ntd, bc.nsides, bc.msg,
+                             sizeof bc.msg, &heap_need);
+  if (refused) {
     st = TD_ERR_NO_MEMORY;
     for (int s = 0; s < bc.nsides; s++)
       bc.side[s].ok = 0;
@@ -410,7 +413,12 @@ static int bo_run_case(const bo_opts *o, const bo_shape *shape, cJSON *results) 
     double all = 0;
     for (int s = 0; s < bc.nsides; s++)
       all += (double)bc.side[s].mem_bytes;
-    cJSON_AddNumberToObject(jc, "memory_bytes_all_sides_per_rank", all);
+    if (refused) /* nothing was made, so nothing held: null, not a 0 beside a message naming gigabytes */
+      cJSON_AddNullToObject(jc, "memory_bytes_all_sides_per_rank");
+    else
+      cJSON_AddNumberToObject(jc, "memory_bytes_all_sides_per_rank", all);
+    if (heap_need > 0) /* the estimate the refusal is based on (operands, executors, the team's block) */
+      cJSON_AddNumberToObject(jc, "heap_bytes_needed_per_rank", heap_need);
   }
   cJSON *js = cJSON_AddArrayToObject(jc, "sides");
   for (int s = 0; s < bc.nsides; s++) {

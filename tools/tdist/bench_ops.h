@@ -59,9 +59,11 @@ int bo_set_device(int cuda, int rank);
  * sides[0..nsides_tdist-1] are the tdist sides' variants (auto first) named
  * names[], nsides_all counts every side (each has its own C). Returns 0, or 1
  * with the reason in msg (the total per rank, the heap size from
- * TD_SYMM_HEAP_SIZE or the host memory, and the remedy). */
+ * TD_SYMM_HEAP_SIZE or the host memory, and the remedy). *heap_need gets the
+ * symmetric bytes per rank the case needs (0 when TD_SYMM_HEAP_SIZE is bad). */
 int bo_fit_check(td_tp_kind kind, const bo_shape *s, td_dtype dt, int ranks, int cuda, const td_tp_variant *sides,
-                 const char *const *names, int nsides_tdist, int nsides_all, char *msg, size_t cap);
+                 const char *const *names, int nsides_tdist, int nsides_all, char *msg, size_t cap,
+                 double *heap_need);
 /* Ranks x threads beyond this many times the cores draws a note. */
 enum { BO_OVERSUB_FACTOR = 4 };
 /* cpu: one note on stderr, prefixed `cmd`, when ranks x (compute + comm)

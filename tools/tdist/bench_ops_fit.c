@@ -74,8 +74,10 @@ static void bo_human(double b, char *buf, size_t cap) {
 }
 
 int bo_fit_check(td_tp_kind kind, const bo_shape *s, td_dtype dt, int ranks, int cuda, const td_tp_variant *sides,
-                 const char *const *names, int nsides_tdist, int nsides_all, char *msg, size_t cap) {
+                 const char *const *names, int nsides_tdist, int nsides_all, char *msg, size_t cap,
+                 double *heap_need) {
   int64_t heap = 0;
+  *heap_need = 0;
   if (td_config_int("TD_SYMM_HEAP_SIZE", &heap) != TD_OK)
     return 0; /* a malformed variable was refused before the first case */
   double need = 0, part[16];
@@ -85,6 +87,7 @@ int bo_fit_check(td_tp_kind kind, const bo_shape *s, td_dtype dt, int ranks, int
   need += coll;
   /* The suggestion in whole MiB, so that it reads as a TD_SYMM_HEAP_SIZE value. */
   double ask = ceil(need / 1048576.0);
+  *heap_need = need;
   char hn[32], hh[32];
   bo_human(need, hn, sizeof hn);
   bo_human((double)heap, hh, sizeof hh);
