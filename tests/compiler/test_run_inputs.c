@@ -109,6 +109,10 @@ static void test_heap_too_small(void **state) {
   static char out[1 << 16];
   tdist_env(out, sizeof out, env, "run small.td --ranks 2 --iters 1 --rounds 1 --dims M=256,H=64,F=256");
   assert_null(strstr(out, "run failed")); /* nothing ran */
+  /* Past the largest heap the config accepts: said so, with no TD_SYMM_HEAP_SIZE value it would refuse. */
+  expect_env("TD_SYMM_HEAP_SIZE=1024G", "run small.td --ranks 2 --iters 1 --rounds 1 --dims M=1048576,H=1048576,"
+             "F=1048576", 1, "more than the largest symmetric heap TD_SYMM_HEAP_SIZE allows (1024G); use smaller "
+             "dims or more ranks");
   /* A heap of exactly the total explain prints runs: it counts the executor's control block too. */
   snprintf(env, sizeof env, "TD_SYMM_HEAP_SIZE=%lld", need);
   expect_env(env, "run small.td --ranks 2 --iters 1 --rounds 1 --check --dims M=256,H=64,F=256", 0, "result: PASS");

@@ -76,6 +76,11 @@ static void test_heap_refused_up_front(void **state) {
   rc = run("bench ag_gemm --ranks 2 --shape 65536x64x16384 --iters 1 --variants none", out, sizeof out);
   assert_int_equal(rc, 1);
   assert_non_null(strstr(out, "symmetric heap per rank together (tdist auto 4.0 GiB,"));
+  /* past the largest heap the config accepts: said so, no TD_SYMM_HEAP_SIZE value suggested */
+  rc = run("bench all_reduce --ranks 2 --sizes 512G --iters 1 --variants none", out, sizeof out);
+  assert_int_equal(rc, 1);
+  assert_non_null(strstr(out, "that is more than the largest heap TD_SYMM_HEAP_SIZE allows (1024G): run fewer sides"));
+  assert_null(strstr(out, "set TD_SYMM_HEAP_SIZE="));
 }
 
 /* B4: a heap of exactly the size the refusal asks for runs every side: the
