@@ -151,8 +151,8 @@ static void test_foreign_files_kept(void **state) {
   assert_false(kept[2]);
   char want[300];
   for (int i = 0; i < 2; i++) {
-    snprintf(want, sizeof want, "tdrun: left /dev/shm%s alone: named like a tdist region, but it has no region header\n",
-             all[i]);
+    snprintf(want, sizeof want,
+             "tdrun: left /dev/shm%s alone: named like a tdist region, but it has no region header\n", all[i]);
     if (!strstr(res.err, want))
       fail_msg("no '%s' in: %s", want, res.err);
   }
