@@ -7,6 +7,7 @@
 #define TD_TESTS_CLI_TEST_UTIL_H
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 
@@ -22,6 +23,31 @@ static inline int run(const char *args, char *out, size_t cap) {
   out[len] = '\0';
   int st = pclose(p);
   return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* Runs `cd DIR && [ENV] $TD_BIN_DIR/tdist ARGS` (ENV: "NAME=value ..." or NULL;
+ * TD_BIN_DIR unset: ./tdist); returns the exit status (-1 if it did not
+ * exit), stdout and stderr in out. */
+static inline int run_in(const char *dir, const char *env, const char *args, char *out, size_t cap) {
+  const char *bin = getenv("TD_BIN_DIR");
+  char cmd[8192];
+  snprintf(cmd, sizeof cmd, "cd '%s' && %s '%s/tdist' %s 2>&1", dir, env ? env : "", bin ? bin : ".", args);
+  FILE *p = popen(cmd, "r");
+  assert_non_null(p);
+  size_t len = fread(out, 1, cap - 1, p);
+  out[len] = '\0';
+  int st = pclose(p);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* Writes len bytes of data to DIR/NAME (fails the test when it cannot). */
+static inline void write_in(const char *dir, const char *name, const void *data, size_t len) {
+  char path[1024];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  FILE *f = fopen(path, "wb");
+  assert_non_null(f);
+  assert_int_equal(fwrite(data, 1, len, f), len);
+  fclose(f);
 }
 
 static inline void expect_usage_error(const char *args, const char *needle) {

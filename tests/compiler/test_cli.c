@@ -18,30 +18,14 @@
 #include <unistd.h>
 
 #include "tdist/tdist.h"
+#include "cli_test_util.h"
 
 static char tmpdir[256];
 
-/* Runs `tdist ARGS` in a shell; returns the exit status, output (stdout+stderr) in out. */
-static int tdist(char *out, size_t size, const char *args) {
-  const char *bin = getenv("TD_BIN_DIR");
-  char cmd[2048];
-  snprintf(cmd, sizeof cmd, "cd %s && %s/tdist %s 2>&1", tmpdir, bin ? bin : ".", args);
-  FILE *f = popen(cmd, "r");
-  assert_non_null(f);
-  size_t n = fread(out, 1, size - 1, f);
-  out[n] = 0;
-  int st = pclose(f);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
+/* Runs `tdist ARGS` in tmpdir; returns the exit status, output (stdout+stderr) in out. */
+static int tdist(char *out, size_t size, const char *args) { return run_in(tmpdir, NULL, args, out, size); }
 
-static void write_file(const char *name, const char *text) {
-  char path[512];
-  snprintf(path, sizeof path, "%s/%s", tmpdir, name);
-  FILE *f = fopen(path, "w");
-  assert_non_null(f);
-  fputs(text, f);
-  fclose(f);
-}
+static void write_file(const char *name, const char *text) { write_in(tmpdir, name, text, strlen(text)); }
 
 static const char *small = "dim M = 12, H = 8, F = 16\ninput x : bf16[M, H] shard(0)\n"
                            "weight w1 : bf16[H, F] shard(1)\nweight w2 : bf16[F, H] shard(0)\n"

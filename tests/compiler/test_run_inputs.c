@@ -21,20 +21,12 @@
 #include <unistd.h>
 
 #include "tdist/tdist.h"
+#include "cli_test_util.h"
 
 static char tmpdir[256];
 
-/* Runs `[ENV] tdist ARGS` in tmpdir; returns the exit status, stdout+stderr in out. */
 static int tdist_env(char *out, size_t size, const char *env, const char *args) {
-  const char *bin = getenv("TD_BIN_DIR");
-  char cmd[4096];
-  snprintf(cmd, sizeof cmd, "cd %s && %s %s/tdist %s 2>&1", tmpdir, env ? env : "", bin ? bin : ".", args);
-  FILE *f = popen(cmd, "r");
-  assert_non_null(f);
-  size_t n = fread(out, 1, size - 1, f);
-  out[n] = 0;
-  int st = pclose(f);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return run_in(tmpdir, env, args, out, size);
 }
 
 static void expect_env(const char *env, const char *args, int code, const char *message) {
@@ -48,14 +40,7 @@ static void expect_env(const char *env, const char *args, int code, const char *
 
 static void expect(const char *args, int code, const char *message) { expect_env(NULL, args, code, message); }
 
-static void write_bytes(const char *name, const void *data, size_t len) {
-  char path[512];
-  snprintf(path, sizeof path, "%s/%s", tmpdir, name);
-  FILE *f = fopen(path, "wb");
-  assert_non_null(f);
-  assert_int_equal(fwrite(data, 1, len, f), len);
-  fclose(f);
-}
+static void write_bytes(const char *name, const void *data, size_t len) { write_in(tmpdir, name, data, len); }
 
 static void write_file(const char *name, const char *text) { write_bytes(name, text, strlen(text)); }
 
