@@ -46,6 +46,19 @@ static void td__coll_free(void *p) {
 
 /* Scratch piece: 1 MiB, or less on a small heap so the block stays a small
  * share of it. Every rank has the same heap size, so every rank agrees. */
+/* Offset of scratch region 0 in a team's block: the control part, then the
+ * all_to_allv vectors (2 x 2 x n words), on a 4 KiB boundary. */
+static size_t td__coll_scratch_off(int n) {
+  size_t vec_bytes = 2 * 2 * (size_t)n * sizeof(uint64_t);
+  return (sizeof(td__coll_ctl) + vec_bytes + 4095) & ~(size_t)4095;
+}
+
+size_t td__coll_block_bytes_max(int n) {
+  size_t least = ((size_t)n * 64 + 4095) & ~(size_t)4095; /* as td__coll_piece */
+  size_t piece = TD__COLL_PIECE_MAX > least ? TD__COLL_PIECE_MAX : least;
+  return td__coll_scratch_off(n) + 2 * piece;
+}
+
 static size_t td__coll_piece(td_world *w, int n) {
   size_t used = 0, total = 0;
   td_symm_usage(w, &used, &total);
@@ -75,8 +88,7 @@ static td_status td__coll_create(td_team *team, td__coll **out) {
   c->spin_ns = cores > 0 && on_host <= cores ? TD__COLL_SPIN_NS : 0;
   c->stage_small = c->spin_ns ? 0 : TD__COLL_STAGE_SMALL;
   c->vec_off = sizeof(td__coll_ctl);
-  size_t vec_bytes = 2 * 2 * (size_t)n * sizeof(uint64_t);
-  c->scratch_off = (c->vec_off + vec_bytes + 4095) & ~(size_t)4095;
+  c->scratch_off = td__coll_scratch_off(n);
   size_t block = c->scratch_off + 2 * c->piece;
   c->peer_block = calloc((size_t)n, sizeof *c->peer_block);
   c->peer_base = calloc((size_t)n, sizeof *c->peer_base);

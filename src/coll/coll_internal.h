@@ -99,6 +99,12 @@ typedef struct td__coll_ctl {
   /* followed by uint64_t vec[2][2*n]: all_to_allv send counts and displacements */
 } td__coll_ctl;
 
+/** The most bytes of symmetric heap a team of n ranks takes for its
+ * collectives' control and scratch block (coll_ctx.c; a heap-size check's
+ * bound: the real piece may be smaller), before td_symm_alloc's 4 KiB
+ * alignment. */
+size_t td__coll_block_bytes_max(int n);
+
 /* Per-team, per-rank state, created on the first collective call. */
 typedef struct td__coll {
   td_team *team;

@@ -289,18 +289,8 @@ static const char *td__buf_kind(td_buffer_kind k) {
 #define TD__SYMM_ROUND(b) (((b) + 63) & ~(uint64_t)63)
 
 /* td_exec_create's own block, allocated before the plan's buffers: the
- * agreement slots, [2][ranks] of td__agree_slot (src/exec/exec_agree.c; this
- * mirrors its layout so that the heap figures count it, not guess it). */
-typedef struct td__agree_slot_mirror {
-  uint64_t round;
-  int32_t op, status;
-  uint64_t fingerprint;
-  char msg[TD__AGREE_MSG];
-} td__agree_slot_mirror;
-
-uint64_t td__exec_control_bytes(int nranks) {
-  return TD__SYMM_ROUND(2 * (uint64_t)(nranks > 0 ? nranks : 1) * sizeof(td__agree_slot_mirror));
-}
+ * agreement slots (td__agree_block_bytes, exec_agree.c). */
+uint64_t td__exec_control_bytes(int nranks) { return TD__SYMM_ROUND((uint64_t)td__agree_block_bytes(nranks)); }
 
 uint64_t td__compiled_symm_bytes(const td_compiled *c, int *nbuffers, uint32_t *nsignals) {
   const td_plan *plan = td_compiled_plan(c);

@@ -95,6 +95,9 @@ typedef struct td__agree_result {
   char failed_msg[TD__AGREE_MSG];
 } td__agree_result;
 
+/** Bytes of the symmetric block td__agree_create allocates for nranks ranks
+ * (what heap-size checks count for every executor). */
+size_t td__agree_block_bytes(int nranks);
 /** Collective: allocates the exchange's symmetric block on the team. */
 td_status td__agree_create(td_team *team, td__agree **out);
 /** Collective: frees it. NULL is allowed. */

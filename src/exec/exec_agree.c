@@ -67,6 +67,8 @@ static const char *td__agree_op_name(int op) {
   return op >= 0 && op < (int)(sizeof names / sizeof names[0]) ? names[op] : "an unknown call";
 }
 
+size_t td__agree_block_bytes(int nranks) { return 2 * (size_t)(nranks > 0 ? nranks : 1) * sizeof(td__agree_slot); }
+
 td_status td__agree_create(td_team *team, td__agree **out) {
   td__agree *a = calloc(1, sizeof *a);
   int n = td_team_size(team);
@@ -77,15 +79,15 @@ td_status td__agree_create(td_team *team, td__agree **out) {
   td_status st = a ? TD_OK : td__error(TD_ERR_NO_MEMORY, "td_exec_create: out of memory");
   /* Joined even without memory for `a`, so that peers do not wait for us. */
   void *blk = NULL;
-  td_status as = td_symm_alloc(team, 2 * (size_t)n * sizeof(td__agree_slot), 64, &blk);
+  td_status as = td_symm_alloc(team, td__agree_block_bytes(n), 64, &blk);
   if (as != TD_OK) {
     td__agree_abandon(a);
     td__error_prefix("td_exec_create: rank %d: the executor's control block (%zu bytes): ", td_team_rank(team),
-                     2 * (size_t)n * sizeof(td__agree_slot));
+                     td__agree_block_bytes(n));
     return as;
   }
   if (st == TD_OK) {
-    memset(blk, 0, 2 * (size_t)n * sizeof(td__agree_slot));
+    memset(blk, 0, td__agree_block_bytes(n));
     a->team = team;
     a->rank = td_team_rank(team);
     a->n = n;

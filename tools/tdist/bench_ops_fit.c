@@ -13,13 +13,12 @@
  * one_shot (ranks + 1) x M x N). auto and fused count at the smallest. To
  * these come what the library takes besides the operands, counted from where
  * it is allocated: per side the executor's control block (td_exec_create's
- * agreement slots, 2 x ranks x 1024 bytes, src/exec/exec_agree.c) and its
+ * agreement slots, td__agree_block_bytes) and its
  * signal words (one per source rank and chunk of each collective, at most 64
  * chunks per rank and two collectives: 1024 x ranks bytes at most,
  * src/compiler/lower_*.c), each 64-byte aligned; once per case the team's
  * collective control and scratch block (the auto side's broadcast and the
- * baselines: a 4 KiB-aligned control page plus 2 x 1 MiB pieces at most,
- * src/coll/coll_ctx.c). So a heap of the figure the message asks for holds
+ * baselines: td__coll_block_bytes_max, 4 KiB-aligned). So a heap of the figure the message asks for holds
  * the case; a case refused here could not have run.
  * Also the warning for ranks x workers far beyond the cores. */
 #include <math.h>
@@ -28,6 +27,8 @@
 #include <unistd.h>
 
 #include "bench_ops.h"
+#include "coll/coll_internal.h"
+#include "exec/backend.h"
 
 /* Symmetric bytes per rank that side `v` needs at least. */
 static double bo_side_heap(td_tp_kind kind, td_tp_variant v, const bo_shape *s, td_dtype dt, int ranks) {
@@ -42,19 +43,16 @@ static double bo_side_heap(td_tp_kind kind, td_tp_variant v, const bo_shape *s, 
 }
 
 /* Heap bytes a side takes besides its operands: the executor's control
- * block and (a bound on) its signal words, each rounded up to 64 bytes. */
+ * block (td__agree_block_bytes) and a bound on its signal words, each rounded
+ * up to 64 bytes. */
 static double bo_side_extra(int ranks) {
-  double control = 2.0 * ranks * 1024.0, signals = 1024.0 * ranks;
+  double control = (double)td__agree_block_bytes(ranks), signals = 1024.0 * ranks;
   return control + 64.0 + signals + 64.0;
 }
 
-/* The team's collective control and scratch block (coll_ctx.c): control and
- * per-rank vectors on 4 KiB pages, two pieces of at most 1 MiB, 4 KiB-aligned
- * (up to 4 KiB of padding before it). */
-static double bo_coll_block(int ranks) {
-  double ctl = (double)(((size_t)1024 + 32 * (size_t)ranks + 4095) & ~(size_t)4095);
-  return ctl + 2.0 * 1048576.0 + 4096.0;
-}
+/* The team's collective control and scratch block (td__coll_block_bytes_max),
+ * 4 KiB-aligned (up to 4 KiB of padding before it). */
+static double bo_coll_block(int ranks) { return (double)td__coll_block_bytes_max(ranks) + 4096.0; }
 
 /* Host bytes of the operands over all ranks (cpu: ranks are threads of this
  * process): A, B, and one C per side (nsides, the baseline included). */
