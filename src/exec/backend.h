@@ -95,9 +95,21 @@ typedef struct td__agree_result {
   char failed_msg[TD__AGREE_MSG];
 } td__agree_result;
 
+/** One rank's post in one round (exec_agree.c); the block holds [2][ranks]. */
+typedef struct td__agree_slot {
+  uint64_t round; /* set last, with release */
+  int32_t op;     /* td__agree_op */
+  int32_t status; /* td_status of the posting rank */
+  uint64_t fingerprint;
+  char msg[TD__AGREE_MSG]; /* NUL-terminated; read only when status != TD_OK */
+} td__agree_slot;
+
 /** Bytes of the symmetric block td__agree_create allocates for nranks ranks
- * (what heap-size checks count for every executor). */
-size_t td__agree_block_bytes(int nranks);
+ * (what heap-size checks count for every executor). Inline: the compiler's
+ * figures need it without linking the runtime. */
+static inline size_t td__agree_block_bytes(int nranks) {
+  return 2 * (size_t)(nranks > 0 ? nranks : 1) * sizeof(td__agree_slot);
+}
 /** Collective: allocates the exchange's symmetric block on the team. */
 td_status td__agree_create(td_team *team, td__agree **out);
 /** Collective: frees it. NULL is allowed. */

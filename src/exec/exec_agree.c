@@ -42,13 +42,6 @@
 #include "tdist/rma.h"
 #include "tdist/symm.h"
 
-typedef struct td__agree_slot {
-  uint64_t round; /* set last, with release */
-  int32_t op;     /* td__agree_op */
-  int32_t status; /* td_status of the posting rank */
-  uint64_t fingerprint;
-  char msg[TD__AGREE_MSG]; /* NUL-terminated; read only when status != TD_OK */
-} td__agree_slot;
 
 struct td__agree {
   td_team *team;
@@ -66,8 +59,6 @@ static const char *td__agree_op_name(int op) {
                                 "td_exec_run (task upload)"};
   return op >= 0 && op < (int)(sizeof names / sizeof names[0]) ? names[op] : "an unknown call";
 }
-
-size_t td__agree_block_bytes(int nranks) { return 2 * (size_t)(nranks > 0 ? nranks : 1) * sizeof(td__agree_slot); }
 
 td_status td__agree_create(td_team *team, td__agree **out) {
   td__agree *a = calloc(1, sizeof *a);
