@@ -206,6 +206,15 @@ td_status td_tp_operand(const td_tp_op *op, td_tp_operand_id which, int rank, td
 void td_tp_choices(const td_tp_op *op, td_tp_variant *variant, int *chunks_per_rank,
                    int *compute_workers, int *comm_workers);
 
+/** Writes a one-line description of the schedule this rank's operator runs
+ * into buf (at most cap bytes, NUL-terminated, cut if longer) and returns
+ * buf: the variant, and for the fused variant its schedule and GEMM engine,
+ * e.g. "fused: ag gather, sm90 128x256x64 s4 c1 g8" or "fused: rs push,
+ * cuBLAS"; for the executor variants the chunks and the worker split. For
+ * reports, logs and tests; the wording may change between versions. A NULL
+ * op or buf, or cap 0, writes nothing and returns buf. Thread-safe. */
+const char *td_tp_schedule(const td_tp_op *op, char *buf, size_t cap);
+
 /** Predicted time of one call by the perf model, in seconds (max over ranks);
  * < 0 when unknown. */
 double td_tp_predicted_seconds(const td_tp_op *op);

@@ -78,11 +78,12 @@ static const td__cfg_var td__vars[] = {
      "default: the tuning cache's entry, else cuBLAS", td__check_fused_tile},
     {"TD_OPS_FUSED_AG_GEMMS", TD__CFG_INT, "0", 0, 8, "0,1,3,8",
      "fused ag_gemm: GEMMs per call, 1 (all rows), 3 (own, after, before) or 8 (one per rank); 0 = by shape", NULL},
-    {"TD_OPS_FUSED_AG", TD__CFG_STR, "auto", 0, 0, "auto,copy,direct,batched",
+    {"TD_OPS_FUSED_AG", TD__CFG_STR, "auto", 0, 0, "auto,copy,direct,batched,gather",
      "fused ag_gemm: copy (gather the peers' A rows, then GEMM), direct (a GEMM per rank reading its A in place, "
-     "no copy; for ranks sharing one GPU) or batched (direct as one cuBLAS batched launch when the parts are "
-     "equal); auto = batched/direct on one shared GPU for parts of >= 512 rows unless TD_OPS_FUSED_AG_GEMMS is "
-     "set, else copy",
+     "no copy; for ranks sharing one GPU), batched (direct as one cuBLAS batched launch when the parts are "
+     "equal) or gather (one launch of our tile reading every rank's A in place, for equal parts of a multiple "
+     "of 128 rows in bf16 on one shared GPU; else as batched); auto = gather where it can run, else "
+     "batched/direct on one shared GPU for parts of >= 512 rows unless TD_OPS_FUSED_AG_GEMMS is set, else copy",
      NULL},
     {"TD_OPS_FUSED_AR", TD__CFG_STR, "auto", 0, 0, "auto,two-shot,all-push",
      "fused gemm_ar above 1 MiB of output: two-shot (reduce-scatter, then all-gather of the reduced rows) or "

@@ -107,6 +107,9 @@ td_status td__tp_fused_publish(td_tp_op *op, void *c, const void *a);
 td_status td__tp_fused_run(td_tp_op *op, void *c, const void *a, const void *b);
 /** Collective: waits for the peers, then frees. */
 td_status td__tp_fused_destroy(td_tp_op *op);
+/** The fused schedule of op (op->fused set), e.g. "ag gather, sm90 128x256x64
+ * s4 c1 g8", into buf (cap bytes, NUL-terminated): td_tp_schedule's detail. */
+void td__tp_fused_describe(const td_tp_op *op, char *buf, size_t cap);
 
 /** Descriptors of each kind (what its create call passes on). */
 void td__ag_gemm_desc(int64_t m, int64_t n, int64_t k, td_dtype dtype, td_exec_backend be, td__tp_desc *out);

@@ -49,6 +49,10 @@ td_status td__tp_fused_destroy(td_tp_op *op) {
   (void)op;
   return TD_OK;
 }
+void td__tp_fused_describe(const td_tp_op *op, char *buf, size_t cap) {
+  (void)op;
+  snprintf(buf, cap, "(no CUDA in this build)");
+}
 #endif
 
 td_status td__tp_fused_check(const td__tp_desc *d, int nranks, const td_tp_opts *o) {

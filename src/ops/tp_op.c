@@ -401,6 +401,19 @@ td_status td_tp_operand(const td_tp_op *op, td_tp_operand_id which, int rank, td
   return TD_OK;
 }
 
+const char *td_tp_schedule(const td_tp_op *op, char *buf, size_t cap) {
+  if (!op || !buf || cap == 0)
+    return buf;
+  if (op->fused) {
+    char what[160];
+    td__tp_fused_describe(op, what, sizeof what);
+    snprintf(buf, cap, "%s: %s", td_tp_variant_name(op->variant), what);
+  } else
+    snprintf(buf, cap, "%s: %d chunks per rank, %d compute + %d comm workers", td_tp_variant_name(op->variant),
+             op->chunks, op->compute_workers, op->comm_workers);
+  return buf;
+}
+
 void td_tp_choices(const td_tp_op *op, td_tp_variant *variant, int *chunks, int *compute_workers,
                    int *comm_workers) {
   if (!op)

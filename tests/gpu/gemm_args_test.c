@@ -125,11 +125,59 @@ static void test_config_listing(void **state) {
   assert_true(found80);
 }
 
+/* td__gemm_cuda_run_gather's refusals (zero-copy A from several sources):
+ * all of them come before any CUDA call. */
+static void gather_expect(const td_gemm_problem *p, const td_gemm_config *c, const void *const *src, int sources,
+                          long long rows, void *maps, td_status want, const char *text) {
+  td_clear_error();
+  assert_int_equal(td__gemm_cuda_run_gather(p, c, src, sources, rows, maps, NULL), want);
+  assert_non_null(strstr(td_last_error(), text));
+}
+
+static void test_gather(void **state) {
+  (void)state;
+  static _Alignas(64) char maps[4 * TD_GEMM_MAP_BYTES];
+  const void *src[4] = {buf, buf, buf, buf};
+  td_gemm_problem p = {512, 256, 64, TD_BF16, TD_GEMM_B_KN, NULL, buf, buf, NULL};
+  td_gemm_config c = cfg90;
+  gather_expect(NULL, &c, src, 4, 128, maps, TD_ERR_INVALID_ARG, "must not be NULL");
+  gather_expect(&p, &c, NULL, 4, 128, maps, TD_ERR_INVALID_ARG, "source table");
+  gather_expect(&p, &c, src, 4, 128, NULL, TD_ERR_INVALID_ARG, "map_buf");
+  gather_expect(&p, &c, src, 4, 0, maps, TD_ERR_INVALID_ARG, "src_rows=0");
+  gather_expect(&p, &c, src, 3, 128, maps, TD_ERR_INVALID_ARG, "needs 4 sources (at most 64); 3 given");
+  gather_expect(&p, &c, src, 4, 128, maps + 8, TD_ERR_INVALID_ARG, "not 64-byte aligned");
+  p.m = 4 * 96;
+  gather_expect(&p, &c, src, 4, 96, maps, TD_ERR_SHAPE, "src_rows=96 is not a multiple of BM=128");
+  p.m = 512;
+  src[2] = NULL;
+  gather_expect(&p, &c, src, 4, 128, maps, TD_ERR_INVALID_ARG, "source 2 of 4 is NULL");
+  src[2] = buf;
+  c.arch = TD_GEMM_CUBLAS;
+  gather_expect(&p, &c, src, 4, 128, maps, TD_ERR_UNSUPPORTED, "sm_90a configurations only, not cuBLAS");
+  c = cfg90;
+  c.bn = 64; /* compiled without the hook: the message lists those compiled with it */
+  gather_expect(&p, &c, src, 4, 128, maps, TD_ERR_UNSUPPORTED, "hooks=0x10; compiled: 128x256x64/s4/g8");
+  p.b_layout = TD_GEMM_B_NK;
+  gather_expect(&p, &cfg90, src, 4, 128, maps, TD_ERR_UNSUPPORTED, "B=[N,K] hooks=0x10; compiled: none");
+  /* GATHER with another hook, through the general entry point */
+  td_gemm_hooks h;
+  memset(&h, 0, sizeof h);
+  td_gemm_problem q = good();
+  expect(&q, &cfg90, TD_GEMM_HOOK_GATHER | TD_GEMM_HOOK_WAIT, &h, TD_ERR_UNSUPPORTED, "runs alone");
+  /* the GATHER configurations listed: B [K,N] only, each BM a multiple of 64 */
+  td_gemm_config out[16];
+  int n = td__gemm_cuda_configs_hooked(TD_BF16, TD_GEMM_B_KN, TD_GEMM_HOOK_GATHER, out, 16);
+  assert_true(n >= 1 && n <= 16);
+  for (int i = 0; i < n; i++)
+    assert_int_equal(out[i].bm % 64, 0);
+  assert_int_equal(td__gemm_cuda_configs_hooked(TD_BF16, TD_GEMM_B_NK, TD_GEMM_HOOK_GATHER, NULL, 0), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_null_and_sizes),  cmocka_unit_test(test_dtype_layout_alignment),
       cmocka_unit_test(test_hooks),           cmocka_unit_test(test_unknown_config),
-      cmocka_unit_test(test_config_listing),
+      cmocka_unit_test(test_config_listing),  cmocka_unit_test(test_gather),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -11,7 +11,9 @@
  *    output of another GEMM, launched first while that A is still NaN; the
  *    producing GEMM starts ~20 ms later (held by a stream wait the host
  *    releases) and raises the signals, and the waiting GEMM's result must be
- *    the product of the finished A. */
+ *    the product of the finished A;
+ *  - GATHER: A's rows read in place from separate allocations (one tensor
+ *    map per source), every configuration compiled with it. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -331,6 +333,69 @@ static void test_push_accumulate_cluster(void **state) {
   cluster = 1;
 }
 
+/* GATHER: A's rows read in place from separate allocations (the zero-copy
+ * AllGather + GEMM of ranks sharing a GPU), every GATHER configuration; the
+ * last source shorter than the others, N and K not multiples of the tile;
+ * output poisoned (NaN) first and every element checked; a second launch
+ * reuses the map table with the sources in another order. */
+static void gather_case(const td_gemm_config *cfg, long long src_rows, int m, int n, int k) {
+  const int sources = (int)((m + src_rows - 1) / src_rows);
+  uint16_t *a = gt_random(TD_BF16, (size_t)m * k), *b = gt_random(TD_BF16, (size_t)k * n);
+  double *ref = gt_reference(TD_BF16, a, b, m, n, k, TD_GEMM_B_KN);
+  const void *src[8];
+  void *dsrc[8];
+  for (int s = 0; s < sources; s++) {
+    long long r0 = s * src_rows, rows = m - r0 < src_rows ? m - r0 : src_rows;
+    dsrc[s] = gt_device_copy(a + (size_t)r0 * k, (size_t)rows * k * 2);
+    src[s] = dsrc[s];
+  }
+  void *db = gt_device_copy(b, (size_t)k * n * 2), *maps = gt_device_copy(NULL, 8 * TD_GEMM_MAP_BYTES);
+  uint16_t *out = malloc((size_t)m * n * 2);
+  for (int round = 0; round < 2; round++) {
+    void *dc = gt_device_copy(NULL, (size_t)m * n * 2);
+    td_gemm_problem p = {m, n, k, TD_BF16, TD_GEMM_B_KN, NULL, db, dc, NULL};
+    td_status st = td__gemm_cuda_run_gather(&p, cfg, src, sources, src_rows, maps, NULL);
+    if (st != TD_OK)
+      fprintf(stderr, "%s\n", td_last_error());
+    assert_int_equal(st, TD_OK);
+    assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
+    cudaMemcpy(out, dc, (size_t)m * n * 2, cudaMemcpyDeviceToHost);
+    cudaFree(dc);
+    size_t nans;
+    double rel = gt_rel_error(TD_BF16, out, ref, (size_t)m * n, &nans);
+    if (nans || rel > gt_tolerance(TD_BF16))
+      fprintf(stderr, "gather %dx%d s%d: M=%d N=%d K=%d src_rows=%lld round %d: %zu NaN, rel %.3g\n", cfg->bm,
+              cfg->bn, cfg->stages, m, n, k, src_rows, round, nans, rel);
+    assert_int_equal(nans, 0);
+    assert_true(rel <= gt_tolerance(TD_BF16));
+    if (sources >= 3 && round == 0) { /* the same rows from other allocations: swap the first two sources' data */
+      long long rows = src_rows;
+      cudaMemcpy(dsrc[0], a + (size_t)rows * k, (size_t)rows * k * 2, cudaMemcpyHostToDevice);
+      cudaMemcpy(dsrc[1], a, (size_t)rows * k * 2, cudaMemcpyHostToDevice);
+      const void *t = src[0];
+      src[0] = src[1], src[1] = t;
+    }
+  }
+  for (int s = 0; s < sources; s++)
+    cudaFree(dsrc[s]);
+  free(a), free(b), free(ref), free(out);
+  cudaFree(db), cudaFree(maps);
+}
+
+static void test_gather(void **state) {
+  (void)state;
+  if (skip_arch(TD_GEMM_SM90))
+    skip();
+  td_gemm_config cfgs[16];
+  int n = td__gemm_cuda_configs_hooked(TD_BF16, TD_GEMM_B_KN, TD_GEMM_HOOK_GATHER, cfgs, 16);
+  assert_true(n >= 1);
+  for (int i = 0; i < n && i < 16; i++) {
+    gather_case(&cfgs[i], 256, 3 * 256 + 77, 520, 200); /* 4 sources, the last of 77 rows */
+    gather_case(&cfgs[i], 128 * 2, 8 * 256, 1024, 136); /* 8 equal sources */
+    gather_case(&cfgs[i], 128, 100, 264, 64);          /* one source, fewer rows than a tile */
+  }
+}
+
 static td_gemm_arch sm90 = TD_GEMM_SM90, sm80 = TD_GEMM_SM80;
 
 int main(void) {
@@ -342,6 +407,7 @@ int main(void) {
       cmocka_unit_test(test_push_accumulate_cluster),
       cmocka_unit_test(test_late_raise_system_scope),
       cmocka_unit_test(test_late_raise_gpu_scope),
+      cmocka_unit_test(test_gather),
       cmocka_unit_test_prestate(test_wait_raise, &sm80),
       cmocka_unit_test_prestate(test_timeout, &sm80),
       cmocka_unit_test_prestate(test_push_accumulate, &sm80),

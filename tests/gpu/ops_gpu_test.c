@@ -122,6 +122,8 @@ static void test_correctness_case(void **state) {
  * reduction kernels, on shapes its kernels take (bf16 and f16; N / ranks and
  * K / ranks multiples of 8), M not divisible by the ranks, 1-8 ranks, 100
  * calls without reset, and the benchmark's correctness case. */
+static char g_sched[160]; /* the schedule of the last fused_case (rank 0) */
+
 static void fused_case(td_tp_kind kind, td_tp_variant v, td_dtype dt, int64_t m, int64_t n, int64_t k,
                        size_t count, int calls, int sample, int ranks) {
   oh_case c = g_case(kind, v, dt, m, n, k, count, calls);
@@ -134,6 +136,20 @@ static void fused_case(td_tp_kind kind, td_tp_variant v, td_dtype dt, int64_t m,
             getenv("TD_OPS_FUSED_AR") ? getenv("TD_OPS_FUSED_AR") : "-");
   OH_EXPECT_OK(ranks, &c);
   assert_int_equal(c.chosen, TD_TP_FUSED);
+  snprintf(g_sched, sizeof g_sched, "%s", c.schedule);
+  if (getenv("TD_GPU_TEST_VERBOSE"))
+    fprintf(stderr, "  schedule: %s\n", g_sched);
+}
+
+/* fused_case, and the schedule it ran must contain `want` (or, with a
+ * leading '!', must not). */
+static void fused_sched(const char *want, td_tp_kind kind, td_tp_variant v, td_dtype dt, int64_t m, int64_t n,
+                        int64_t k, int calls, int ranks) {
+  fused_case(kind, v, dt, m, n, k, 0, calls, 0, ranks);
+  int has = strstr(g_sched, want[0] == '!' ? want + 1 : want) != NULL;
+  if (has != (want[0] != '!'))
+    fprintf(stderr, "schedule \"%s\": expected %s\n", g_sched, want);
+  assert_int_equal(has, want[0] != '!');
 }
 
 static void test_fused(void **state) {
@@ -225,7 +241,27 @@ static void test_fused_direct(void **state) {
     fused_case(TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 259, 128, 64, 0, 100, 0, 8);
     fused_case(TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 256, 128, 64, 0, 100, 0, 8);
   }
+  /* gather: one launch of our tile reading every rank's A in place, where
+   * the parts are equal multiples of 128 rows in bf16 (AUTO's choice there) */
+  for (int r = 0; r < 3; r++) {
+    fused_sched("ag gather", TD_TP_AG_GEMM, TD_TP_AUTO, TD_BF16, 128 * ranks[r], 1024, 136, 3, ranks[r]);
+    fused_sched("ag gather", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 256 * ranks[r], 520, 64, 3, ranks[r]);
+  }
+  fused_sched("ag gather", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 1024, 1792, 1024, 100, 8); /* M = 1024, 8 ranks */
+  fused_sched("!gather", TD_TP_AG_GEMM, TD_TP_FUSED, TD_F16, 128 * 4, 1024, 136, 2, 4);   /* f16: none compiled */
+  fused_sched("!gather", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 96 * 4, 1024, 136, 2, 4);   /* parts of 96 rows */
+  fused_sched("!gather", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 128 * 4 + 1, 1024, 136, 2, 4); /* unequal */
+  setenv("TD_OPS_FUSED_TILE", "128x128", 1); /* a named tile compiled with the hook */
+  fused_sched("ag gather, sm90 128x128", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 256 * 4, 1024, 136, 2, 4);
+  setenv("TD_OPS_FUSED_TILE", "cublas", 1); /* cuBLAS asked for: no gather */
+  fused_sched("!gather", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 256 * 4, 1024, 136, 2, 4);
+  unsetenv("TD_OPS_FUSED_TILE");
+  setenv("TD_OPS_FUSED_AG", "gather", 1); /* forced where it cannot run: the other zero-copy launches */
+  fused_sched("ag batched", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 96 * 4, 1024, 136, 2, 4);
+  fused_sched("ag direct", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 333, 512, 136, 2, 4);
+  fused_sched("ag gather", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 128 * 2, 264, 64, 2, 2);
   setenv("TD_OPS_FUSED_AG", "copy", 1);
+  fused_sched("ag copy", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 128 * 4, 1024, 136, 2, 4);
   fused_case(TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 333, 512, 136, 0, 3, 0, 4);
   setenv("TD_OPS_FUSED_AG", "direct", 1);
   setenv("TD_OPS_FUSED_AG_GEMMS", "3", 1); /* direct wins over a copy split */

@@ -25,6 +25,7 @@ typedef struct oh_case {
   int calls;       /* calls with fresh inputs (>= 1) */
   int chunks;      /* chunks_per_rank option (0 = model) */
   td_tp_variant chosen; /* out: what the operator ran (rank 0) */
+  char schedule[160];   /* out: td_tp_schedule of rank 0's operator */
   int sample_rows;      /* check only this many evenly spaced rows of C (0 = all) */
   /* Backend: NULL hooks = cpu (host memory). The cuda test sets them. */
   td_exec_backend backend;
@@ -169,8 +170,10 @@ static td_status oh_rank(td_world *w, int rank, void *arg) {
   td_status st = oh_create(c, w, &op);
   if (st != TD_OK)
     return st;
-  if (rank == 0)
+  if (rank == 0) {
     td_tp_choices(op, &c->chosen, NULL, NULL, NULL);
+    td_tp_schedule(op, c->schedule, sizeof c->schedule);
+  }
   td_tp_layout la, lb, lc;
   td_tp_operand(op, TD_TP_A, rank, &la);
   td_tp_operand(op, TD_TP_B, rank, &lb);

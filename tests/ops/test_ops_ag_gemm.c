@@ -10,6 +10,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <string.h>
+
 #include "ops/ops_harness.h"
 
 static void test_variants_and_ranks(void **state) {
@@ -33,6 +35,11 @@ static void test_bf16_and_chunks(void **state) {
   oh_case c = {.kind = TD_TP_AG_GEMM, .variant = TD_TP_SM, .dtype = TD_BF16, .m = 53, .n = 33, .k = 40,
                .calls = 2, .chunks = 3};
   OH_EXPECT_OK(4, &c);
+  /* td_tp_schedule names the variant and the chunks asked for */
+  assert_non_null(strstr(c.schedule, "sm: 3 chunks per rank"));
+  char buf[8] = "x";
+  assert_ptr_equal(td_tp_schedule(NULL, buf, sizeof buf), buf);
+  assert_string_equal(buf, "x"); /* nothing written for a NULL op */
   c.variant = TD_TP_COPY_ENGINE;
   OH_EXPECT_OK(3, &c);
   c.dtype = TD_F16;

@@ -44,6 +44,7 @@ typedef struct bo_side {
   char name[32];
   td_tp_variant forced; /* TD_TP_AUTO for auto; -1 for a side from outside tdist */
   td_tp_variant ran;
+  char schedule[160]; /* td_tp_schedule of rank 0's operator */
   int created; /* a tdist side: its operator was made (else its variant shows as forced, or '-' for auto) */
   int mode;    /* -1: a tdist side; else the bo_base_mode of a side from outside tdist (the first sides) */
   int skipped; /* an outside side that does not apply here (reason in msg): not a failure */
@@ -197,6 +198,7 @@ static td_status bo_rank(td_world *w, int rank, void *arg) {
       size_t after = bo_mem_used(o->cuda, w);
       bc->side[s].mem_bytes = after > before ? (after - before) / (o->cuda ? (size_t)n : 1) : 0;
       td_tp_choices(op[s], &bc->side[s].ran, NULL, NULL, NULL);
+      td_tp_schedule(op[s], bc->side[s].schedule, sizeof bc->side[s].schedule);
       bc->side[s].created = 1;
     }
   }
@@ -435,6 +437,8 @@ static int bo_run_case(const bo_opts *o, const bo_shape *shape, cJSON *results) 
                                           : sd->mode == BO_BASE_NCCL ? "NCCL collective + cuBLAS GEMM (outside tdist)"
                                           : gemm_only ? "cuBLAS GEMM alone, no communication (outside tdist)"
                                                       : "sequential (outside tdist)");
+    if (!outside && sd->created)
+      cJSON_AddStringToObject(j, "schedule", sd->schedule);
     if (!sd->ok || st != TD_OK) {
       cJSON_AddStringToObject(j, sd->skipped ? "skipped" : "error", sd->msg[0]   ? sd->msg
                                                                     : bc.msg[0] ? bc.msg

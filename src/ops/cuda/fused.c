@@ -12,7 +12,8 @@
  * store it over NVLink / PCIe, cudaMemcpyAsync copies it device to device,
  * and a stream waits on an event of another device.
  * Where the ranks are picks each call's schedule (fused_gemm.c): a shared
- * GPU runs ag_gemm's GEMMs on the peers' A in place and gemm_rs's reduction
+ * GPU runs ag_gemm's GEMMs on the peers' A in place (equal parts: one launch
+ * of our tile with the GATHER hook) and gemm_rs's reduction
  * pulling the peers' partials; across GPUs ag_gemm pulls the peers' rows
  * with the copy engine and GEMMs each source as it arrives, and gemm_rs
  * pushes each row block of the partial to its owner as it is computed
@@ -67,6 +68,9 @@
 #pragma weak td__gemm_cuda_configs
 #pragma weak td__gemm_tune_lookup
 #pragma weak td__gemm_cublas_batched
+#pragma weak td__gemm_cuda_run_gather
+#pragma weak td__gemm_cuda_configs_hooked
+#pragma weak td__gemm_config_name
 
 /* The two records swapped at creation: where each rank is (its status and
  * its probe), then what it allocated. */
@@ -157,7 +161,7 @@ static void td__f_free(td__tp_fused *f) {
     return;
   }
   cudaSetDevice(f->dev);
-  cudaFree(f->buf), cudaFree(f->red), cudaFree(f->recv), cudaFree(f->ptrs), cudaFree(f->ctl);
+  cudaFree(f->buf), cudaFree(f->red), cudaFree(f->recv), cudaFree(f->ptrs), cudaFree(f->amaps), cudaFree(f->ctl);
   if (f->ce_done)
     cudaEventDestroy(f->ce_done);
   for (int p = 0; p < TD__MAXR; p++)
@@ -183,6 +187,26 @@ static void td__f_free(td__tp_fused *f) {
  * they only win a tie they are listed first in. */
 static double td__f_tile_eff(const td_gemm_config *c) {
   return c->bn >= 256 ? 1.0 : c->bn >= 192 ? 0.96 : c->bn >= 128 ? 0.90 : 0.75;
+}
+
+/* Of cnt configurations, the one with the least work per SM for `launches`
+ * launches of M x N per rank: the waves of every rank's tiles together
+ * (ranks share the GPU), each weighted by its tile's size over its
+ * efficiency. */
+static int td__f_least_work(const td__tp_fused *f, const td_gemm_config *all, int cnt, int m, int n,
+                            int launches) {
+  int best = 0;
+  double best_cost = -1;
+  for (int i = 0; i < cnt; i++) {
+    if (all[i].split_k != 1)
+      continue;
+    double tiles = (double)((m + all[i].bm - 1) / all[i].bm) * (double)((n + all[i].bn - 1) / all[i].bn);
+    double waves = (double)(int64_t)((tiles * launches * f->n + f->sms - 1) / f->sms);
+    double cost = waves * all[i].bm * all[i].bn / td__f_tile_eff(&all[i]);
+    if (best_cost < 0 || cost < best_cost)
+      best_cost = cost, best = i;
+  }
+  return best;
 }
 
 /* The GEMM configuration of an M x N x K problem that `ranks` ranks run at
@@ -244,25 +268,43 @@ static td_status td__f_pick_config(td_tp_op *op, td__tp_fused *f, int m, int n, 
     *out = (td_gemm_config){TD_GEMM_CUBLAS, 0, 0, 0, 0, 1, 0, 1};
     return TD_OK;
   }
-  int best = 0;
-  double best_cost = -1;
-  for (int i = 0; i < cnt; i++) {
-    if (all[i].split_k != 1)
-      continue;
-    double tiles = (double)((m + all[i].bm - 1) / all[i].bm) * (double)((n + all[i].bn - 1) / all[i].bn);
-    double waves = (double)(int64_t)((tiles * f->n + f->sms - 1) / f->sms);
-    double cost = waves * all[i].bm * all[i].bn / td__f_tile_eff(&all[i]);
-    if (best_cost < 0 || cost < best_cost)
-      best_cost = cost, best = i;
-  }
-  *out = all[best];
+  *out = all[td__f_least_work(f, all, cnt, m, n, 1)];
   return TD_OK;
+}
+
+/* ag_gemm on one shared GPU with equal parts: one launch of our tile reading
+ * every rank's A in place (the GATHER hook), no gather copy and no small
+ * per-part launches; its configuration is one compiled with GATHER whose BM
+ * divides a part (TD_OPS_FUSED_TILE may name one). Returns 1 and sets
+ * f->cfg when the shape can run that way, else 0. */
+static int td__f_gather_config(const td_tp_op *op, td__tp_fused *f) {
+  if (!td__gemm_cuda_run_gather || !td__gemm_cuda_configs_hooked || f->multi || op->d.m % f->n != 0 ||
+      f->rows[0] < 1)
+    return 0;
+  td_gemm_config all[16];
+  int cnt = td__gemm_cuda_configs_hooked(op->d.dtype, TD_GEMM_B_KN, TD_GEMM_HOOK_GATHER, all, 16);
+  const char *want = NULL;
+  if (td_config_str("TD_OPS_FUSED_TILE", &want) != TD_OK || (want && !strcmp(want, "cublas")))
+    return 0;
+  int bm = 0, bn = 0, cl = 1, usable = 0;
+  if (want && strcmp(want, "tiles") && sscanf(want, "%dx%dc%d", &bm, &bn, &cl) < 2)
+    return 0;
+  for (int i = 0; i < cnt && i < 16; i++) /* keep the usable ones (and the named one, if any) */
+    if (f->rows[0] % all[i].bm == 0 && (!bm || (all[i].bm == bm && all[i].bn == bn && all[i].cluster == cl)))
+      all[usable++] = all[i];
+  if (!usable)
+    return 0;
+  f->cfg = all[td__f_least_work(f, all, usable, (int)op->d.m, (int)f->nb, 1)];
+  return 1;
 }
 
 /* ag_gemm's schedule. TD_OPS_FUSED_AG: direct (GEMMs on the peers' A in
  * place, one launch per rank), batched (the same as one cuBLAS batched launch
- * where the parts are equal, set up in td__f_alloc) or copy (gather, then
- * GEMM); auto = direct (batched where it can) when every rank shares
+ * where the parts are equal, set up in td__f_alloc), gather (one launch of
+ * our tile whose tiles read each rank's A in place: td__f_gather_config, set
+ * up in td__f_alloc; auto takes it wherever it can run, since it removes both
+ * the gather copy and the small launches) or copy (gather, then
+ * GEMM); otherwise auto = direct (batched where it can) when every rank shares
  * this GPU, its part has at least 512 rows and TD_OPS_FUSED_AG_GEMMS does not
  * ask for a split of the copy path (H200, 8 ranks, 2026-11-29: direct
  * 1.10-1.13x of the baseline where the copy path gave 1.00-1.02x, but
@@ -284,7 +326,7 @@ static td_status td__f_ag_mode(const td_tp_op *op, td__tp_fused *f) {
   if (v != 0 && v != 1 && v != 3 && v != 8)
     return td__error(TD_ERR_INVALID_ARG, "fused: TD_OPS_FUSED_AG_GEMMS=%" PRId64 ": use 0 (by shape), 1, 3 or 8",
                      v);
-  f->ag_direct = mode && (!strcmp(mode, "direct") || !strcmp(mode, "batched")) ? 1
+  f->ag_direct = mode && (!strcmp(mode, "direct") || !strcmp(mode, "batched") || !strcmp(mode, "gather")) ? 1
                 : mode && !strcmp(mode, "copy")                                 ? 0
                                                 : !f->multi && v == 0 && op->d.m / f->n >= 512;
   if (v == 0)
@@ -380,15 +422,28 @@ static td_status td__f_alloc(td_tp_op *op, td__tp_fused *f) {
     TD_CHECK(td__f_ag_mode(op, f));
     /* tiles for the launches' rows: all of M, or about one rank's part */
     int64_t lm = f->ag_blocks == 1 ? d->m : (d->m + f->n - 1) / f->n;
-    TD_CHECK(td__f_pick_config(op, f, (int)lm, (int)f->nb, (int)d->k, &f->cfg));
+    const char *mode = NULL;
+    TD_CHECK(td_config_str("TD_OPS_FUSED_AG", &mode));
+    /* one shared GPU, equal parts: one zero-copy launch of our tile (auto and
+     * gather; batched and direct keep their own launches) */
+    const int gather_ok = (!mode || !strcmp(mode, "auto") || !strcmp(mode, "gather")) &&
+                          td__f_gather_config(op, f);
+    if (gather_ok && (f->ag_direct || !mode || !strcmp(mode, "auto"))) {
+      int64_t v = 0;
+      TD_CHECK(td_config_int("TD_OPS_FUSED_AG_GEMMS", &v));
+      if (v == 0 || f->ag_direct) /* an asked-for copy split keeps the copy path */
+        f->ag_direct = f->ag_gather = 1, f->ag_blocks = f->n;
+    }
+    if (!f->ag_gather)
+      TD_CHECK(td__f_pick_config(op, f, (int)lm, (int)f->nb, (int)d->k, &f->cfg));
     /* the gather buffer in global row order; this rank's own rows stay in A */
     if (!f->ag_direct)
       TD_CHECK(td__f_cu(cudaMalloc(&f->buf, m * (size_t)d->k * f->esz), "cudaMalloc (gather buffer)"));
+    if (f->ag_gather)
+      TD_CHECK(td__f_cu(cudaMalloc(&f->amaps, (size_t)f->n * TD_GEMM_MAP_BYTES), "cudaMalloc (tensor maps)"));
     /* direct with equal parts on cuBLAS: one batched launch (unless TD_OPS_FUSED_AG=direct) */
-    const char *mode = NULL;
-    TD_CHECK(td_config_str("TD_OPS_FUSED_AG", &mode));
-    f->ag_batched = f->ag_direct && !(mode && !strcmp(mode, "direct")) && td__gemm_cublas_batched &&
-                    f->cfg.arch == TD_GEMM_CUBLAS && d->m % f->n == 0;
+    f->ag_batched = f->ag_direct && !f->ag_gather && !(mode && !strcmp(mode, "direct")) &&
+                    td__gemm_cublas_batched && f->cfg.arch == TD_GEMM_CUBLAS && d->m % f->n == 0;
     if (f->ag_batched)
       TD_CHECK(td__f_cu(cudaMalloc((void **)&f->ptrs, 3 * (size_t)f->n * sizeof(void *)),
                         "cudaMalloc (pointer table)"));
@@ -654,6 +709,32 @@ td_status td__tp_fused_run(td_tp_op *op, void *c, const void *a, const void *b) 
   case TD_TP_AG_GEMM: return td__f_ag(op, f, c, a, b, e);
   case TD_TP_ALL_REDUCE: return td__f_all_reduce(op, f, c, a, e);
   default: return td__f_rs_ar(op, f, c, a, b, e);
+  }
+}
+
+void td__tp_fused_describe(const td_tp_op *op, char *buf, size_t cap) {
+  const td__tp_fused *f = op->fused;
+  char eng[64] = "no GEMM";
+  if (td__gemm_config_name && op->d.kind != TD_TP_ALL_REDUCE)
+    td__gemm_config_name(&f->cfg, eng, sizeof eng);
+  switch (op->d.kind) {
+  case TD_TP_AG_GEMM:
+    if (f->ag_gather || f->ag_batched || f->ag_direct)
+      snprintf(buf, cap, "ag %s, %s", f->ag_gather ? "gather" : f->ag_batched ? "batched" : "direct",
+               f->ag_batched ? "cuBLAS batched" : eng);
+    else
+      snprintf(buf, cap, "ag copy, %d GEMM launch%s, %s", f->ag_blocks, f->ag_blocks == 1 ? "" : "es", eng);
+    break;
+  case TD_TP_ALL_REDUCE:
+    snprintf(buf, cap, "all_reduce %s", f->one_shot ? "one-shot" : "two-shot");
+    break;
+  default:
+    snprintf(buf, cap, "%s %s, %s", td_tp_kind_name(op->d.kind),
+             op->d.kind == TD_TP_GEMM_AR && f->one_shot ? "one-shot"
+             : f->ar_all_push                           ? "all-push"
+             : f->rs_push                               ? "push"
+                                                        : "pull",
+             eng);
   }
 }
 

@@ -30,6 +30,8 @@ struct td__tp_fused {
   int ag_batched; /* ag direct: all of them as one cuBLAS batched launch (equal parts) */
   void **ptrs;    /* ag batched: device table of 3 x n pointers (B, A, C per part) */
   int ag_blocks;  /* ag (copy): GEMMs per call: 1 (all rows), 3 (own, after, before) or n (one per source) */
+  int ag_gather;  /* ag direct: one launch of our tile reading every rank's A in place (GATHER hook) */
+  void *amaps;    /* ag gather: device table of n tensor maps (td__gemm_cuda_run_gather uploads them) */
   int rs_push;    /* rs / ar two-shot: row blocks pushed to their owners' receive slots as they are computed */
   int ar_all_push; /* gemm_ar: every row block pushed to every peer as computed; each rank reduces all rows */
   int ar_blocks;   /* gemm_ar all-push: row blocks of the partial GEMM (<= TD__MAXR) */

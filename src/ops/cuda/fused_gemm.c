@@ -47,6 +47,7 @@
  * batched launch only where it is bound). */
 #pragma weak td__gemm_cuda_run
 #pragma weak td__gemm_cublas_batched
+#pragma weak td__gemm_cuda_run_gather
 
 /* One GEMM of A rows [row0, row0 + rows) (read from a_rows) into C. */
 static td_status td__f_ag_gemm(td_tp_op *op, td__tp_fused *f, void *c, const void *a_rows, const void *b,
@@ -65,6 +66,13 @@ static td_status td__f_ag_gemm(td_tp_op *op, td__tp_fused *f, void *c, const voi
  * stream order). */
 static td_status td__f_ag_direct(td_tp_op *op, td__tp_fused *f, void *c, const void *a, const void *b,
                                  td_status *st) {
+  if (f->ag_gather) { /* one launch over every row, each tile reading its rank's A in place */
+    const void *src[TD__MAXR];
+    for (int p = 0; p < f->n; p++)
+      src[p] = p == f->r ? a : __atomic_load_n(&f->peer[p]->ar_src, __ATOMIC_ACQUIRE);
+    td_gemm_problem pr = {(int)op->d.m, (int)f->nb, (int)op->d.k, op->d.dtype, TD_GEMM_B_KN, NULL, b, c, NULL};
+    return td__gemm_cuda_run_gather(&pr, &f->cfg, src, f->n, f->rows[0], f->amaps, f->s);
+  }
   if (f->ag_batched) {
     const int n = f->n;
     const void *h[3 * TD__MAXR];

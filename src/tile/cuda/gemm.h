@@ -39,6 +39,16 @@
  *                       Each signal therefore receives one add per N-tile
  *                       that covers its rows: a waiter expects
  *                       epoch * ceil(N / BN) * raise_value (per covering tile row).
+ *   TD_GEMM_HOOK_GATHER A's rows come from several sources in place (zero
+ *                       copy): source s holds rows [s*a_rows, (s+1)*a_rows)
+ *                       as its own [rows_s, K] row-major matrix, described
+ *                       by the tensor map a_maps[s] in device memory
+ *                       (td__gemm_cuda_run_gather builds and uploads them).
+ *                       a_rows is a multiple of BM, so no tile straddles two
+ *                       sources. For AllGather + GEMM of ranks that share a
+ *                       GPU: each rank's GEMM reads its peers' shards where
+ *                       they are instead of gathering them first. sm_90a
+ *                       only; not combined with the other hooks.
  *
  * Scope of the hooks' synchronisation (td_gemm_hooks.scope): system scope by
  * default (0), which is right whatever reads or writes the signals: the host,
@@ -70,7 +80,13 @@ typedef unsigned long long td__gemm_u64;
 #define TD_GEMM_HOOK_RAISE 2u
 #define TD_GEMM_HOOK_PUSH 4u
 #define TD_GEMM_HOOK_ACCUMULATE 8u
-#define TD_GEMM_HOOK_ALL 15u
+#define TD_GEMM_HOOK_ALL 15u /* the signalling hooks: WAIT | RAISE | PUSH | ACCUMULATE */
+#define TD_GEMM_HOOK_GATHER 16u
+#define TD_GEMM_HOOK_KNOWN 31u
+/* Bytes of one tensor map in a GATHER table (a CUtensorMap). */
+#define TD_GEMM_MAP_BYTES 128
+/* Most sources a GATHER launch reads A from. */
+#define TD_GEMM_MAX_SOURCES 64
 /* td_gemm_hooks.scope bits (see above); 0 = system scope for both. */
 #define TD_GEMM_SCOPE_WAIT_GPU 1u
 #define TD_GEMM_SCOPE_RAISE_GPU 2u
@@ -110,6 +126,8 @@ typedef struct td_gemm_hooks {
   long long rows_per_peer;      /* PUSH: rows owned by each peer */
   td__gemm_u64 *diag;                /* WAIT: TD_GEMM_DIAG_WORDS device words, zeroed by the host */
   unsigned scope;                    /* TD_GEMM_SCOPE_* bits; 0 (memset) = system scope */
+  const void *a_maps;                /* GATHER: device array, one TD_GEMM_MAP_BYTES map per source */
+  long long a_rows;                  /* GATHER: A rows per source (the last may hold fewer) */
 } td_gemm_hooks;
 
 #if !defined(__CUDACC_RTC__)
@@ -177,6 +195,32 @@ td_status td__gemm_cuda_run(const td_gemm_problem *problem, const td_gemm_config
  * TD_ERR_INVALID_ARG for sms < 0. Thread-safe. */
 td_status td__gemm_cuda_run_sms(const td_gemm_problem *problem, const td_gemm_config *config, int sms,
                                 void *stream);
+
+/** Runs C = A * B where A's M rows come from `sources` separate row-major
+ * matrices in place (TD_GEMM_HOOK_GATHER): a_src[s] holds rows
+ * [s*src_rows, min(M, (s+1)*src_rows)) with row length K, so sources =
+ * ceil(M / src_rows). problem->a is ignored (may be NULL); B, C, M, N, K,
+ * dtype and layout as for td__gemm_cuda_run. Builds one tensor map per source
+ * on the host and copies them into `map_buf` (device memory of at least
+ * sources * TD_GEMM_MAP_BYTES bytes, 64-byte aligned, owned by the caller)
+ * with cudaMemcpyAsync on `stream`, then launches the sm_90a kernel of
+ * `config` compiled with the GATHER hook. The table is read by the kernel, so
+ * the caller reuses map_buf only for later launches on the same stream (or
+ * after this one finished). Asynchronous. Errors: those of
+ * td__gemm_cuda_run; TD_ERR_INVALID_ARG (NULL a_src entry, map_buf or B/C,
+ * src_rows < 1, sources != ceil(M / src_rows) or above TD_GEMM_MAX_SOURCES,
+ * a misaligned map_buf), TD_ERR_SHAPE (src_rows not a multiple of the
+ * configuration's BM), TD_ERR_UNSUPPORTED (a cuBLAS or sm_80 configuration,
+ * or no GATHER kernel compiled for it: the message lists those compiled).
+ * Thread-safe. Zero-copy AllGather + GEMM for ranks that share one GPU. */
+td_status td__gemm_cuda_run_gather(const td_gemm_problem *problem, const td_gemm_config *config,
+                                   const void *const *a_src, int sources, long long src_rows,
+                                   void *map_buf, void *stream);
+
+/** The sm_90a configurations compiled with exactly the hook flags `hooks`
+ * for (dtype, b_layout), as td__gemm_cuda_configs lists the hook-free ones:
+ * writes up to `cap` (out may be NULL when cap is 0), returns the total. */
+int td__gemm_cuda_configs_hooked(td_dtype dtype, int b_layout, unsigned hooks, td_gemm_config *out, int cap);
 
 /** Runs C = A * B with cuBLAS (cublasGemmEx, fp32 accumulation) on `stream`:
  * what td__gemm_cuda_run does for a TD_GEMM_CUBLAS configuration. The layouts

@@ -256,6 +256,8 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
   static_assert(CLUSTER == 1 || (CLUSTER == 2 && BN % 16 == 0), "CLUSTER must be 1 or 2");
   static_assert(S::SMEM_BYTES <= 232448, "tile ring does not fit in shared memory");
   constexpr bool WAIT = (HOOKS & TD_GEMM_HOOK_WAIT) != 0, RAISE = (HOOKS & TD_GEMM_HOOK_RAISE) != 0;
+  constexpr bool GATHER = (HOOKS & TD_GEMM_HOOK_GATHER) != 0;
+  static_assert(!GATHER || HOOKS == TD_GEMM_HOOK_GATHER, "GATHER is not combined with other hooks");
   constexpr bool EARLY_WAIT = WAIT && (XV & 16) == 0;   /* first tile's acquire before the set-up */
   constexpr bool INLINE_RAISE = RAISE && (XV & 32) == 0; /* last tile raised by the consumers */
   if (threadIdx.x == 0)
@@ -347,9 +349,17 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
         td__gemm_tile_coords(u, rows_c, tiles_n, group_c, &tc, &tn);
         const int tm = tc * CLUSTER + (int)crank;
         const td__gemm_u32 mask = (1u << CLUSTER) - 1;
+        /* GATHER: the tile's rows lie in one source (a_rows is a multiple of
+         * BM), read in place through that source's map; the maps live in
+         * global memory, written by a copy ordered before this launch. */
+        const long long src = GATHER ? (long long)tm * BM / hooks.a_rows : 0;
         auto load_a = [&](int st, int kb) {
           if (leader) {
-            td__tma_load_2d(ring + st * S::STAGE_BYTES, &map_a, full + 8 * st, kb * S::BK, tm * BM);
+            if constexpr (GATHER)
+              td__tma_load_2d(ring + st * S::STAGE_BYTES, (const td__tensor_map *)hooks.a_maps + src,
+                              full + 8 * st, kb * S::BK, (int)((long long)tm * BM - src * hooks.a_rows));
+            else
+              td__tma_load_2d(ring + st * S::STAGE_BYTES, &map_a, full + 8 * st, kb * S::BK, tm * BM);
             if (i == 0 && kb == 0)
               td__gemm_xv_stamp<XV>(hooks, TD__XV_L_FIRST_A);
           }

@@ -24,6 +24,10 @@ static const td__gemm_kernel_entry td__kn[] = {
     td__entry<128, 64, 8, 8, TD_GEMM_DT_BF16, 0>(),
     td__entry<128, 128, 6, 8, TD_GEMM_DT_BF16, TD_GEMM_HOOK_ALL>(),
     td__entry<128, 128, 6, 8, TD_GEMM_DT_F16, 0>(),
+    /* zero-copy AllGather + GEMM of ranks sharing a GPU (fused ag_gemm) */
+    td__entry<128, 256, 4, 8, TD_GEMM_DT_BF16, TD_GEMM_HOOK_GATHER>(),
+    td__entry<128, 192, 5, 8, TD_GEMM_DT_BF16, TD_GEMM_HOOK_GATHER>(),
+    td__entry<128, 128, 6, 8, TD_GEMM_DT_BF16, TD_GEMM_HOOK_GATHER>(),
 };
 
 extern "C" const td__gemm_kernel_entry *td__gemm_sm90_kernels_kn(int *count) {

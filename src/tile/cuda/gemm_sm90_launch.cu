@@ -9,6 +9,7 @@
 #include <cudaTypedefs.h>
 #include <cuda_runtime.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -188,9 +189,12 @@ static td_status td__check(const td_gemm_problem *p, const td_gemm_config *cfg, 
     return td__error(TD_ERR_INVALID_ARG,
                      "gemm: b_layout %d is invalid; use TD_GEMM_B_NK (0) or TD_GEMM_B_KN (1)",
                      p->b_layout);
-  if (flags & ~TD_GEMM_HOOK_ALL)
+  if (flags & ~TD_GEMM_HOOK_KNOWN)
     return td__error(TD_ERR_INVALID_ARG, "gemm: hook flags 0x%x name unknown hooks (known: 0x%x)",
-                     flags, TD_GEMM_HOOK_ALL);
+                     flags, TD_GEMM_HOOK_KNOWN);
+  if ((flags & TD_GEMM_HOOK_GATHER) && flags != TD_GEMM_HOOK_GATHER)
+    return td__error(TD_ERR_UNSUPPORTED, "gemm: hook flags 0x%x combine GATHER with other hooks; GATHER "
+                     "(0x%x) runs alone", flags, TD_GEMM_HOOK_GATHER);
   if (flags && !hooks)
     return td__error(TD_ERR_INVALID_ARG, "gemm: hook flags 0x%x given without a hooks description",
                      flags);
@@ -209,7 +213,7 @@ static td_status td__check(const td_gemm_problem *p, const td_gemm_config *cfg, 
                      "gemm: N=%d is not a multiple of 8, which B given as [K,N] needs (16-byte "
                      "rows); give B as [N,K] or pad N",
                      p->n);
-  if (!p->a || !p->b || (!p->c && !(flags & TD_GEMM_HOOK_PUSH)))
+  if ((!p->a && !(flags & TD_GEMM_HOOK_GATHER)) || !p->b || (!p->c && !(flags & TD_GEMM_HOOK_PUSH)))
     return td__error(TD_ERR_INVALID_ARG, "gemm: A, B and C (unless the PUSH hook) must be device pointers, not NULL");
   if ((flags & TD_GEMM_HOOK_WAIT) && (!hooks->wait_signals || hooks->wait_rows < 1))
     return td__error(TD_ERR_INVALID_ARG, "gemm: the WAIT hook needs wait_signals and wait_rows >= 1");
@@ -257,7 +261,8 @@ extern "C" size_t td__gemm_cuda_workspace_size(const td_gemm_problem *p, const t
 /* td__gemm_cuda_run with the persistent grid sized for at most `sm_cap`
  * multiprocessors (0 = all of them). */
 static td_status td__run(const td_gemm_problem *p, const td_gemm_config *cfg, unsigned flags,
-                         const td_gemm_hooks *hooks, void *stream, int sm_cap) {
+                         const td_gemm_hooks *hooks, void *stream, int sm_cap,
+                         const void *const *a_src = NULL, int sources = 0) {
   if (cfg && cfg->arch == TD_GEMM_CUBLAS && flags) /* before the hooks' own checks: the engine is the problem */
     return td__error(TD_ERR_UNSUPPORTED, "gemm: hooks 0x%x asked of cuBLAS, which cannot wait or signal per "
                      "tile; use a compiled sm_90/sm_80 configuration", flags);
@@ -332,7 +337,23 @@ static td_status td__run(const td_gemm_problem *p, const td_gemm_config *cfg, un
   }
   if (arch == 90) {
     td__tensor_map ma, mb;
-    TD_CHECK(td__make_map(&ma, p->a, dtype, m, k, 64, e->bm, "A"));
+    if (flags & TD_GEMM_HOOK_GATHER) {
+      /* one map per source, uploaded in stream order before the kernel that
+       * reads them (the kernel's own map_a is source 0's, unused) */
+      td__tensor_map maps[TD_GEMM_MAX_SOURCES];
+      for (int s = 0; s < sources; s++) {
+        long long r0 = (long long)s * h.a_rows, rows = m - r0 < h.a_rows ? m - r0 : h.a_rows;
+        TD_CHECK(td__make_map(&maps[s], a_src[s], dtype, rows, k, 64, e->bm, "A (a GATHER source)"));
+      }
+      err = cudaMemcpyAsync((void *)h.a_maps, maps, (size_t)sources * sizeof maps[0], cudaMemcpyHostToDevice,
+                            (cudaStream_t)stream);
+      if (err != cudaSuccess)
+        return td__error(TD_ERR_CUDA, "gemm: uploading %d GATHER tensor maps failed: %s", sources,
+                         cudaGetErrorString(err));
+      ma = maps[0];
+    } else {
+      TD_CHECK(td__make_map(&ma, p->a, dtype, m, k, 64, e->bm, "A"));
+    }
     if (b_kn)
       TD_CHECK(td__make_map(&mb, p->b, dtype, k, n, 64, 64, "B[K,N]"));
     else
@@ -399,6 +420,57 @@ extern "C" td_gemm_config td__gemm_cuda_default_config(td_gemm_arch arch, int m,
 extern "C" td_status td__gemm_cuda_run(const td_gemm_problem *p, const td_gemm_config *cfg,
                                        unsigned flags, const td_gemm_hooks *hooks, void *stream) {
   return td__run(p, cfg, flags, hooks, stream, 0);
+}
+
+extern "C" td_status td__gemm_cuda_run_gather(const td_gemm_problem *p, const td_gemm_config *cfg,
+                                              const void *const *a_src, int sources, long long src_rows,
+                                              void *map_buf, void *stream) {
+  if (!p || !cfg)
+    return td__error(TD_ERR_INVALID_ARG, "gemm: problem and config must not be NULL");
+  if (cfg->arch != TD_GEMM_SM90)
+    return td__error(TD_ERR_UNSUPPORTED, "gemm: the GATHER hook (A read in place from several sources) exists "
+                     "for sm_90a configurations only, not %s", cfg->arch == TD_GEMM_CUBLAS ? "cuBLAS" : "sm_80");
+  if (!a_src || !map_buf)
+    return td__error(TD_ERR_INVALID_ARG, "gemm: GATHER needs the source table a_src and a device map_buf");
+  if (src_rows < 1)
+    return td__error(TD_ERR_INVALID_ARG, "gemm: GATHER src_rows=%lld; at least 1 row per source", src_rows);
+  long long need = p->m > 0 ? (p->m + src_rows - 1) / src_rows : 0;
+  if (sources != need || sources > TD_GEMM_MAX_SOURCES)
+    return td__error(TD_ERR_INVALID_ARG, "gemm: GATHER with M=%d and src_rows=%lld needs %lld sources "
+                     "(at most %d); %d given", p->m, src_rows, need, TD_GEMM_MAX_SOURCES, sources);
+  if ((uintptr_t)map_buf % 64 != 0)
+    return td__error(TD_ERR_INVALID_ARG, "gemm: GATHER map_buf %p is not 64-byte aligned (tensor maps are)",
+                     map_buf);
+  if (src_rows % cfg->bm != 0)
+    return td__error(TD_ERR_SHAPE, "gemm: GATHER src_rows=%lld is not a multiple of BM=%d, so a tile would "
+                     "straddle two sources; use a configuration whose BM divides it", src_rows, cfg->bm);
+  for (int s = 0; s < sources; s++)
+    if (!a_src[s])
+      return td__error(TD_ERR_INVALID_ARG, "gemm: GATHER source %d of %d is NULL", s, sources);
+  td_gemm_hooks h;
+  memset(&h, 0, sizeof h);
+  h.a_maps = map_buf;
+  h.a_rows = src_rows;
+  return td__run(p, cfg, TD_GEMM_HOOK_GATHER, &h, stream, 0, a_src, sources);
+}
+
+extern "C" int td__gemm_cuda_configs_hooked(td_dtype dtype, int b_layout, unsigned hooks, td_gemm_config *out,
+                                           int cap) {
+  int count = 0, n = 0;
+  int dt = dtype == TD_F16 ? TD_GEMM_DT_F16 : TD_GEMM_DT_BF16;
+  const td__gemm_kernel_entry *tab =
+      b_layout == TD_GEMM_B_KN ? td__gemm_sm90_kernels_kn(&count) : td__gemm_sm90_kernels_nk(&count);
+  for (int i = 0; i < count; i++) {
+    if (tab[i].hooks != hooks || tab[i].dtype != dt)
+      continue;
+    if (out && n < cap) {
+      td_gemm_config c = {TD_GEMM_SM90, tab[i].bm, tab[i].bn, tab[i].bk, tab[i].stages, tab[i].cluster,
+                          tab[i].group_m, 1};
+      out[n] = c;
+    }
+    n++;
+  }
+  return n;
 }
 
 extern "C" td_status td__gemm_cuda_run_sms(const td_gemm_problem *p, const td_gemm_config *cfg, int sms,

@@ -1,0 +1,76 @@
+#!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+# GPU machine, ONE call: the zero-copy ag_gemm (GATHER hook) checked and
+# measured, and the GPU tests of the changes not yet run on a GPU (the
+# executor's root-cause agreement, exec_gemm_queue_test). Binaries from
+# scripts/gpu-final-prep.sh (.gpubin); carry .gpubin and .debs:
+#   . scripts/gpu-env.sh >/dev/null 2>&1; scripts/gather-gpu.sh
+# Lanes (each a list of steps under `timeout`): on a machine of >= 4 GPUs
+# they run at once, each lane on its own GPU (CUDA_VISIBLE_DEVICES), the
+# bench lane alone on its GPU so its timings see no other work; with fewer
+# GPUs one after the other on GPU 0. Logs and JSON to $OUT.
+set -uo pipefail
+OUT=${OUT:-out/gather}
+BIN=${TD_GPU_BIN:-.gpubin}
+mkdir -p "$OUT"
+export TD_CACHE_DIR=${TD_CACHE_DIR:-/tmp/tdist-cache} TD_TIMEOUT_MS=${TD_TIMEOUT_MS:-20000}
+export TD_TDRUN=$BIN/tdrun TD_BIN_DIR=$BIN TD_TEST_DIR=$BIN TD_SOURCE_DIR=$PWD
+export TD_GIT_REV=$(cat "$BIN/REVISION" 2>/dev/null || echo unknown)
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+NG=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+t0=$(date +%s)
+nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,temperature.gpu --format=csv,noheader
+run() { # name timeout cmd...: one step, its rc and seconds appended to the lane's summary
+  local name=$1 to=$2; shift 2
+  local s=$(date +%s)
+  timeout "$to" "$@" >"$OUT/$name.log" 2>&1
+  local rc=$?
+  echo "$(printf '%-28s rc=%-4s %4ss' "$name" "$rc" "$(( $(date +%s) - s ))")" >> "$OUT/summary.$LANE"
+}
+bench() { # name op args...: tdist bench with 8 ranks sharing this lane's GPU 0
+  local name=$1 op=$2; shift 2
+  TD_CUDA_DEVICE=0 run "$name" 150 "$BIN/tdist" bench "$op" --backend cuda --ranks 8 --iters ${TD_ITERS:-10} \
+    --warmup 3 --json "$OUT/$name.json" "$@"
+}
+lane_bench() {
+  # AUTO (gather where the parts are equal multiples of 128 rows) against the baseline, every model
+  bench ag_auto ag_gemm --variants none --models all --m 1024,4096,8192
+  # the previous choices at the same shapes, for the comparison: copy + one GEMM at M = 1024, batched above
+  TD_OPS_FUSED_AG=copy bench ag_copy1024 ag_gemm --variants none --models all --m 1024
+  TD_OPS_FUSED_AG=batched bench ag_batched ag_gemm --variants none --models all --m 4096,8192
+}
+lane_tests() {
+  run gemm_args_test 60 "$BIN/gemm_args_test"
+  run gemm_hooks_test 120 "$BIN/gemm_hooks_test"
+  TD_GPU_TEST_FILTER='test_fused_direct,test_fused' TD_GPU_TEST_VERBOSE=1 run ops_gpu_fused 240 "$BIN/ops_gpu_test"
+}
+lane_exec() {
+  for t in exec_gemm_queue_test exec_random_test exec_deadline_test exec_copy_engine_test; do run "$t" 150 "$BIN/$t"; done
+}
+lane_more() {
+  run gemm_tile_test 200 "$BIN/gemm_tile_test"
+  run dev_gpu_test 120 "$BIN/dev_gpu_test"
+  run main_job_cuda 90 "$BIN/tdist" run examples/tp_mlp.td --ranks 4 --backend cuda --check --iters 5 \
+    --json "$OUT/main_cuda.json"
+}
+LANES=${TD_GATHER_LANES:-bench tests exec more}
+if [ "$NG" -ge 4 ]; then
+  i=0
+  for l in $LANES; do
+    ( export CUDA_VISIBLE_DEVICES=$i LANE=$l; "lane_$l" ) &
+    i=$((i + 1))
+  done
+  wait
+else
+  for l in $LANES; do ( export LANE=$l; "lane_$l" ); done
+fi
+for l in $LANES; do echo "== lane $l"; cat "$OUT/summary.$l" 2>/dev/null; done
+for f in "$OUT"/*.log; do # the failures' tails
+  n=$(basename "$f" .log)
+  grep -q "rc=0 " <(grep -h "^$n " "$OUT"/summary.* 2>/dev/null) || { echo "--- $n:"; tail -n 12 "$f"; }
+done
+for b in ag_auto ag_copy1024 ag_batched; do
+  echo "== $b"; grep -E "^\| " "$OUT/$b.log" 2>/dev/null | grep -v -- "---" | cut -c1-150
+done
+grep -E "^\[  (PASSED|FAILED) |^\[  FAILED  \]|schedule \"" "$OUT"/*.log | head -40
+echo "== $(( $(date +%s) - t0 )) s, rev $TD_GIT_REV"
