@@ -353,6 +353,15 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
          * BM), read in place through that source's map; the maps live in
          * global memory, written by a copy ordered before this launch. */
         const long long src = GATHER ? (long long)tm * BM / hooks.a_rows : 0;
+        if constexpr (GATHER) {
+          /* the map was written through the generic proxy (a copy into the
+           * table, which a later launch may rewrite at the same address):
+           * make it visible to the tensormap proxy before TMA reads it */
+          if (leader)
+            asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" ::"l"(
+                             (const td__tensor_map *)hooks.a_maps + src)
+                         : "memory");
+        }
         auto load_a = [&](int st, int kb) {
           if (leader) {
             if constexpr (GATHER)
