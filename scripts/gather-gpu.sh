@@ -64,6 +64,18 @@ if [ "$NG" -ge 4 ]; then
 else
   for l in $LANES; do ( export LANE=$l; "lane_$l" ); done
 fi
+# Then, on a machine of >= 4 GPUs and within TD_GATHER_TOTAL seconds (default
+# 570), the fused operators across GPUs: test_fused_gpus4 on all four and,
+# beside it, test_fused_gpus2 on GPUs 2 and 3 (correctness only; each names
+# every case as it starts, so a stall shows where).
+left=$(( ${TD_GATHER_TOTAL:-570} - ($(date +%s) - t0) ))
+if [ "$NG" -ge 4 ] && [ "$left" -gt 40 ] && [ -z "${TD_GATHER_NO_MULTI:-}" ]; then
+  ( export LANE=multi TD_GPU_TEST_VERBOSE=1
+    TD_GPU_TEST_FILTER=test_fused_gpus4 run fused_gpus4 $((left - 10)) "$BIN/ops_gpu_test" &
+    CUDA_VISIBLE_DEVICES=2,3 TD_GPU_TEST_FILTER=test_fused_gpus2 run fused_gpus2 $((left - 10)) "$BIN/ops_gpu_test" &
+    wait )
+  LANES="$LANES multi"
+fi
 for l in $LANES; do echo "== lane $l"; cat "$OUT/summary.$l" 2>/dev/null; done
 for f in "$OUT"/*.log; do # the failures' tails
   n=$(basename "$f" .log)
@@ -72,5 +84,7 @@ done
 for b in ag_auto ag_copy1024 ag_batched; do
   echo "== $b"; grep -E "^\| " "$OUT/$b.log" 2>/dev/null | grep -v -- "---" | cut -c1-150
 done
-grep -E "^\[  (PASSED|FAILED) |^\[  FAILED  \]|schedule \"" "$OUT"/*.log | head -40
+grep -E "^\[  (PASSED|FAILED) |^\[  FAILED  \]|^\[       OK \]|^\[  SKIPPED \]|schedule \"" "$OUT"/*.log | head -60
+for f in fused_gpus4 fused_gpus2; do [ -f "$OUT/$f.log" ] && { echo "-- $f last cases:"; grep -E "^case " "$OUT/$f.log" | tail -n 3; }; done
+tar czf /tmp/gather-logs.tgz -C "$OUT" . && mv /tmp/gather-logs.tgz "$OUT/logs.tgz"
 echo "== $(( $(date +%s) - t0 )) s, rev $TD_GIT_REV"
