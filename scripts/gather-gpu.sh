@@ -29,13 +29,14 @@ run() { # name timeout cmd...: one step, its rc and seconds appended to the lane
 }
 bench() { # name op args...: tdist bench with 8 ranks sharing this lane's GPU 0
   local name=$1 op=$2; shift 2
-  TD_CUDA_DEVICE=0 run "$name" 150 "$BIN/tdist" bench "$op" --backend cuda --ranks 8 --iters ${TD_ITERS:-10} \
-    --warmup 3 --json "$OUT/$name.json" "$@"
+  TD_CUDA_DEVICE=0 TD_SYMM_HEAP_SIZE=${TD_SYMM_HEAP_SIZE:-2G} run "$name" 150 "$BIN/tdist" bench "$op" \
+    --backend cuda --ranks 8 --iters ${TD_ITERS:-10} --warmup 3 --json "$OUT/$name.json" "$@"
 }
 lane_bench() {
   # AUTO (gather where the parts are equal multiples of 128 rows) against the baseline, every model
   bench ag_auto ag_gemm --variants none --models all --m 1024,4096,8192
   # the previous choices at the same shapes, for the comparison: copy + one GEMM at M = 1024, batched above
+  [ "${TD_GATHER_COMPARE:-1}" = 1 ] || return 0 # TD_GATHER_COMPARE=0 skips them
   TD_OPS_FUSED_AG=copy bench ag_copy1024 ag_gemm --variants none --models all --m 1024
   TD_OPS_FUSED_AG=batched bench ag_batched ag_gemm --variants none --models all --m 4096,8192
 }
@@ -76,15 +77,26 @@ if [ "$NG" -ge 4 ] && [ "$left" -gt 40 ] && [ -z "${TD_GATHER_NO_MULTI:-}" ]; th
     wait )
   LANES="$LANES multi"
 fi
+# Then, with what is left, the GEMM operators with one rank per GPU against
+# NCCL + cuBLAS (TD_GATHER_MG_OPS, default none).
+for op in ${TD_GATHER_MG_OPS:-}; do
+  left=$(( ${TD_GATHER_TOTAL:-570} - ($(date +%s) - t0) ))
+  [ "$NG" -ge 2 ] && [ "$left" -gt 40 ] || break
+  LANE=mg TD_SYMM_HEAP_SIZE=${TD_SYMM_HEAP_SIZE:-2G} run "mg_$op" $((left - 15)) "$BIN/tdist" bench "$op" \
+    --backend cuda --ranks "$NG" --iters 20 --warmup 3 --variants none --models all --m 1024,4096,8192 \
+    --json "$OUT/mg_$op.json"
+  case " $LANES " in *" mg "*) ;; *) LANES="$LANES mg";; esac
+done
 for l in $LANES; do echo "== lane $l"; cat "$OUT/summary.$l" 2>/dev/null; done
 for f in "$OUT"/*.log; do # the failures' tails
   n=$(basename "$f" .log)
   grep -q "rc=0 " <(grep -h "^$n " "$OUT"/summary.* 2>/dev/null) || { echo "--- $n:"; tail -n 12 "$f"; }
 done
-for b in ag_auto ag_copy1024 ag_batched; do
+for b in ag_auto ag_copy1024 ag_batched mg_ag_gemm mg_gemm_rs mg_gemm_ar; do
   echo "== $b"; grep -E "^\| " "$OUT/$b.log" 2>/dev/null | grep -v -- "---" | cut -c1-150
 done
 grep -E "^\[  (PASSED|FAILED) |^\[  FAILED  \]|^\[       OK \]|^\[  SKIPPED \]|schedule \"" "$OUT"/*.log | head -60
 for f in fused_gpus4 fused_gpus2; do [ -f "$OUT/$f.log" ] && { echo "-- $f last cases:"; grep -E "^case " "$OUT/$f.log" | tail -n 3; }; done
-tar czf /tmp/gather-logs.tgz -C "$OUT" . && mv /tmp/gather-logs.tgz "$OUT/logs.tgz"
+# the device tool returns only a few files: one archive of everything
+tar czf /tmp/gather-logs.tgz -C "$OUT" . && rm -rf "${OUT:?}"/* && mv /tmp/gather-logs.tgz "$OUT/logs.tgz"
 echo "== $(( $(date +%s) - t0 )) s, rev $TD_GIT_REV"

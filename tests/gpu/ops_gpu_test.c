@@ -243,6 +243,7 @@ static void test_fused_direct(void **state) {
   }
   /* gather: one launch of our tile reading every rank's A in place, where
    * the parts are equal multiples of 128 rows in bf16 (AUTO's choice there) */
+  unsetenv("TD_OPS_FUSED_AG");
   for (int r = 0; r < 3; r++) {
     fused_sched("ag gather", TD_TP_AG_GEMM, TD_TP_AUTO, TD_BF16, 128 * ranks[r], 1024, 136, 3, ranks[r]);
     fused_sched("ag gather", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 256 * ranks[r], 520, 64, 3, ranks[r]);
@@ -321,6 +322,15 @@ static void fused_gpus(int gpus) {
     setenv("TD_OPS_FUSED_AG", ag[i], 1);
     setenv("TD_OPS_FUSED_AG_GEMMS", splits[i], 1);
     fused_case(TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 333, 512, 136, 0, 3, 0, gpus);
+  }
+  /* the copy path's pulls, one stream per source, under each GEMM split */
+  setenv("TD_OPS_FUSED_AG", "copy", 1);
+  const char *copy_splits[] = {"1", "3", "8"}, *copy_names[] = {"ag copy, 1 GEMM launch,", "ag copy", "ag copy"};
+  for (int i = 0; i < 3; i++) {
+    setenv("TD_OPS_FUSED_AG_GEMMS", copy_splits[i], 1);
+    fused_sched(copy_names[i], TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 333, 512, 136, 3, gpus);
+    fused_sched(copy_names[i], TD_TP_AG_GEMM, TD_TP_FUSED, TD_F16, 128 * gpus, 264, 64, 20, gpus);
+    fused_sched("ag copy", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 3, 128, 64, 2, gpus); /* M < ranks */
   }
   unsetenv("TD_OPS_FUSED_AG");
   unsetenv("TD_OPS_FUSED_AG_GEMMS");

@@ -177,6 +177,9 @@ static void td__f_free(td__tp_fused *f) {
     cudaStreamDestroy(f->s);
   if (f->ce)
     cudaStreamDestroy(f->ce);
+  for (int j = 0; j < TD__MAXR - 1; j++)
+    if (f->cep[j])
+      cudaStreamDestroy(f->cep[j]);
   free(f);
 }
 
@@ -184,9 +187,12 @@ static void td__f_free(td__tp_fused *f) {
  * tiles"): wider tiles reuse A more. Clusters of 2 (B shared by multicast)
  * gained nothing measurable with 8 ranks sharing the GPU and lose half a
  * cluster on launches of one tile row (ag_gemm's own rows at M = 1024), so
- * they only win a tie they are listed first in. */
+ * they only win a tie they are listed first in. 128x192 with 8 ranks sharing
+ * the GPU ran ~15% below 128x256 per unit of work (the gather launches,
+ * qwen2-72b M = 1024 against llama3.1-70b M = 1024, 2026-11-29, docs/perf.md
+ * "zero-copy ag_gemm"), so it counts 0.85, not the 0.96 of a lone GEMM. */
 static double td__f_tile_eff(const td_gemm_config *c) {
-  return c->bn >= 256 ? 1.0 : c->bn >= 192 ? 0.96 : c->bn >= 128 ? 0.90 : 0.75;
+  return c->bn >= 256 ? 1.0 : c->bn >= 192 ? 0.85 : c->bn >= 128 ? 0.90 : 0.75;
 }
 
 /* Of cnt configurations, the one with the least work per SM for `launches`
@@ -441,6 +447,10 @@ static td_status td__f_alloc(td_tp_op *op, td__tp_fused *f) {
       TD_CHECK(td__f_cu(cudaMalloc(&f->buf, m * (size_t)d->k * f->esz), "cudaMalloc (gather buffer)"));
     if (f->ag_gather)
       TD_CHECK(td__f_cu(cudaMalloc(&f->amaps, (size_t)f->n * TD_GEMM_MAP_BYTES), "cudaMalloc (tensor maps)"));
+    /* across GPUs the copy path pulls from every peer at once, one stream each */
+    for (int j = 0; f->multi && !f->ag_direct && j < f->n - 1; j++)
+      TD_CHECK(td__f_cu(cudaStreamCreateWithPriority(&f->cep[j], cudaStreamNonBlocking, hi),
+                        "cudaStreamCreateWithPriority"));
     /* direct with equal parts on cuBLAS: one batched launch (unless TD_OPS_FUSED_AG=direct) */
     f->ag_batched = f->ag_direct && !f->ag_gather && !(mode && !strcmp(mode, "direct")) &&
                     td__gemm_cublas_batched && f->cfg.arch == TD_GEMM_CUBLAS && d->m % f->n == 0;

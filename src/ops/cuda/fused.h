@@ -40,6 +40,8 @@ struct td__tp_fused {
   td__tp_fused *peer[TD__MAXR]; /* every rank's state (one process) */
   size_t esz;
   cudaStream_t s, ce;
+  cudaStream_t cep[TD__MAXR - 1]; /* ag across GPUs: a copy stream per source (j = 1..n-1), so the pulls from
+                                   * different peers run at once on their own links and copy engines */
   cudaEvent_t ce_done;
   cudaEvent_t ev_put[TD__MAXR];   /* ag: recorded on ce after run i of the peers' rows was copied in */
   cudaEvent_t ev_gdone, ev_rdone; /* rs/ar: after the partial GEMM; after the reduction */

@@ -98,18 +98,25 @@ static td_status td__f_ag_direct(td_tp_op *op, td__tp_fused *f, void *c, const v
   return gst;
 }
 
-/* copy: pulls the peers' rows (r+1 first) in runs of contiguous rows, an
- * event after each run, and a GEMM per run behind its event (or one GEMM over
- * every row after every copy). Failures go to *st; returns the GEMMs'. */
+/* copy: pulls the peers' rows (r+1 first) in runs of contiguous rows, and a
+ * GEMM per run behind its rows (or one GEMM over every row after every
+ * copy). Across GPUs each source has its own copy stream (f->cep) and event,
+ * so the pulls from different peers run at once over their own links instead
+ * of one after the other on one copy engine; a run's GEMM waits for the
+ * events of its sources. On one GPU the copies share f->ce (one event per
+ * run) or, for one GEMM, the compute stream. Failures go to *st; returns the
+ * GEMMs'. */
 static td_status td__f_ag_copy(td_tp_op *op, td__tp_fused *f, void *c, const void *a, const void *b,
                                td_status *st) {
   const int64_t r = f->r, n = f->n;
   const size_t row_bytes = (size_t)op->d.k * f->esz;
   int64_t lo[TD__MAXR], hi[TD__MAXR];
+  int first[TD__MAXR], last[TD__MAXR]; /* the sources j of each run */
   int runs = 0;
   /* One GEMM after every copy on one GPU: nothing of this rank runs beside
    * the copies, so they go on the compute stream itself (no event hop). */
   const cudaStream_t cs = f->ag_blocks == 1 && !f->multi ? f->s : f->ce;
+  const int par = f->multi && f->cep[0] != NULL;
   if (f->ag_blocks == 1 && f->rows[r] > 0) /* one GEMM over every row: the own rows are copied too (first) */
     td__f_keep(st, td__f_cu(cudaMemcpyAsync((char *)f->buf + (size_t)f->row0[r] * row_bytes, a,
                                             (size_t)f->rows[r] * row_bytes, cudaMemcpyDeviceToDevice, cs),
@@ -117,15 +124,18 @@ static td_status td__f_ag_copy(td_tp_op *op, td__tp_fused *f, void *c, const voi
   for (int j = 1; j < n; j++) {
     int q = (int)((r + j) % n);
     const void *pa = __atomic_load_n(&f->peer[q]->ar_src, __ATOMIC_ACQUIRE);
+    const cudaStream_t qs = par ? f->cep[j - 1] : cs;
     if (f->rows[q] > 0) /* from the peer's GPU when it is another: a copy over NVLink / PCIe (peer access) */
       td__f_keep(st, td__f_cu(cudaMemcpyAsync((char *)f->buf + (size_t)f->row0[q] * row_bytes, pa,
-                                              (size_t)f->rows[q] * row_bytes, cudaMemcpyDeviceToDevice, cs),
+                                              (size_t)f->rows[q] * row_bytes, cudaMemcpyDeviceToDevice, qs),
                               "cudaMemcpyAsync (a peer's A rows)"));
+    if (par) /* this source's rows are in */
+      td__f_keep(st, td__f_cu(cudaEventRecord(f->ev_put[j - 1], qs), "cudaEventRecord"));
     if (j == 1 || (f->ag_blocks > 3 || q == 0))
-      lo[runs++] = f->row0[q];
-    hi[runs - 1] = f->row0[q] + f->rows[q];
+      lo[runs] = f->row0[q], first[runs++] = j;
+    hi[runs - 1] = f->row0[q] + f->rows[q], last[runs - 1] = j;
     int next = (int)((q + 1) % n);
-    if (cs == f->ce && (j == n - 1 || f->ag_blocks > 3 || next == 0)) /* the run ends: its rows are in */
+    if (!par && cs == f->ce && (j == n - 1 || f->ag_blocks > 3 || next == 0)) /* the run ends: its rows are in */
       td__f_keep(st, td__f_cu(cudaEventRecord(f->ev_put[runs - 1], f->ce), "cudaEventRecord"));
   }
   if (cs == f->s) /* the copies are ahead of the GEMM on its own stream */
@@ -134,15 +144,21 @@ static td_status td__f_ag_copy(td_tp_op *op, td__tp_fused *f, void *c, const voi
   td_status gst = TD_OK;
   if (f->ag_blocks == 1) {
     td__f_keep(st, td__f_cu(cudaStreamWaitEvent(f->s, f->ce_done, 0), "cudaStreamWaitEvent"));
+    for (int j = 1; par && j < n; j++)
+      td__f_keep(st, td__f_cu(cudaStreamWaitEvent(f->s, f->ev_put[j - 1], 0), "cudaStreamWaitEvent"));
     return td__f_ag_gemm(op, f, c, f->buf, b, 0, op->d.m);
   }
   gst = td__f_ag_gemm(op, f, c, a, b, f->row0[r], f->rows[r]);
   for (int i = 0; i < runs; i++) {
-    td__f_keep(st, td__f_cu(cudaStreamWaitEvent(f->s, f->ev_put[i], 0), "cudaStreamWaitEvent"));
+    if (par)
+      for (int j = first[i]; j <= last[i]; j++)
+        td__f_keep(st, td__f_cu(cudaStreamWaitEvent(f->s, f->ev_put[j - 1], 0), "cudaStreamWaitEvent"));
+    else
+      td__f_keep(st, td__f_cu(cudaStreamWaitEvent(f->s, f->ev_put[i], 0), "cudaStreamWaitEvent"));
     if (gst == TD_OK)
       gst = td__f_ag_gemm(op, f, c, (const char *)f->buf + (size_t)lo[i] * row_bytes, b, lo[i], hi[i] - lo[i]);
   }
-  /* the compute stream joins the copy stream, so the host wait covers both */
+  /* the compute stream joins the copy streams, so the host wait covers them */
   td__f_keep(st, td__f_cu(cudaStreamWaitEvent(f->s, f->ce_done, 0), "cudaStreamWaitEvent"));
   return gst;
 }
