@@ -246,9 +246,12 @@ static void test_fused_direct(void **state) {
   unsetenv("TD_OPS_FUSED_AG");
   for (int r = 0; r < 3; r++) {
     fused_sched("ag gather", TD_TP_AG_GEMM, TD_TP_AUTO, TD_BF16, 128 * ranks[r], 1024, 136, 3, ranks[r]);
-    fused_sched("ag gather", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 256 * ranks[r], 520, 64, 3, ranks[r]);
+    fused_sched("ag gather", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 256 * ranks[r], 576, 64, 3, ranks[r]);
   }
   fused_sched("ag gather", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 1024, 1792, 1024, 100, 8); /* M = 1024, 8 ranks */
+  /* parts of >= 512 rows whose B rows are not whole 128-byte lines: AUTO takes the batched launch */
+  fused_sched("ag batched", TD_TP_AG_GEMM, TD_TP_AUTO, TD_BF16, 512 * 4, 4 * 72, 64, 2, 4);
+  fused_sched("ag gather", TD_TP_AG_GEMM, TD_TP_AUTO, TD_BF16, 512 * 4, 4 * 64, 64, 2, 4);
   fused_sched("!gather", TD_TP_AG_GEMM, TD_TP_FUSED, TD_F16, 128 * 4, 1024, 136, 2, 4);   /* f16: none compiled */
   fused_sched("!gather", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 96 * 4, 1024, 136, 2, 4);   /* parts of 96 rows */
   fused_sched("!gather", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 128 * 4 + 1, 1024, 136, 2, 4); /* unequal */
@@ -260,7 +263,7 @@ static void test_fused_direct(void **state) {
   setenv("TD_OPS_FUSED_AG", "gather", 1); /* forced where it cannot run: the other zero-copy launches */
   fused_sched("ag batched", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 96 * 4, 1024, 136, 2, 4);
   fused_sched("ag direct", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 333, 512, 136, 2, 4);
-  fused_sched("ag gather", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 128 * 2, 264, 64, 2, 2);
+  fused_sched("ag gather", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 128 * 2, 272, 64, 2, 2);
   setenv("TD_OPS_FUSED_AG", "copy", 1);
   fused_sched("ag copy", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 128 * 4, 1024, 136, 2, 4);
   fused_case(TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 333, 512, 136, 0, 3, 0, 4);
@@ -329,7 +332,7 @@ static void fused_gpus(int gpus) {
   for (int i = 0; i < 3; i++) {
     setenv("TD_OPS_FUSED_AG_GEMMS", copy_splits[i], 1);
     fused_sched(copy_names[i], TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 333, 512, 136, 3, gpus);
-    fused_sched(copy_names[i], TD_TP_AG_GEMM, TD_TP_FUSED, TD_F16, 128 * gpus, 264, 64, 20, gpus);
+    fused_sched(copy_names[i], TD_TP_AG_GEMM, TD_TP_FUSED, TD_F16, 128 * gpus, 320, 64, 20, gpus);
     fused_sched("ag copy", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 3, 128, 64, 2, gpus); /* M < ranks */
   }
   unsetenv("TD_OPS_FUSED_AG");

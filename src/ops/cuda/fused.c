@@ -432,7 +432,15 @@ static td_status td__f_alloc(td_tp_op *op, td__tp_fused *f) {
     TD_CHECK(td_config_str("TD_OPS_FUSED_AG", &mode));
     /* one shared GPU, equal parts: one zero-copy launch of our tile (auto and
      * gather; batched and direct keep their own launches) */
-    const int gather_ok = (!mode || !strcmp(mode, "auto") || !strcmp(mode, "gather")) &&
+    /* AUTO leaves parts of >= 512 rows to the batched launch when a row of
+     * this rank's B is not a whole number of 128-byte lines: every 64-column
+     * TMA box of B then straddles two lines, and the tile ran 14-16% above
+     * cuBLAS's time (qwen2-72b, N = 3696 per rank: 7392-byte rows; batched
+     * 1.04x of the baseline there against 0.99-1.04x, H200, 2026-11-29,
+     * docs/perf.md "zero-copy ag_gemm"); smaller parts have no better choice. */
+    const int forced_gather = mode && !strcmp(mode, "gather");
+    const int pitch_ok = ((size_t)f->nb * f->esz) % 128 == 0 || f->rows[0] < 512;
+    const int gather_ok = (forced_gather || ((!mode || !strcmp(mode, "auto")) && pitch_ok)) &&
                           td__f_gather_config(op, f);
     if (gather_ok && (f->ag_direct || !mode || !strcmp(mode, "auto"))) {
       int64_t v = 0;
