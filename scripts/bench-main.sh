@@ -34,6 +34,7 @@ tmp, rounds = sys.argv[1], int(sys.argv[2])
 load = [float(x) for x in open(f"{tmp}/load.txt")]
 print(f"load average (1 min) during the run: {min(load):.2f} .. {max(load):.2f}")
 print("ranks  overlapped_ms  sequential_ms  mpi_openblas_ms  mpi_fast_gelu_ms  vs_sequential  vs_mpi  vs_mpi_fast")
+pairs = {}
 for n in (2, 4):
     ov, sq, mpi, mpf = [], [], [], []
     for r in range(1, rounds + 1):
@@ -44,4 +45,16 @@ for n in (2, 4):
         mpf.append(float(open(f"{tmp}/mpi_fast_{n}_{r}.txt").read()))
     o, s, m, f = (statistics.median(x) for x in (ov, sq, mpi, mpf))
     print(f"{n:5d}  {o:13.2f}  {s:13.2f}  {m:15.2f}  {f:16.2f}  {s/o:12.3f}x  {m/o:5.2f}x  {f/o:10.2f}x")
+    pairs[n] = [b / a for a, b in zip(ov, sq)]
+# Paired: the two plans ran in the same process one after the other in every
+# round, so the per-round ratio cancels most of the load that moves between
+# rounds. Sign test: the chance of at least that many wins for the overlapped
+# plan if neither plan were faster (two-sided, exact binomial).
+from math import comb
+for n, rs in pairs.items():
+    wins, k = sum(r > 1 for r in rs), len(rs)
+    tail = sum(comb(k, i) for i in range(max(wins, k - wins), k + 1)) / 2 ** k
+    print(f"{n} ranks, sequential / overlapped per round: median {statistics.median(rs):.3f}x, "
+          f"range {min(rs):.3f} .. {max(rs):.3f}; overlapped faster in {wins} of {k} rounds "
+          f"(sign test p = {min(1.0, 2 * tail):.3g})")
 PY

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "compiler/compiler.h"
 #include "core/error.h"
@@ -254,6 +255,71 @@ static td_status td__symm_fits(const td_compiled *c, int overlap) {
                    ns, (unsigned long long)td__exec_control_bytes(c->n), (long long)heap, (unsigned long long)ask);
 }
 
+/* This machine's memory in bytes (physical, as the kernel reports it; 0 when
+ * unknown), or TD_RUN_HOST_MEMORY: a smaller budget for a shared machine, and
+ * how tests reach the refusal below without a machine that small. */
+static td_status td__host_memory(double *out, int *from_config) {
+  int64_t v = 0;
+  if (getenv("TD_RUN_HOST_MEMORY") && *getenv("TD_RUN_HOST_MEMORY")) /* no default: the machine's */
+    TD_CHECK(td_config_int("TD_RUN_HOST_MEMORY", &v));
+  long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+  *out = v > 0 ? (double)v : pages > 0 && psz > 0 ? (double)pages * (double)psz : 0;
+  *from_config = v > 0;
+  return TD_OK;
+}
+
+/* The host memory a run takes at least (every rank's operand buffers; the
+ * f64 inputs of the reference and, with --check, its f64 values; on cpu the
+ * plan's symmetric buffers of every rank), against the machine's, before
+ * anything is allocated: a run that cannot fit would otherwise page for
+ * minutes or be killed by the kernel, with no word on why. */
+static td_status td__host_fits(const td_program *p, const td_compiled *c, const td_program_run_opts *o,
+                               int cuda) {
+  const td_plan *plan = td_compiled_plan(c);
+  const int n = o->nranks;
+  double bufs = 0, inputs = 0, ref = 0, symm = 0;
+  for (int32_t b = 0; b < td_plan_nbuffers(plan); b++) {
+    const td_buffer_desc *d = td_plan_buffer(plan, b);
+    if (d->kind == TD_BUF_INPUT || d->kind == TD_BUF_WEIGHT || d->kind == TD_BUF_OUTPUT)
+      bufs += (double)n * (double)d->rows * (double)d->cols * (double)td_dtype_size(d->dtype);
+  }
+  for (td_value v = 0; v < p->nvals; v++) {
+    int64_t Rw, Cw;
+    td__val_shape(p, v, &Rw, &Cw);
+    double cnt = (double)Rw * (double)Cw * sizeof(double);
+    const td__val *V = &p->vals[v];
+    if (V->op == TD_OP_INPUT || V->op == TD_OP_WEIGHT)
+      inputs += cnt * (V->layout.kind == TD_LAYOUT_PARTIAL ? 1.0 + n : 1.0);
+    if (o->check)
+      ref += cnt;
+  }
+  if (!cuda) {
+    int nsymm = 0;
+    uint32_t ns = 0;
+    symm = (double)n * (double)td__compiled_symm_bytes(c, &nsymm, &ns);
+  }
+  const double need = bufs + inputs + ref + symm;
+  double have = 0;
+  int configured = 0;
+  TD_CHECK(td__host_memory(&have, &configured));
+  if (have <= 0 || need <= have)
+    return TD_OK;
+  char parts[256];
+  int k = snprintf(parts, sizeof parts, "the %d ranks' operands %.0f, the reference's f64 inputs %.0f", n, bufs,
+                   inputs);
+  if (o->check && k > 0 && (size_t)k < sizeof parts)
+    k += snprintf(parts + k, sizeof parts - (size_t)k, ", its f64 values for --check %.0f", ref);
+  if (!cuda && k > 0 && (size_t)k < sizeof parts)
+    snprintf(parts + k, sizeof parts - (size_t)k, ", the symmetric buffers %.0f", symm);
+  return td__error(TD_ERR_NO_MEMORY, "the %s plan's run needs at least %.0f bytes (%.1f GiB) of host memory (%s) "
+                   "but %s %.0f bytes (%.1f GiB); use smaller dims%s",
+                   o->overlap ? "overlapped" : "sequential", need, need / 1073741824.0, parts,
+                   configured ? "TD_RUN_HOST_MEMORY allows" : "this machine has", have,
+                   have / 1073741824.0,
+                   o->check ? ", or run without --check (the reference's values)" : " (every rank of a run "
+                              "lives on this machine, so more ranks do not help)");
+}
+
 td_status td_program_run(const td_program *p, const td_program_run_opts *o, td_program_run_result *out) {
   if (!p || !o || !out)
     return td__error(TD_ERR_INVALID_ARG, "run: program, opts or result is NULL");
@@ -287,12 +353,13 @@ td_status td_program_run(const td_program *p, const td_program_run_opts *o, td_p
     td__error_prefix("compiling the %s plan: ", o->overlap ? "overlapped" : "sequential");
     return cst;
   }
-  if (!cuda) { /* cuda keeps symm buffers in a device arena, not on the host heap */
+  if (!cuda) /* cuda keeps symm buffers in a device arena, not on the host heap */
     cst = td__symm_fits(c, o->overlap);
-    if (cst != TD_OK) {
-      td_compiled_destroy(c);
-      return cst;
-    }
+  if (cst == TD_OK)
+    cst = td__host_fits(p, c, o, cuda);
+  if (cst != TD_OK) {
+    td_compiled_destroy(c);
+    return cst;
   }
   const td_plan *plan = td_compiled_plan(c);
   int n = o->nranks, nb = td_plan_nbuffers(plan);

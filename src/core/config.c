@@ -40,6 +40,9 @@ static const td__cfg_var td__vars[] = {
      "deadline of every wait, host and device, in milliseconds", NULL},
     {"TD_SYMM_HEAP_SIZE", TD__CFG_BYTES, "256M", 4096, INT64_C(1) << 40, NULL,
      "symmetric heap per rank in bytes (K/M/G suffixes)", NULL},
+    {"TD_RUN_HOST_MEMORY", TD__CFG_BYTES, NULL, 1, INT64_C(1) << 50, NULL,
+     "host memory td_program_run / tdist run check a run against, bytes (K/M/G suffixes); default: the "
+     "machine's physical memory", NULL},
     {"TD_TRANSPORT", TD__CFG_STR, NULL, 0, 0, "local,shm", "host transport; default: shm for launched processes", NULL},
     {"TD_COLL_SINGLE_COPY", TD__CFG_INT, "1", 0, 1, NULL,
      "host collectives: 1 = peers read an ordinary (non-symmetric) src in place (memcpy, or process_vm_readv "

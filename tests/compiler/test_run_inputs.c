@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0
  * `tdist run` / `tdist explain` on inputs a tester found handled badly: a
  * plan whose symmetric buffers exceed TD_SYMM_HEAP_SIZE is refused before
- * any operand is made, with the total explain also prints; inf/NaN data give
+ * any operand is made, with the total explain also prints, and so is a run
+ * larger than the host memory; inf/NaN data give
  * an infinite max_rel_err and a note, never 0; a directory is named as one;
  * --dims without a name or with a huge value; .npy version and malformed
  * shape; errors found before anything ran carry no "run failed"; `scale`'s
@@ -101,6 +102,28 @@ static void test_heap_too_small(void **state) {
   /* A heap of exactly the total explain prints runs: it counts the executor's control block too. */
   snprintf(env, sizeof env, "TD_SYMM_HEAP_SIZE=%lld", need);
   expect_env(env, "run small.td --ranks 2 --iters 1 --rounds 1 --check --dims M=256,H=64,F=256", 0, "result: PASS");
+}
+
+/* A run larger than the host memory is refused before anything is allocated
+ * (it used to page or be killed with no word), with its parts: small.td's
+ * reference inputs are x 12x8 + w1 8x16 + w2 16x8 = 352 doubles (2816
+ * bytes); --check adds every value's f64 copy, 1024 doubles (8192 bytes). */
+static void test_host_memory(void **state) {
+  (void)state;
+  const char *run = "run small.td --ranks 2 --iters 1 --rounds 1";
+  char args[256];
+  expect_env("TD_RUN_HOST_MEMORY=4K", run, 1, "of host memory (the 2 ranks' operands ");
+  expect_env("TD_RUN_HOST_MEMORY=4K", run, 1, "the reference's f64 inputs 2816, the symmetric buffers ");
+  expect_env("TD_RUN_HOST_MEMORY=4K", run, 1, "but TD_RUN_HOST_MEMORY allows 4096 bytes (0.0 GiB); use smaller "
+             "dims (every rank of a run lives on this machine, so more ranks do not help)");
+  snprintf(args, sizeof args, "%s --check", run);
+  expect_env("TD_RUN_HOST_MEMORY=4K", args, 1, "its f64 values for --check 8192");
+  expect_env("TD_RUN_HOST_MEMORY=4K", args, 1, "or run without --check");
+  static char out[1 << 16];
+  tdist_env(out, sizeof out, "TD_RUN_HOST_MEMORY=4K", args);
+  assert_null(strstr(out, "run failed")); /* nothing ran */
+  expect_env("TD_RUN_HOST_MEMORY=64M", args, 0, "result: PASS"); /* enough */
+  expect_env("TD_RUN_HOST_MEMORY=plenty", run, 2, "TD_RUN_HOST_MEMORY='plenty' is not a byte count");
 }
 
 /* D2: --backend cuda checks the GPU before making inputs (or the build refuses cuda). */
@@ -299,7 +322,8 @@ int main(void) {
     return 1;
   write_file("small.td", small);
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_heap_too_small),     cmocka_unit_test(test_cuda_checked_first),
+      cmocka_unit_test(test_heap_too_small),     cmocka_unit_test(test_host_memory),
+      cmocka_unit_test(test_cuda_checked_first),
       cmocka_unit_test(test_nonfinite_inputs),   cmocka_unit_test(test_directory_program),
       cmocka_unit_test(test_dims_messages),      cmocka_unit_test(test_npy_and_before_run),
       cmocka_unit_test(test_scale_factor),       cmocka_unit_test(test_json_revision),

@@ -242,7 +242,8 @@ int td_cmd_run(int argc, char **argv) {
          * found before anything runs: no "run failed" for them. */
         const char *e = td_last_error();
         int usage = !strncmp(e, "--input ", 8);
-        int before = usage || !strncmp(e, "compiling the ", 14) || strstr(e, "set TD_SYMM_HEAP_SIZE=") != NULL;
+        int before = usage || !strncmp(e, "compiling the ", 14) || strstr(e, "set TD_SYMM_HEAP_SIZE=") != NULL ||
+                     strstr(e, "of host memory (") != NULL;
         if (before)
           fprintf(stderr, "tdist run: %s\n", e);
         else
