@@ -149,6 +149,10 @@ static void test_gather(void **state) {
   p.m = 4 * 96;
   gather_expect(&p, &c, src, 4, 96, maps, TD_ERR_SHAPE, "src_rows=96 is not a multiple of BM=128");
   p.m = 512;
+  /* a configuration with BM = 0 names no kernel: refused with the list, not a division by zero */
+  c.bm = 0;
+  gather_expect(&p, &c, src, 4, 128, maps, TD_ERR_UNSUPPORTED, "no sm_90 kernel compiled for 0x256x64");
+  c = cfg90;
   src[2] = NULL;
   gather_expect(&p, &c, src, 4, 128, maps, TD_ERR_INVALID_ARG, "source 2 of 4 is NULL");
   src[2] = buf;
@@ -164,6 +168,10 @@ static void test_gather(void **state) {
   memset(&h, 0, sizeof h);
   td_gemm_problem q = good();
   expect(&q, &cfg90, TD_GEMM_HOOK_GATHER | TD_GEMM_HOOK_WAIT, &h, TD_ERR_UNSUPPORTED, "runs alone");
+  /* GATHER alone through the general entry point: it has no sources, so no
+   * tensor maps to read (refused before any CUDA call, whatever the GPU) */
+  td_gemm_problem g = {512, 256, 64, TD_BF16, TD_GEMM_B_KN, NULL, buf, buf, NULL};
+  expect(&g, &cfg90, TD_GEMM_HOOK_GATHER, &h, TD_ERR_INVALID_ARG, "runs through td__gemm_cuda_run_gather");
   /* the GATHER configurations listed: B [K,N] only, each BM a multiple of 64 */
   td_gemm_config out[16];
   int n = td__gemm_cuda_configs_hooked(TD_BF16, TD_GEMM_B_KN, TD_GEMM_HOOK_GATHER, out, 16);

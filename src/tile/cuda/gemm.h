@@ -180,7 +180,8 @@ typedef struct td_gemm_problem {
  * Asynchronous: returns after the launch. `hooks` may be NULL when
  * hooks_flags == 0; with hooks it is copied into the kernel's parameters.
  * Errors: TD_ERR_INVALID_ARG (NULL pointers, negative sizes, K == 0, bad
- * dtype, layout, flags or scope bits), TD_ERR_SHAPE (K % 8 != 0, or N % 8 != 0 for [K,N]),
+ * dtype, layout, flags or scope bits; TD_GEMM_HOOK_GATHER alone, which runs
+ * only through td__gemm_cuda_run_gather), TD_ERR_SHAPE (K % 8 != 0, or N % 8 != 0 for [K,N]),
  * TD_ERR_UNSUPPORTED (no compiled kernel for that configuration -- the
  * message lists the ones compiled; or the GPU lacks the architecture; or
  * hooks with a TD_GEMM_CUBLAS configuration, which runs cuBLAS and has none),

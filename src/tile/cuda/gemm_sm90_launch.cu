@@ -267,6 +267,9 @@ static td_status td__run(const td_gemm_problem *p, const td_gemm_config *cfg, un
     return td__error(TD_ERR_UNSUPPORTED, "gemm: hooks 0x%x asked of cuBLAS, which cannot wait or signal per "
                      "tile; use a compiled sm_90/sm_80 configuration", flags);
   TD_CHECK(td__check(p, cfg, flags, hooks));
+  if ((flags & TD_GEMM_HOOK_GATHER) && !a_src) /* the sources' maps are built by the GATHER entry point only */
+    return td__error(TD_ERR_INVALID_ARG, "gemm: the GATHER hook (0x%x) runs through td__gemm_cuda_run_gather, "
+                     "which builds the sources' tensor maps; td__gemm_cuda_run takes the other hooks", flags);
   if (cfg->arch == TD_GEMM_CUBLAS) {
     if (sm_cap > 0)
       return td__error(TD_ERR_UNSUPPORTED, "gemm: cuBLAS cannot be limited to %d multiprocessors", sm_cap);
@@ -441,7 +444,7 @@ extern "C" td_status td__gemm_cuda_run_gather(const td_gemm_problem *p, const td
   if ((uintptr_t)map_buf % 64 != 0)
     return td__error(TD_ERR_INVALID_ARG, "gemm: GATHER map_buf %p is not 64-byte aligned (tensor maps are)",
                      map_buf);
-  if (src_rows % cfg->bm != 0)
+  if (cfg->bm > 0 && src_rows % cfg->bm != 0) /* BM < 1 names no kernel: refused with the list of compiled ones */
     return td__error(TD_ERR_SHAPE, "gemm: GATHER src_rows=%lld is not a multiple of BM=%d, so a tile would "
                      "straddle two sources; use a configuration whose BM divides it", src_rows, cfg->bm);
   for (int s = 0; s < sources; s++)
