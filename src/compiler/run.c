@@ -255,6 +255,19 @@ static td_status td__symm_fits(const td_compiled *c, int overlap) {
                    ns, (unsigned long long)td__exec_control_bytes(c->n), (long long)heap, (unsigned long long)ask);
 }
 
+/* Bytes for a message: GiB, MiB or KiB with one decimal, whichever is the
+ * largest unit under the value (bytes below 1 KiB). */
+static void td__human(double b, char *buf, size_t cap) {
+  if (b >= 1073741824.0)
+    snprintf(buf, cap, "%.1f GiB", b / 1073741824.0);
+  else if (b >= 1048576.0)
+    snprintf(buf, cap, "%.1f MiB", b / 1048576.0);
+  else if (b >= 1024.0)
+    snprintf(buf, cap, "%.1f KiB", b / 1024.0);
+  else
+    snprintf(buf, cap, "%.0f bytes", b);
+}
+
 /* This machine's memory in bytes (physical, as the kernel reports it; 0 when
  * unknown), or TD_RUN_HOST_MEMORY: a smaller budget for a shared machine, and
  * how tests reach the refusal below without a machine that small. */
@@ -311,11 +324,13 @@ static td_status td__host_fits(const td_program *p, const td_compiled *c, const 
     k += snprintf(parts + k, sizeof parts - (size_t)k, ", its f64 values for --check %.0f", ref);
   if (!cuda && k > 0 && (size_t)k < sizeof parts)
     snprintf(parts + k, sizeof parts - (size_t)k, ", the symmetric buffers %.0f", symm);
-  return td__error(TD_ERR_NO_MEMORY, "the %s plan's run needs at least %.0f bytes (%.1f GiB) of host memory (%s) "
-                   "but %s %.0f bytes (%.1f GiB); use smaller dims%s",
-                   o->overlap ? "overlapped" : "sequential", need, need / 1073741824.0, parts,
-                   configured ? "TD_RUN_HOST_MEMORY allows" : "this machine has", have,
-                   have / 1073741824.0,
+  char nh[32], hh[32];
+  td__human(need, nh, sizeof nh);
+  td__human(have, hh, sizeof hh);
+  return td__error(TD_ERR_NO_MEMORY, "the %s plan's run needs at least %.0f bytes (%s) of host memory (%s) "
+                   "but %s %.0f bytes (%s); use smaller dims%s",
+                   o->overlap ? "overlapped" : "sequential", need, nh, parts,
+                   configured ? "TD_RUN_HOST_MEMORY allows" : "this machine has", have, hh,
                    o->check ? ", or run without --check (the reference's values)" : " (every rank of a run "
                               "lives on this machine, so more ranks do not help)");
 }

@@ -26,13 +26,25 @@ typedef struct {
   const char *(*check)(const char *text);
 } td__cfg_var;
 
+/* A run of 1-3 digits (no sign, no space: sscanf's %d would take both, and
+ * overflow past INT_MAX) at *p, as a value in 1..lim; advances *p. */
+static int td__tile_num(const char **p, int lim) {
+  int v = 0, digits = 0;
+  while (**p >= '0' && **p <= '9' && digits < 4)
+    v = v * 10 + (*(*p)++ - '0'), digits++;
+  return digits >= 1 && digits <= 3 && v >= 1 && v <= lim ? v : 0;
+}
+
 static const char *td__check_fused_tile(const char *text) {
-  int bm = 0, bn = 0, cl = 0, used = 0;
-  if (!strcmp(text, "cublas") || !strcmp(text, "tiles") ||
-      (sscanf(text, "%dx%d%n", &bm, &bn, &used) == 2 && !text[used] && bm > 0 && bn > 0) ||
-      (sscanf(text, "%dx%dc%d%n", &bm, &bn, &cl, &used) == 3 && !text[used] && bm > 0 && bn > 0 && cl > 0))
+  if (!strcmp(text, "cublas") || !strcmp(text, "tiles"))
     return NULL;
-  return "cublas, tiles, BMxBN or BMxBNcC (e.g. 128x256c2)";
+  const char *p = text;
+  int ok = td__tile_num(&p, 256) && *p++ == 'x' && td__tile_num(&p, 256);
+  if (ok && *p == 'c')
+    p++, ok = td__tile_num(&p, 2);
+  if (ok && !*p)
+    return NULL;
+  return "cublas, tiles, BMxBN or BMxBNcC with BM, BN in 1..256 and C 1 or 2, digits only (e.g. 128x256c2)";
 }
 
 static const td__cfg_var td__vars[] = {
@@ -85,8 +97,11 @@ static const td__cfg_var td__vars[] = {
      "fused ag_gemm: copy (gather the peers' A rows, then GEMM), direct (a GEMM per rank reading its A in place, "
      "no copy; for ranks sharing one GPU), batched (direct as one cuBLAS batched launch when the parts are "
      "equal) or gather (one launch of our tile reading every rank's A in place, for equal parts of a multiple "
-     "of 128 rows in bf16 on one shared GPU; else as batched); auto = gather where it can run, else "
-     "batched/direct on one shared GPU for parts of >= 512 rows unless TD_OPS_FUSED_AG_GEMMS is set, else copy",
+     "of 128 rows in bf16 on one shared GPU with a tile compiled for it; where it cannot run: batched, else "
+     "direct); batched, direct and gather are for ranks sharing one GPU: across GPUs they read the peers' A over "
+     "the links (direct), slower than copy there; auto = gather on one shared GPU where it can run, except parts "
+     "of >= 512 rows whose B rows are not whole 128-byte lines, which take batched (direct for unequal parts) "
+     "like any part of >= 512 rows, unless TD_OPS_FUSED_AG_GEMMS is set; else copy",
      NULL},
     {"TD_OPS_FUSED_AR", TD__CFG_STR, "auto", 0, 0, "auto,two-shot,all-push",
      "fused gemm_ar above 1 MiB of output: two-shot (reduce-scatter, then all-gather of the reduced rows) or "

@@ -409,8 +409,8 @@ const char *td_tp_schedule(const td_tp_op *op, char *buf, size_t cap) {
     td__tp_fused_describe(op, what, sizeof what);
     snprintf(buf, cap, "%s: %s", td_tp_variant_name(op->variant), what);
   } else
-    snprintf(buf, cap, "%s: %d chunks per rank, %d compute + %d comm workers", td_tp_variant_name(op->variant),
-             op->chunks, op->compute_workers, op->comm_workers);
+    snprintf(buf, cap, "%s: %d chunk%s per rank, %d compute + %d comm workers", td_tp_variant_name(op->variant),
+             op->chunks, op->chunks == 1 ? "" : "s", op->compute_workers, op->comm_workers);
   return buf;
 }
 

@@ -114,7 +114,7 @@ static void test_host_memory(void **state) {
   char args[256];
   expect_env("TD_RUN_HOST_MEMORY=4K", run, 1, "of host memory (the 2 ranks' operands ");
   expect_env("TD_RUN_HOST_MEMORY=4K", run, 1, "the reference's f64 inputs 2816, the symmetric buffers ");
-  expect_env("TD_RUN_HOST_MEMORY=4K", run, 1, "but TD_RUN_HOST_MEMORY allows 4096 bytes (0.0 GiB); use smaller "
+  expect_env("TD_RUN_HOST_MEMORY=4K", run, 1, "but TD_RUN_HOST_MEMORY allows 4096 bytes (4.0 KiB); use smaller "
              "dims (every rank of a run lives on this machine, so more ranks do not help)");
   snprintf(args, sizeof args, "%s --check", run);
   expect_env("TD_RUN_HOST_MEMORY=4K", args, 1, "its f64 values for --check 8192");

@@ -330,7 +330,7 @@ static void fused_gpus(int gpus) {
   }
   /* the copy path's pulls, one stream per source, under each GEMM split */
   setenv("TD_OPS_FUSED_AG", "copy", 1);
-  const char *copy_splits[] = {"1", "3", "8"}, *copy_names[] = {"ag copy, 1 GEMM launch,", "ag copy", "ag copy"};
+  const char *copy_splits[] = {"1", "3", "8"}, *copy_names[] = {"ag copy, one GEMM launch,", "ag copy, up to", "ag copy, up to"};
   for (int i = 0; i < 3; i++) {
     setenv("TD_OPS_FUSED_AG_GEMMS", copy_splits[i], 1);
     fused_sched(copy_names[i], TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 333, 512, 136, 3, gpus);

@@ -81,6 +81,18 @@ static void test_check_all(void **state) {
     setenv("TD_OPS_FUSED_TILE", tiles[i], 1);
     assert_int_equal(td_config_check_all(NULL), 0);
   }
+  /* signs, spaces, overflowing or out-of-range numbers are not the grammar (sscanf took some of them) */
+  const char *bad[] = {" 128x256", "128x 256", "+128x+256", "99999999999x256", "128x256 ", "0x256", "512x256",
+                       "128x256c3", "128x256c", "128X256", "-1x256"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    setenv("TD_OPS_FUSED_TILE", bad[i], 1);
+    char msg[1024];
+    int nb = capture(td_config_check_all, msg, sizeof msg);
+    if (nb != 1)
+      print_error("TD_OPS_FUSED_TILE='%s' passed the check\n", bad[i]);
+    assert_int_equal(nb, 1);
+    assert_non_null(strstr(msg, "BM, BN in 1..256 and C 1 or 2, digits only"));
+  }
   unsetenv("TD_OPS_FUSED_TILE");
   unsetenv("TD_OPS_FUSED_AG_GEMMS");
 }

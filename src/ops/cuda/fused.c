@@ -190,9 +190,10 @@ static void td__f_free(td__tp_fused *f) {
  * they only win a tie they are listed first in. 128x192 with 8 ranks sharing
  * the GPU ran ~15% below 128x256 per unit of work (the gather launches,
  * qwen2-72b M = 1024 against llama3.1-70b M = 1024, 2026-11-29, docs/perf.md
- * "zero-copy ag_gemm"), so it counts 0.85, not the 0.96 of a lone GEMM. */
-static double td__f_tile_eff(const td_gemm_config *c) {
-  return c->bn >= 256 ? 1.0 : c->bn >= 192 ? 0.85 : c->bn >= 128 ? 0.90 : 0.75;
+ * "zero-copy ag_gemm"), so it counts 0.85 there, not the 0.96 of a lone GEMM
+ * (kept for ranks on GPUs of their own, where it was not measured). */
+static double td__f_tile_eff(const td__tp_fused *f, const td_gemm_config *c) {
+  return c->bn >= 256 ? 1.0 : c->bn >= 192 ? (f->multi ? 0.96 : 0.85) : c->bn >= 128 ? 0.90 : 0.75;
 }
 
 /* Of cnt configurations, the one with the least work per SM for `launches`
@@ -208,7 +209,7 @@ static int td__f_least_work(const td__tp_fused *f, const td_gemm_config *all, in
       continue;
     double tiles = (double)((m + all[i].bm - 1) / all[i].bm) * (double)((n + all[i].bn - 1) / all[i].bn);
     double waves = (double)(int64_t)((tiles * launches * f->n + f->sms - 1) / f->sms);
-    double cost = waves * all[i].bm * all[i].bn / td__f_tile_eff(&all[i]);
+    double cost = waves * all[i].bm * all[i].bn / td__f_tile_eff(f, &all[i]);
     if (best_cost < 0 || cost < best_cost)
       best_cost = cost, best = i;
   }
@@ -740,8 +741,10 @@ void td__tp_fused_describe(const td_tp_op *op, char *buf, size_t cap) {
     if (f->ag_gather || f->ag_batched || f->ag_direct)
       snprintf(buf, cap, "ag %s, %s", f->ag_gather ? "gather" : f->ag_batched ? "batched" : "direct",
                f->ag_batched ? "cuBLAS batched" : eng);
-    else
-      snprintf(buf, cap, "ag copy, %d GEMM launch%s, %s", f->ag_blocks, f->ag_blocks == 1 ? "" : "es", eng);
+    else if (f->ag_blocks == 1)
+      snprintf(buf, cap, "ag copy, one GEMM launch, %s", eng);
+    else /* a rank whose part sits at an end has no rows before (or after) it: fewer launches */
+      snprintf(buf, cap, "ag copy, up to %d GEMM launches, %s", f->ag_blocks, eng);
     break;
   case TD_TP_ALL_REDUCE:
     snprintf(buf, cap, "all_reduce %s", f->one_shot ? "one-shot" : "two-shot");
@@ -750,6 +753,7 @@ void td__tp_fused_describe(const td_tp_op *op, char *buf, size_t cap) {
     snprintf(buf, cap, "%s %s, %s", td_tp_kind_name(op->d.kind),
              op->d.kind == TD_TP_GEMM_AR && f->one_shot ? "one-shot"
              : f->ar_all_push                           ? "all-push"
+             : op->d.kind == TD_TP_GEMM_AR              ? (f->rs_push ? "two-shot push" : "two-shot pull")
              : f->rs_push                               ? "push"
                                                         : "pull",
              eng);

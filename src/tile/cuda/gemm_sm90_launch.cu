@@ -460,6 +460,8 @@ extern "C" td_status td__gemm_cuda_run_gather(const td_gemm_problem *p, const td
 extern "C" int td__gemm_cuda_configs_hooked(td_dtype dtype, int b_layout, unsigned hooks, td_gemm_config *out,
                                            int cap) {
   int count = 0, n = 0;
+  if (dtype != TD_F16 && dtype != TD_BF16)
+    return 0; /* the tiles take 16-bit operands only */
   int dt = dtype == TD_F16 ? TD_GEMM_DT_F16 : TD_GEMM_DT_BF16;
   const td__gemm_kernel_entry *tab =
       b_layout == TD_GEMM_B_KN ? td__gemm_sm90_kernels_kn(&count) : td__gemm_sm90_kernels_nk(&count);
