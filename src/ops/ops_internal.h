@@ -80,6 +80,14 @@ int td__tp_fused_agree(const td__tp_fused_probe *all, int nranks, char *why, siz
  * (the peers' rows, esz bytes a K element each); nb = output columns of a
  * rank. Pure (tp_fused_check.c; measured rule in its comment). 1: split. */
 int td__tp_fused_ag_split(int64_t m, const int64_t *rows, int n, int r, int64_t nb, int sms, size_t esz);
+/** Fused ag_gemm, whether a shape can run the gather schedule (one launch of
+ * our tile reading every rank's A in place) and whether AUTO takes it: ranks
+ * on one GPU (multi == 0), m rows in n equal parts of a multiple of one of
+ * the nbm compiled BMs (bms), and -- for AUTO (forced == 0) -- parts under
+ * 512 rows or B rows (nb elements of esz bytes) of whole 128-byte lines.
+ * Returns the largest BM that fits, or 0. Pure (tp_fused_check.c; measured
+ * rule in its comment). */
+int td__tp_fused_ag_gather(int multi, int64_t m, int n, int64_t nb, size_t esz, const int *bms, int nbm, int forced);
 /** Fused gemm_ar above the one-shot size, auto: whether all-push (every row
  * block of the partial pushed to every peer) beats two-shot: 2 ranks on
  * different GPUs (multi) and m > 4096. Pure (tp_fused_check.c). */

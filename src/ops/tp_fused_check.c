@@ -174,6 +174,28 @@ int td__tp_fused_ag_split(int64_t m, const int64_t *rows, int n, int r, int64_t 
   return parts <= whole || hidden > added;
 }
 
+/* ag_gemm's gather schedule (ranks sharing one GPU): a tile's rows must lie
+ * in one rank's A, so the parts are equal and a multiple of BM. AUTO takes
+ * it wherever it can run (H200, 8 ranks, 2026-11-29, docs/perf.md
+ * "zero-copy ag_gemm": 14-15 of 15-16 cases faster than the baseline, where
+ * copy + one GEMM and the cuBLAS batched launch left five below), except
+ * for parts of >= 512 rows (which the batched launch serves well) whose B
+ * rows are not whole 128-byte lines: every 64-column TMA box of B then
+ * straddles two lines, and qwen2-72b (N = 3696 a rank, 7392-byte rows) ran
+ * 14-16% above cuBLAS's time, against 1.000-1.049x of the baseline batched. */
+int td__tp_fused_ag_gather(int multi, int64_t m, int n, int64_t nb, size_t esz, const int *bms, int nbm, int forced) {
+  if (multi || n < 1 || m < n || m % n != 0 || !bms)
+    return 0;
+  const int64_t rows = m / n;
+  if (!forced && rows >= 512 && ((int64_t)esz * nb) % 128 != 0)
+    return 0;
+  int best = 0;
+  for (int i = 0; i < nbm; i++)
+    if (bms[i] > 0 && rows % bms[i] == 0 && bms[i] > best)
+      best = bms[i];
+  return best;
+}
+
 /* All-push for two ranks on two GPUs moves the same bytes as two-shot (the
  * whole partial once, against half of it twice) with the all-gather, its
  * barrier and its exposed copy gone; with n ranks it moves n - 1 partials.

@@ -59,6 +59,36 @@ static void test_ag_split_edges(void **state) {
 
 /* gemm_ar: all-push for 2 ranks on 2 GPUs above M = 4096 (measured: faster at 8192 in 5/5 models, 1-2% slower at
  * 4096, 2-13% slower at 1024), never on one shared GPU or with more ranks (n - 1 partials to move). */
+/* The gather schedule's rule on the measured shapes (H200, 8 ranks sharing
+ * the GPU, bf16, BMs 128 compiled; docs/perf.md "zero-copy ag_gemm"). */
+static void test_ag_gather(void **state) {
+  (void)state;
+  const int bms[] = {128, 128, 128}; /* 128x256, 128x192, 128x128 */
+  /* taken: every model at M = 1024 (parts of 128 rows), B rows of whole lines at any M */
+  assert_int_equal(td__tp_fused_ag_gather(0, 1024, 8, 3696, 2, bms, 3, 0), 128); /* qwen2 M=1024 */
+  assert_int_equal(td__tp_fused_ag_gather(0, 4096, 8, 3584, 2, bms, 3, 0), 128); /* 70b: 7168-byte rows */
+  assert_int_equal(td__tp_fused_ag_gather(0, 8192, 8, 6656, 2, bms, 3, 0), 128); /* 405b */
+  assert_int_equal(td__tp_fused_ag_gather(0, 8192, 8, 6144, 2, bms, 3, 0), 128); /* gpt3 */
+  /* AUTO leaves qwen2's parts of >= 512 rows (7392-byte B rows) to the batched launch; forced, it runs */
+  assert_int_equal(td__tp_fused_ag_gather(0, 4096, 8, 3696, 2, bms, 3, 0), 0);
+  assert_int_equal(td__tp_fused_ag_gather(0, 8192, 8, 3696, 2, bms, 3, 0), 0);
+  assert_int_equal(td__tp_fused_ag_gather(0, 4096, 8, 3696, 2, bms, 3, 1), 128);
+  assert_int_equal(td__tp_fused_ag_gather(0, 511 * 8, 8, 3696, 2, bms, 3, 0), 0); /* 511: no BM divides it */
+  /* cannot run: across GPUs, unequal parts, parts no BM divides, M < ranks, no kernel, the check case */
+  assert_int_equal(td__tp_fused_ag_gather(1, 1024, 8, 3584, 2, bms, 3, 1), 0);
+  assert_int_equal(td__tp_fused_ag_gather(0, 1025, 8, 3584, 2, bms, 3, 1), 0);
+  assert_int_equal(td__tp_fused_ag_gather(0, 96 * 4, 4, 256, 2, bms, 3, 1), 0);
+  assert_int_equal(td__tp_fused_ag_gather(0, 5, 8, 256, 2, bms, 3, 1), 0);
+  assert_int_equal(td__tp_fused_ag_gather(0, 1024, 8, 3584, 2, bms, 0, 1), 0);
+  assert_int_equal(td__tp_fused_ag_gather(0, 1024, 8, 3584, 2, NULL, 3, 1), 0);
+  assert_int_equal(td__tp_fused_ag_gather(0, 4091 * 8, 8, 640, 2, bms, 3, 0), 0);
+  /* the largest BM that divides a part */
+  const int mixed[] = {64, 256, 128};
+  assert_int_equal(td__tp_fused_ag_gather(0, 512 * 4, 4, 256, 2, mixed, 3, 0), 256);
+  assert_int_equal(td__tp_fused_ag_gather(0, 384 * 4, 4, 256, 2, mixed, 3, 0), 128);
+  assert_int_equal(td__tp_fused_ag_gather(0, 64 * 4, 4, 256, 2, mixed, 3, 0), 64);
+}
+
 static void test_ar_all_push(void **state) {
   (void)state;
   assert_true(td__tp_fused_ar_all_push(2, 1, 8192));
@@ -75,6 +105,7 @@ int main(void) {
       cmocka_unit_test(test_ag_split_measured),
       cmocka_unit_test(test_ag_split_edges),
       cmocka_unit_test(test_ar_all_push),
+      cmocka_unit_test(test_ag_gather),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -283,10 +283,10 @@ static td_status td__f_pick_config(td_tp_op *op, td__tp_fused *f, int m, int n, 
  * every rank's A in place (the GATHER hook), no gather copy and no small
  * per-part launches; its configuration is one compiled with GATHER whose BM
  * divides a part (TD_OPS_FUSED_TILE may name one). Returns 1 and sets
- * f->cfg when the shape can run that way, else 0. */
-static int td__f_gather_config(const td_tp_op *op, td__tp_fused *f) {
-  if (!td__gemm_cuda_run_gather || !td__gemm_cuda_configs_hooked || f->multi || op->d.m % f->n != 0 ||
-      f->rows[0] < 1)
+ * f->cfg when the shape runs that way (td__tp_fused_ag_gather: can, and for
+ * AUTO (forced == 0) should), else 0. */
+static int td__f_gather_config(const td_tp_op *op, td__tp_fused *f, int forced) {
+  if (!td__gemm_cuda_run_gather || !td__gemm_cuda_configs_hooked)
     return 0;
   td_gemm_config all[16];
   int cnt = td__gemm_cuda_configs_hooked(op->d.dtype, TD_GEMM_B_KN, TD_GEMM_HOOK_GATHER, all, 16);
@@ -296,11 +296,17 @@ static int td__f_gather_config(const td_tp_op *op, td__tp_fused *f) {
   int bm = 0, bn = 0, cl = 1, usable = 0;
   if (want && strcmp(want, "tiles") && sscanf(want, "%dx%dc%d", &bm, &bn, &cl) < 2)
     return 0;
-  for (int i = 0; i < cnt && i < 16; i++) /* keep the usable ones (and the named one, if any) */
-    if (f->rows[0] % all[i].bm == 0 && (!bm || (all[i].bm == bm && all[i].bn == bn && all[i].cluster == cl)))
-      all[usable++] = all[i];
-  if (!usable)
+  int bms[16];
+  for (int i = 0; i < cnt && i < 16; i++) /* the named one, if any, else all */
+    if (!bm || (all[i].bm == bm && all[i].bn == bn && all[i].cluster == cl))
+      bms[usable] = all[i].bm, all[usable++] = all[i];
+  if (!td__tp_fused_ag_gather(f->multi, op->d.m, f->n, f->nb, f->esz, bms, usable, forced))
     return 0;
+  int fit = 0; /* those whose BM divides a part */
+  for (int i = 0; i < usable; i++)
+    if (f->rows[0] % all[i].bm == 0)
+      all[fit++] = all[i];
+  usable = fit;
   f->cfg = all[td__f_least_work(f, all, usable, (int)op->d.m, (int)f->nb, 1)];
   return 1;
 }
@@ -309,8 +315,8 @@ static int td__f_gather_config(const td_tp_op *op, td__tp_fused *f) {
  * place, one launch per rank), batched (the same as one cuBLAS batched launch
  * where the parts are equal, set up in td__f_alloc), gather (one launch of
  * our tile whose tiles read each rank's A in place: td__f_gather_config, set
- * up in td__f_alloc; auto takes it wherever it can run, since it removes both
- * the gather copy and the small launches) or copy (gather, then
+ * up in td__f_alloc; auto takes it where td__tp_fused_ag_gather says it pays:
+ * it removes both the gather copy and the small launches) or copy (gather, then
  * GEMM); otherwise auto = direct (batched where it can) when every rank shares
  * this GPU, its part has at least 512 rows and TD_OPS_FUSED_AG_GEMMS does not
  * ask for a split of the copy path (H200, 8 ranks, 2026-11-29: direct
@@ -433,16 +439,9 @@ static td_status td__f_alloc(td_tp_op *op, td__tp_fused *f) {
     TD_CHECK(td_config_str("TD_OPS_FUSED_AG", &mode));
     /* one shared GPU, equal parts: one zero-copy launch of our tile (auto and
      * gather; batched and direct keep their own launches) */
-    /* AUTO leaves parts of >= 512 rows to the batched launch when a row of
-     * this rank's B is not a whole number of 128-byte lines: every 64-column
-     * TMA box of B then straddles two lines, and the tile ran 14-16% above
-     * cuBLAS's time (qwen2-72b, N = 3696 per rank: 7392-byte rows; batched
-     * 1.04x of the baseline there against 0.99-1.04x, H200, 2026-11-29,
-     * docs/perf.md "zero-copy ag_gemm"); smaller parts have no better choice. */
+    /* gather where td__tp_fused_ag_gather allows (AUTO: where it pays, tp_fused_check.c says why) */
     const int forced_gather = mode && !strcmp(mode, "gather");
-    const int pitch_ok = ((size_t)f->nb * f->esz) % 128 == 0 || f->rows[0] < 512;
-    const int gather_ok = (forced_gather || ((!mode || !strcmp(mode, "auto")) && pitch_ok)) &&
-                          td__f_gather_config(op, f);
+    const int gather_ok = (forced_gather || !mode || !strcmp(mode, "auto")) && td__f_gather_config(op, f, forced_gather);
     if (gather_ok && (f->ag_direct || !mode || !strcmp(mode, "auto"))) {
       int64_t v = 0;
       TD_CHECK(td_config_int("TD_OPS_FUSED_AG_GEMMS", &v));
