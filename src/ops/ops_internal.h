@@ -109,7 +109,7 @@ td_status td__tp_fused_create(td_tp_op *op);
  * has more than one rank. Returns TD_ERR_TIMEOUT or TD_ERR_CUDA when the
  * stream's work does not finish or failed (the exchange then makes every
  * rank refuse the call). */
-td_status td__tp_fused_publish(td_tp_op *op, void *c, const void *a);
+td_status td__tp_fused_publish(td_tp_op *op, void *c, const void *a, const void *b);
 /** One call (blocking, deadline op->opts.timeout_ms or the world's), after
  * td__tp_fused_publish and the operand-check exchange. */
 td_status td__tp_fused_run(td_tp_op *op, void *c, const void *a, const void *b);

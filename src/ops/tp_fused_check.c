@@ -37,8 +37,8 @@ td_status td__tp_fused_create(td_tp_op *op) {
   (void)op;
   return td__error(TD_ERR_UNSUPPORTED, "fused variant: this build has no CUDA (configure with -DTD_WITH_CUDA=ON)");
 }
-td_status td__tp_fused_publish(td_tp_op *op, void *c, const void *a) {
-  (void)op, (void)c, (void)a;
+td_status td__tp_fused_publish(td_tp_op *op, void *c, const void *a, const void *b) {
+  (void)op, (void)c, (void)a, (void)b;
   return TD_OK;
 }
 td_status td__tp_fused_run(td_tp_op *op, void *c, const void *a, const void *b) {

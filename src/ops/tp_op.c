@@ -351,7 +351,7 @@ td_status td__tp_run(td_tp_op *op, td_tp_kind kind, void *c, const void *a, cons
   const void *ptr[3] = {a, b, c};
   td_status st = td__tp_call_check(op, ptr);
   if (op->fused && st == TD_OK) /* read by the peers only after the exchange below */
-    st = td__tp_fused_publish(op, c, a);
+    st = td__tp_fused_publish(op, c, a, b);
   if (op->nranks > 1 && (st = td__tp_call_agree(op, st)) != TD_OK)
     return st;
   if (st != TD_OK)

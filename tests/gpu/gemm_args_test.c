@@ -181,11 +181,57 @@ static void test_gather(void **state) {
   assert_int_equal(td__gemm_cuda_configs_hooked(TD_BF16, TD_GEMM_B_NK, TD_GEMM_HOOK_GATHER, NULL, 0), 0);
 }
 
+/* td__gemm_cuda_run_kgather's refusals (K from several sources): before any CUDA call. */
+static void kg_expect(const td_gemm_problem *p, const td_gemm_config *c, const void *const *as,
+                      const void *const *bs, int sources, long long ks, void *maps, td_status want, const char *text) {
+  td_clear_error();
+  assert_int_equal(td__gemm_cuda_run_kgather(p, c, as, bs, sources, ks, maps, NULL), want);
+  if (!strstr(td_last_error(), text))
+    print_error("got '%s', want '%s'\n", td_last_error(), text);
+  assert_non_null(strstr(td_last_error(), text));
+}
+
+static void test_kgather(void **state) {
+  (void)state;
+  static _Alignas(64) char maps[8 * TD_GEMM_MAP_BYTES];
+  const void *as[4] = {buf, buf, buf, buf}, *bs[4] = {buf, buf, buf, buf};
+  td_gemm_problem p = {256, 256, 512, TD_BF16, TD_GEMM_B_KN, NULL, NULL, buf, NULL};
+  td_gemm_config c = cfg90;
+  kg_expect(NULL, &c, as, bs, 4, 128, maps, TD_ERR_INVALID_ARG, "must not be NULL");
+  kg_expect(&p, &c, NULL, bs, 4, 128, maps, TD_ERR_INVALID_ARG, "source tables a_src and b_src");
+  kg_expect(&p, &c, as, NULL, 4, 128, maps, TD_ERR_INVALID_ARG, "source tables a_src and b_src");
+  kg_expect(&p, &c, as, bs, 4, 128, NULL, TD_ERR_INVALID_ARG, "map_buf");
+  kg_expect(&p, &c, as, bs, 0, 128, maps, TD_ERR_INVALID_ARG, "sources=0; 1..64");
+  kg_expect(&p, &c, as, bs, 65, 128, maps, TD_ERR_INVALID_ARG, "sources=65; 1..64");
+  kg_expect(&p, &c, as, bs, 4, 96, maps, TD_ERR_SHAPE, "k_src=96 is not a positive multiple of 64");
+  kg_expect(&p, &c, as, bs, 4, 64, maps, TD_ERR_INVALID_ARG, "needs K=256; K=512 given");
+  kg_expect(&p, &c, as, bs, 4, 128, maps + 8, TD_ERR_INVALID_ARG, "not 64-byte aligned");
+  bs[3] = NULL;
+  kg_expect(&p, &c, as, bs, 4, 128, maps, TD_ERR_INVALID_ARG, "source 3 of 4 has a NULL B");
+  bs[3] = buf;
+  p.b_layout = TD_GEMM_B_NK;
+  kg_expect(&p, &c, as, bs, 4, 128, maps, TD_ERR_INVALID_ARG, "reads B as [K,N] sources");
+  p.b_layout = TD_GEMM_B_KN;
+  c.arch = TD_GEMM_CUBLAS;
+  kg_expect(&p, &c, as, bs, 4, 128, maps, TD_ERR_UNSUPPORTED, "sm_90a configurations only, not cuBLAS");
+  c = cfg90;
+  c.bn = 192; /* compiled with GATHER, not with KGATHER */
+  kg_expect(&p, &c, as, bs, 4, 128, maps, TD_ERR_UNSUPPORTED, "hooks=0x20; compiled: 128x256x64/s4/g8");
+  td_gemm_hooks h;
+  memset(&h, 0, sizeof h);
+  td_gemm_problem q = good();
+  q.b_layout = TD_GEMM_B_KN;
+  expect(&q, &cfg90, TD_GEMM_HOOK_KGATHER, &h, TD_ERR_INVALID_ARG, "runs through td__gemm_cuda_run_kgather");
+  expect(&q, &cfg90, TD_GEMM_HOOK_KGATHER | TD_GEMM_HOOK_RAISE, &h, TD_ERR_UNSUPPORTED, "KGATHER (0x20) runs alone");
+  assert_true(td__gemm_cuda_configs_hooked(TD_BF16, TD_GEMM_B_KN, TD_GEMM_HOOK_KGATHER, NULL, 0) >= 1);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_null_and_sizes),  cmocka_unit_test(test_dtype_layout_alignment),
       cmocka_unit_test(test_hooks),           cmocka_unit_test(test_unknown_config),
       cmocka_unit_test(test_config_listing),  cmocka_unit_test(test_gather),
+      cmocka_unit_test(test_kgather),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -13,7 +13,9 @@
  *    releases) and raises the signals, and the waiting GEMM's result must be
  *    the product of the finished A;
  *  - GATHER: A's rows read in place from separate allocations (one tensor
- *    map per source), every configuration compiled with it. */
+ *    map per source), every configuration compiled with it;
+ *  - KGATHER: the sum over sources of A_s * B_s, K read in place from
+ *    separate allocations, every configuration compiled with it. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -396,6 +398,60 @@ static void test_gather(void **state) {
   }
 }
 
+/* KGATHER: C = sum over sources of A_s * B_s, every A_s [M, k_src] and B_s
+ * [k_src, N] a separate allocation read in place (the GEMM + ReduceScatter
+ * of ranks sharing a GPU without partials); checked against the f64 product
+ * of the concatenated A [M, K] and B [K, N], outputs poisoned first. */
+static void kgather_case(const td_gemm_config *cfg, int sources, long long k_src, int m, int n) {
+  const int k = (int)(sources * k_src);
+  uint16_t *a = gt_random(TD_BF16, (size_t)m * k), *b = gt_random(TD_BF16, (size_t)k * n);
+  double *ref = gt_reference(TD_BF16, a, b, m, n, k, TD_GEMM_B_KN);
+  const void *as[8], *bs[8];
+  void *da[8], *dbs[8];
+  uint16_t *part = malloc((size_t)m * (size_t)k_src * 2);
+  for (int s = 0; s < sources; s++) { /* source s: columns [s*k_src, (s+1)*k_src) of A, the same rows of B */
+    for (int i = 0; i < m; i++)
+      memcpy(part + (size_t)i * k_src, a + (size_t)i * k + (size_t)s * k_src, (size_t)k_src * 2);
+    da[s] = gt_device_copy(part, (size_t)m * k_src * 2);
+    dbs[s] = gt_device_copy(b + (size_t)s * k_src * n, (size_t)k_src * n * 2);
+    as[s] = da[s], bs[s] = dbs[s];
+  }
+  void *maps = gt_device_copy(NULL, 16 * TD_GEMM_MAP_BYTES), *dc = gt_device_copy(NULL, (size_t)m * n * 2);
+  td_gemm_problem p = {m, n, k, TD_BF16, TD_GEMM_B_KN, NULL, NULL, dc, NULL};
+  td_status st = td__gemm_cuda_run_kgather(&p, cfg, as, bs, sources, k_src, maps, NULL);
+  if (st != TD_OK)
+    fprintf(stderr, "%s\n", td_last_error());
+  assert_int_equal(st, TD_OK);
+  assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
+  uint16_t *out = malloc((size_t)m * n * 2);
+  cudaMemcpy(out, dc, (size_t)m * n * 2, cudaMemcpyDeviceToHost);
+  size_t nans;
+  double rel = gt_rel_error(TD_BF16, out, ref, (size_t)m * n, &nans);
+  if (nans || rel > gt_tolerance(TD_BF16))
+    fprintf(stderr, "kgather %dx%d: M=%d N=%d %d sources of K %lld: %zu NaN, rel %.3g\n", cfg->bm, cfg->bn, m, n,
+            sources, k_src, nans, rel);
+  assert_int_equal(nans, 0);
+  assert_true(rel <= gt_tolerance(TD_BF16));
+  for (int s = 0; s < sources; s++)
+    cudaFree(da[s]), cudaFree(dbs[s]);
+  free(a), free(b), free(ref), free(out), free(part);
+  cudaFree(maps), cudaFree(dc);
+}
+
+static void test_kgather(void **state) {
+  (void)state;
+  if (skip_arch(TD_GEMM_SM90))
+    skip();
+  td_gemm_config cfgs[16];
+  int n = td__gemm_cuda_configs_hooked(TD_BF16, TD_GEMM_B_KN, TD_GEMM_HOOK_KGATHER, cfgs, 16);
+  assert_true(n >= 1);
+  for (int i = 0; i < n && i < 16; i++) {
+    kgather_case(&cfgs[i], 4, 128, 301, 520); /* M, N not multiples of the tile */
+    kgather_case(&cfgs[i], 8, 64, 77, 264);   /* one k-block per source */
+    kgather_case(&cfgs[i], 1, 192, 256, 512);
+  }
+}
+
 static td_gemm_arch sm90 = TD_GEMM_SM90, sm80 = TD_GEMM_SM80;
 
 int main(void) {
@@ -408,6 +464,7 @@ int main(void) {
       cmocka_unit_test(test_late_raise_system_scope),
       cmocka_unit_test(test_late_raise_gpu_scope),
       cmocka_unit_test(test_gather),
+      cmocka_unit_test(test_kgather),
       cmocka_unit_test_prestate(test_wait_raise, &sm80),
       cmocka_unit_test_prestate(test_timeout, &sm80),
       cmocka_unit_test_prestate(test_push_accumulate, &sm80),

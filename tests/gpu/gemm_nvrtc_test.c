@@ -104,6 +104,13 @@ static void test_sm90_gather(void **state) { /* A from several sources (GATHER) 
           "gemm_sm90.cuh", "sm_90a", "td_gemm_sm90");
 }
 
+static void test_sm90_kgather(void **state) { /* K from several sources (KGATHER) */
+  (void)state;
+  compile("#define TD_GEMM_BM 128\n#define TD_GEMM_BN 128\n#define TD_GEMM_STAGES 6\n#define TD_GEMM_HOOKS 32u\n"
+          "#define TD_GEMM_B_KN 1\n",
+          "gemm_sm90.cuh", "sm_90a", "td_gemm_sm90");
+}
+
 static void test_sm80(void **state) {
   (void)state;
   const char *d = "#define TD_GEMM_BM 128\n#define TD_GEMM_BN 128\n#define TD_GEMM_HOOKS 15u\n";
@@ -116,6 +123,7 @@ int main(void) {
       cmocka_unit_test(test_sm90_plain),
       cmocka_unit_test(test_sm90_cluster_hooks_kn_f16),
       cmocka_unit_test(test_sm90_gather),
+      cmocka_unit_test(test_sm90_kgather),
       cmocka_unit_test(test_sm80),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -274,6 +274,18 @@ static void test_fused_direct(void **state) {
   fused_case(TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 333, 512, 136, 0, 3, 0, 4);
   unsetenv("TD_OPS_FUSED_AG_GEMMS");
   unsetenv("TD_OPS_FUSED_AG");
+  /* gemm_rs kgather: each rank's own rows over every rank's A and B in place (no partials); M not divisible,
+   * M < ranks, 100 calls; K / ranks not a multiple of 64 falls back to pull */
+  setenv("TD_OPS_FUSED_RS", "kgather", 1);
+  for (int r = 0; r < 3; r++) {
+    fused_sched("gemm_rs kgather", TD_TP_GEMM_RS, TD_TP_FUSED, TD_BF16, 301, 264, 128 * ranks[r], 3, ranks[r]);
+    fused_sched("gemm_rs kgather", TD_TP_GEMM_RS, TD_TP_FUSED, TD_BF16, 1024, 520, 64 * ranks[r], 3, ranks[r]);
+  }
+  fused_sched("gemm_rs kgather", TD_TP_GEMM_RS, TD_TP_FUSED, TD_BF16, 5, 64, 512, 2, 8); /* M < ranks */
+  fused_sched("gemm_rs kgather", TD_TP_GEMM_RS, TD_TP_FUSED, TD_BF16, 259, 128, 512, 100, 8);
+  fused_sched("gemm_rs pull", TD_TP_GEMM_RS, TD_TP_FUSED, TD_BF16, 301, 264, 32 * 4, 2, 4); /* K/ranks = 32 */
+  fused_sched("gemm_rs pull", TD_TP_GEMM_RS, TD_TP_FUSED, TD_F16, 301, 264, 128 * 4, 2, 4); /* f16: none compiled */
+  fused_sched("!kgather", TD_TP_GEMM_AR, TD_TP_FUSED, TD_BF16, 1031, 520, 256, 2, 4); /* gemm_ar: not kgather */
   setenv("TD_OPS_FUSED_RS", "push", 1);
   for (int r = 0; r < 3; r++) {
     fused_case(TD_TP_GEMM_RS, TD_TP_FUSED, TD_BF16, 301, 264, 512, 0, 3, 0, ranks[r]);

@@ -69,6 +69,7 @@
 #pragma weak td__gemm_tune_lookup
 #pragma weak td__gemm_cublas_batched
 #pragma weak td__gemm_cuda_run_gather
+#pragma weak td__gemm_cuda_run_kgather
 #pragma weak td__gemm_cuda_configs_hooked
 #pragma weak td__gemm_config_name
 
@@ -161,7 +162,8 @@ static void td__f_free(td__tp_fused *f) {
     return;
   }
   cudaSetDevice(f->dev);
-  cudaFree(f->buf), cudaFree(f->red), cudaFree(f->recv), cudaFree(f->ptrs), cudaFree(f->amaps), cudaFree(f->ctl);
+  cudaFree(f->buf), cudaFree(f->red), cudaFree(f->recv), cudaFree(f->ptrs), cudaFree(f->amaps), cudaFree(f->kmaps);
+  cudaFree(f->ctl);
   if (f->ce_done)
     cudaEventDestroy(f->ce_done);
   for (int p = 0; p < TD__MAXR; p++)
@@ -361,6 +363,26 @@ static td_status td__f_rs_mode(td__tp_fused *f) {
   return TD_OK;
 }
 
+/* gemm_rs with TD_OPS_FUSED_RS=kgather on one shared GPU (not yet AUTO's:
+ * measured first): each rank computes its own rows of the sum in one launch
+ * of our tile over every rank's A and B in place (the KGATHER hook), so no
+ * partial is written, pulled or reduced. Needs bf16, K / ranks a multiple of
+ * 64 and a compiled KGATHER configuration; otherwise pull runs. Returns 1
+ * and sets f->cfg when it runs. */
+static int td__f_rs_kgather_config(const td_tp_op *op, td__tp_fused *f) {
+  const char *mode = NULL;
+  if (td_config_str("TD_OPS_FUSED_RS", &mode) != TD_OK || !mode || strcmp(mode, "kgather") ||
+      op->d.kind != TD_TP_GEMM_RS || f->multi || !td__gemm_cuda_run_kgather || !td__gemm_cuda_configs_hooked ||
+      (op->d.k / f->n) % 64 != 0)
+    return 0;
+  td_gemm_config all[16];
+  int cnt = td__gemm_cuda_configs_hooked(op->d.dtype, TD_GEMM_B_KN, TD_GEMM_HOOK_KGATHER, all, 16);
+  if (cnt < 1)
+    return 0;
+  f->cfg = all[td__f_least_work(f, all, cnt < 16 ? cnt : 16, (int)f->rows[0], (int)op->d.n, 1)];
+  return 1;
+}
+
 /* gemm_ar above the one-shot size: TD_OPS_FUSED_AR, else
  * td__tp_fused_ar_all_push (tp_fused_check.c says why). Row blocks: about
  * 2048 rows each, at most 4, so the last block's push (the exposed one) is
@@ -469,6 +491,13 @@ static td_status td__f_alloc(td_tp_op *op, td__tp_fused *f) {
     TD_CHECK(td__f_rs_mode(f));
     if (d->kind == TD_TP_GEMM_AR)
       TD_CHECK(td__f_ar_mode(op, f));
+    if (td__f_rs_kgather_config(op, f)) { /* no partial, no slots: the tensor maps only */
+      f->rs_kgather = 1, f->rs_push = 0;
+      TD_CHECK(td__f_cu(cudaMalloc(&f->kmaps, 2 * (size_t)f->n * TD_GEMM_MAP_BYTES), "cudaMalloc (tensor maps)"));
+      TD_CHECK(td__f_cu(cudaMalloc((void **)&f->ctl, TD__CTL_WORDS * 8), "cudaMalloc (progress words)"));
+      TD_CHECK(td__f_cu(cudaMemsetAsync(f->ctl, 0, TD__CTL_WORDS * 8, f->s), "cudaMemsetAsync"));
+      return td__f_cu(cudaStreamSynchronize(f->s), "cudaStreamSynchronize");
+    }
     const int push = f->rs_push && (d->kind == TD_TP_GEMM_RS || !f->one_shot) && !f->ar_all_push;
     const int64_t lm = f->ar_all_push ? (d->m + f->ar_blocks - 1) / f->ar_blocks : push ? f->rows[0] : d->m;
     TD_CHECK(td__f_pick_config(op, f, (int)lm, (int)d->n, (int)(d->k / f->n), &f->cfg));
@@ -692,7 +721,7 @@ td_status td__f_sync_mid(td_tp_op *op, td__tp_fused *f) {
   return TD_OK;
 }
 
-td_status td__tp_fused_publish(td_tp_op *op, void *c, const void *a) {
+td_status td__tp_fused_publish(td_tp_op *op, void *c, const void *a, const void *b) {
   td__tp_fused *f = op->fused;
   /* The caller's stream produces the operands: its earlier work must be
    * over before any rank reads them (the peers read A or src from their own
@@ -712,6 +741,7 @@ td_status td__tp_fused_publish(td_tp_op *op, void *c, const void *a) {
    * collective); a peer reads them only after it */
   __atomic_store_n(&f->ar_src, a, __ATOMIC_RELEASE);
   __atomic_store_n(&f->ar_dst, c, __ATOMIC_RELEASE);
+  __atomic_store_n(&f->ar_b, b, __ATOMIC_RELEASE);
   return TD_OK;
 }
 
@@ -753,6 +783,7 @@ void td__tp_fused_describe(const td_tp_op *op, char *buf, size_t cap) {
              op->d.kind == TD_TP_GEMM_AR && f->one_shot ? "one-shot"
              : f->ar_all_push                           ? "all-push"
              : op->d.kind == TD_TP_GEMM_AR              ? (f->rs_push ? "two-shot push" : "two-shot pull")
+             : f->rs_kgather                            ? "kgather"
              : f->rs_push                               ? "push"
                                                         : "pull",
              eng);

@@ -33,6 +33,8 @@ struct td__tp_fused {
   int ag_gather;  /* ag direct: one launch of our tile reading every rank's A in place (GATHER hook) */
   void *amaps;    /* ag gather: device table of n tensor maps (td__gemm_cuda_run_gather uploads them) */
   int rs_push;    /* rs / ar two-shot: row blocks pushed to their owners' receive slots as they are computed */
+  int rs_kgather; /* gemm_rs, one GPU: each rank's own rows in one launch over every rank's A and B (KGATHER) */
+  void *kmaps;    /* rs kgather: device table of 2n tensor maps */
   int ar_all_push; /* gemm_ar: every row block pushed to every peer as computed; each rank reduces all rows */
   int ar_blocks;   /* gemm_ar all-push: row blocks of the partial GEMM (<= TD__MAXR) */
   int pdev[TD__MAXR]; /* every rank's device */
@@ -60,6 +62,7 @@ struct td__tp_fused {
   /* this call's operands, published before the opening barrier (td__tp_fused_publish), read by peers after it: all-reduce src and dst; ag_gemm A (ar_src) */
   const void *ar_src;
   void *ar_dst;
+  const void *ar_b; /* gemm_rs kgather: B, read by the peers in place */
   int64_t ar_off[TD__MAXR + 1]; /* two-shot: part p is [ar_off[p], ar_off[p+1]) */
 };
 

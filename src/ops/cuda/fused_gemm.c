@@ -48,6 +48,7 @@
 #pragma weak td__gemm_cuda_run
 #pragma weak td__gemm_cublas_batched
 #pragma weak td__gemm_cuda_run_gather
+#pragma weak td__gemm_cuda_run_kgather
 
 /* One GEMM of A rows [row0, row0 + rows) (read from a_rows) into C. */
 static td_status td__f_ag_gemm(td_tp_op *op, td__tp_fused *f, void *c, const void *a_rows, const void *b,
@@ -277,9 +278,36 @@ static td_status td__f_ar_all_push(td_tp_op *op, td__tp_fused *f, void *c, const
   return gst != TD_OK ? gst : st != TD_OK ? st : fin;
 }
 
+/* gemm_rs kgather (one shared GPU): this rank's rows of the sum, C_r =
+ * sum_p A_p[rows_r] * B_p, in one launch reading every rank's A and B where
+ * they are (published before the opening barrier); then the closing barrier,
+ * since the peers read this rank's A and B until their launches end. */
+static td_status td__f_rs_kgather(td_tp_op *op, td__tp_fused *f, void *c, const void *a, const void *b, uint64_t e) {
+  const int n = f->n, r = f->r;
+  const int64_t kp = op->d.k / n;
+  td_status st = TD_OK, gst = TD_OK;
+  if (f->rows[r] > 0) {
+    const void *as[TD__MAXR], *bs[TD__MAXR];
+    for (int p = 0; p < n; p++) {
+      const char *pa = p == r ? a : __atomic_load_n(&f->peer[p]->ar_src, __ATOMIC_ACQUIRE);
+      as[p] = pa + (size_t)f->row0[r] * (size_t)kp * f->esz; /* rank p's K-columns of this rank's rows */
+      bs[p] = p == r ? b : __atomic_load_n(&f->peer[p]->ar_b, __ATOMIC_ACQUIRE);
+    }
+    td_gemm_problem pr = {(int)f->rows[r], (int)op->d.n, (int)op->d.k, op->d.dtype, TD_GEMM_B_KN, NULL, NULL, c,
+                          NULL};
+    gst = td__gemm_cuda_run_kgather(&pr, &f->cfg, as, bs, n, kp, f->kmaps, f->s);
+  }
+  td__f_keep(&st, td__f_setv(f->s, f->ctl + TD__CTL_FIN, e));
+  td_status fin = td__f_finish(op, f);
+  td_status done = td__f_sync(op, f); /* nobody reads this rank's A or B any more */
+  return gst != TD_OK ? gst : st != TD_OK ? st : fin != TD_OK ? fin : done;
+}
+
 td_status td__f_rs_ar(td_tp_op *op, td__tp_fused *f, void *c, const void *a, const void *b, uint64_t e) {
   if (f->ar_all_push)
     return td__f_ar_all_push(op, f, c, a, b, e);
+  if (f->rs_kgather)
+    return td__f_rs_kgather(op, f, c, a, b, e);
   const int64_t M = op->d.m, N = op->d.n;
   const int r = f->r, n = f->n;
   const size_t crow = (size_t)N * f->esz;

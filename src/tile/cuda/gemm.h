@@ -49,6 +49,17 @@
  *                       GPU: each rank's GEMM reads its peers' shards where
  *                       they are instead of gathering them first. sm_90a
  *                       only; not combined with the other hooks.
+ *   TD_GEMM_HOOK_KGATHER the K dimension comes from several sources in place:
+ *                       source s holds K columns [s*k_src, (s+1)*k_src) of A
+ *                       as its own [M, k_src] matrix (a_maps[s]) and the
+ *                       same K rows of B as its own [k_src, N] matrix
+ *                       (b_maps[s]); k_src is a multiple of BK (64), so no
+ *                       k-block straddles two sources, and the sum over every
+ *                       source's K accumulates in one tile in f32. For GEMM +
+ *                       ReduceScatter of ranks that share a GPU: rank r
+ *                       computes its own rows of the sum directly from every
+ *                       rank's A and B, with no partial sums to reduce
+ *                       (td__gemm_cuda_run_kgather). sm_90a, B as [K,N], alone.
  *
  * Scope of the hooks' synchronisation (td_gemm_hooks.scope): system scope by
  * default (0), which is right whatever reads or writes the signals: the host,
@@ -82,7 +93,8 @@ typedef unsigned long long td__gemm_u64;
 #define TD_GEMM_HOOK_ACCUMULATE 8u
 #define TD_GEMM_HOOK_ALL 15u /* the signalling hooks: WAIT | RAISE | PUSH | ACCUMULATE */
 #define TD_GEMM_HOOK_GATHER 16u
-#define TD_GEMM_HOOK_KNOWN 31u
+#define TD_GEMM_HOOK_KGATHER 32u
+#define TD_GEMM_HOOK_KNOWN 63u
 /* Bytes of one tensor map in a GATHER table (a CUtensorMap). */
 #define TD_GEMM_MAP_BYTES 128
 /* Most sources a GATHER launch reads A from. */
@@ -126,8 +138,10 @@ typedef struct td_gemm_hooks {
   long long rows_per_peer;      /* PUSH: rows owned by each peer */
   td__gemm_u64 *diag;                /* WAIT: TD_GEMM_DIAG_WORDS device words, zeroed by the host */
   unsigned scope;                    /* TD_GEMM_SCOPE_* bits; 0 (memset) = system scope */
-  const void *a_maps;                /* GATHER: device array, one TD_GEMM_MAP_BYTES map per source */
+  const void *a_maps;                /* GATHER, KGATHER: device array, one TD_GEMM_MAP_BYTES map per source */
   long long a_rows;                  /* GATHER: A rows per source (the last may hold fewer) */
+  const void *b_maps;                /* KGATHER: device array, one B map per source */
+  long long k_src;                   /* KGATHER: K per source, a multiple of 64 */
 } td_gemm_hooks;
 
 #if !defined(__CUDACC_RTC__)
@@ -217,6 +231,22 @@ td_status td__gemm_cuda_run_sms(const td_gemm_problem *problem, const td_gemm_co
 td_status td__gemm_cuda_run_gather(const td_gemm_problem *problem, const td_gemm_config *config,
                                    const void *const *a_src, int sources, long long src_rows,
                                    void *map_buf, void *stream);
+
+/** Runs C = sum over s of A_s * B_s (TD_GEMM_HOOK_KGATHER): a_src[s] is a
+ * row-major [M, k_src] matrix (its rows k_src elements apart), b_src[s] a
+ * row-major [k_src, N] matrix, all read in place; K = problem->k must equal
+ * sources * k_src. problem->a and problem->b are ignored; C, M, N, dtype as
+ * for td__gemm_cuda_run; B's layout must be TD_GEMM_B_KN. Builds 2 x sources
+ * tensor maps on the host and copies them into `map_buf` (device, at least
+ * 2 * sources * TD_GEMM_MAP_BYTES bytes, 64-byte aligned) on `stream`, then
+ * launches. Asynchronous. Errors: those of td__gemm_cuda_run;
+ * TD_ERR_INVALID_ARG (NULL tables, entries or map_buf, sources outside
+ * 1..TD_GEMM_MAX_SOURCES, K != sources * k_src, a misaligned map_buf, B not
+ * [K,N]), TD_ERR_SHAPE (k_src not a multiple of 64), TD_ERR_UNSUPPORTED (not
+ * an sm_90a configuration compiled with the hook). Thread-safe. */
+td_status td__gemm_cuda_run_kgather(const td_gemm_problem *problem, const td_gemm_config *config,
+                                    const void *const *a_src, const void *const *b_src, int sources,
+                                    long long k_src, void *map_buf, void *stream);
 
 /** The sm_90a configurations compiled with exactly the hook flags `hooks`
  * for (dtype, b_layout), as td__gemm_cuda_configs lists the hook-free ones:

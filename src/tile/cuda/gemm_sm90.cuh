@@ -256,8 +256,10 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
   static_assert(CLUSTER == 1 || (CLUSTER == 2 && BN % 16 == 0), "CLUSTER must be 1 or 2");
   static_assert(S::SMEM_BYTES <= 232448, "tile ring does not fit in shared memory");
   constexpr bool WAIT = (HOOKS & TD_GEMM_HOOK_WAIT) != 0, RAISE = (HOOKS & TD_GEMM_HOOK_RAISE) != 0;
-  constexpr bool GATHER = (HOOKS & TD_GEMM_HOOK_GATHER) != 0;
+  constexpr bool GATHER = (HOOKS & TD_GEMM_HOOK_GATHER) != 0, KGATHER = (HOOKS & TD_GEMM_HOOK_KGATHER) != 0;
   static_assert(!GATHER || HOOKS == TD_GEMM_HOOK_GATHER, "GATHER is not combined with other hooks");
+  static_assert(!KGATHER || (HOOKS == TD_GEMM_HOOK_KGATHER && B_KN && CLUSTER == 1),
+                "KGATHER runs alone, with B as [K,N] and no cluster");
   constexpr bool EARLY_WAIT = WAIT && (XV & 16) == 0;   /* first tile's acquire before the set-up */
   constexpr bool INLINE_RAISE = RAISE && (XV & 32) == 0; /* last tile raised by the consumers */
   if (threadIdx.x == 0)
@@ -362,12 +364,30 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
                              (const td__tensor_map *)hooks.a_maps + src)
                          : "memory");
         }
+        if constexpr (KGATHER) {
+          /* every source's A and B maps, as for GATHER: lane j fences
+           * source j's (k-blocks walk every source in each tile) */
+          const int nsrc = (int)((k + hooks.k_src - 1) / hooks.k_src);
+          for (int j = lane; j < nsrc; j += 32) {
+            asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" ::"l"(
+                             (const td__tensor_map *)hooks.a_maps + j)
+                         : "memory");
+            asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" ::"l"(
+                             (const td__tensor_map *)hooks.b_maps + j)
+                         : "memory");
+          }
+          __syncwarp();
+        }
         auto load_a = [&](int st, int kb) {
           if (leader) {
             if constexpr (GATHER)
               td__tma_load_2d(ring + st * S::STAGE_BYTES, (const td__tensor_map *)hooks.a_maps + src,
                               full + 8 * st, kb * S::BK, (int)((long long)tm * BM - src * hooks.a_rows));
-            else
+            else if constexpr (KGATHER) { /* k-block kb lies in source ks, at its column kk */
+              const int ks = (int)((long long)kb * S::BK / hooks.k_src);
+              td__tma_load_2d(ring + st * S::STAGE_BYTES, (const td__tensor_map *)hooks.a_maps + ks,
+                              full + 8 * st, (int)((long long)kb * S::BK - ks * hooks.k_src), tm * BM);
+            } else
               td__tma_load_2d(ring + st * S::STAGE_BYTES, &map_a, full + 8 * st, kb * S::BK, tm * BM);
             if (i == 0 && kb == 0)
               td__gemm_xv_stamp<XV>(hooks, TD__XV_L_FIRST_A);
@@ -380,7 +400,11 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
           if constexpr (B_KN) {
 #pragma unroll
             for (int j = (int)crank; j < BN / 64; j += CLUSTER) {
-              if constexpr (CLUSTER > 1)
+              if constexpr (KGATHER) { /* the same source's K rows of B */
+                const int ks = (int)((long long)kb * S::BK / hooks.k_src);
+                td__tma_load_2d(sb + j * 64 * S::BK * 2, (const td__tensor_map *)hooks.b_maps + ks, f,
+                                tn * BN + 64 * j, (int)((long long)kb * S::BK - ks * hooks.k_src));
+              } else if constexpr (CLUSTER > 1)
                 td__tma_load_2d_multicast(sb + j * 64 * S::BK * 2, &map_b, f, tn * BN + 64 * j,
                                           kb * S::BK, (unsigned short)mask);
               else

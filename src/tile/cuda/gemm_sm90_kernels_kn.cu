@@ -28,6 +28,9 @@ static const td__gemm_kernel_entry td__kn[] = {
     td__entry<128, 256, 4, 8, TD_GEMM_DT_BF16, TD_GEMM_HOOK_GATHER>(),
     td__entry<128, 192, 5, 8, TD_GEMM_DT_BF16, TD_GEMM_HOOK_GATHER>(),
     td__entry<128, 128, 6, 8, TD_GEMM_DT_BF16, TD_GEMM_HOOK_GATHER>(),
+    /* GEMM + ReduceScatter of ranks sharing a GPU without partial sums (fused gemm_rs kgather) */
+    td__entry<128, 256, 4, 8, TD_GEMM_DT_BF16, TD_GEMM_HOOK_KGATHER>(),
+    td__entry<128, 128, 6, 8, TD_GEMM_DT_BF16, TD_GEMM_HOOK_KGATHER>(),
 };
 
 extern "C" const td__gemm_kernel_entry *td__gemm_sm90_kernels_kn(int *count) {

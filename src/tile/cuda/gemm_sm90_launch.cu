@@ -195,6 +195,9 @@ static td_status td__check(const td_gemm_problem *p, const td_gemm_config *cfg, 
   if ((flags & TD_GEMM_HOOK_GATHER) && flags != TD_GEMM_HOOK_GATHER)
     return td__error(TD_ERR_UNSUPPORTED, "gemm: hook flags 0x%x combine GATHER with other hooks; GATHER "
                      "(0x%x) runs alone", flags, TD_GEMM_HOOK_GATHER);
+  if ((flags & TD_GEMM_HOOK_KGATHER) && flags != TD_GEMM_HOOK_KGATHER)
+    return td__error(TD_ERR_UNSUPPORTED, "gemm: hook flags 0x%x combine KGATHER with other hooks; KGATHER "
+                     "(0x%x) runs alone", flags, TD_GEMM_HOOK_KGATHER);
   if (flags && !hooks)
     return td__error(TD_ERR_INVALID_ARG, "gemm: hook flags 0x%x given without a hooks description",
                      flags);
@@ -213,7 +216,9 @@ static td_status td__check(const td_gemm_problem *p, const td_gemm_config *cfg, 
                      "gemm: N=%d is not a multiple of 8, which B given as [K,N] needs (16-byte "
                      "rows); give B as [N,K] or pad N",
                      p->n);
-  if ((!p->a && !(flags & TD_GEMM_HOOK_GATHER)) || !p->b || (!p->c && !(flags & TD_GEMM_HOOK_PUSH)))
+  const unsigned in_place = TD_GEMM_HOOK_GATHER | TD_GEMM_HOOK_KGATHER; /* operands from source tables */
+  if ((!p->a && !(flags & in_place)) || (!p->b && !(flags & TD_GEMM_HOOK_KGATHER)) ||
+      (!p->c && !(flags & TD_GEMM_HOOK_PUSH)))
     return td__error(TD_ERR_INVALID_ARG, "gemm: A, B and C (unless the PUSH hook) must be device pointers, not NULL");
   if ((flags & TD_GEMM_HOOK_WAIT) && (!hooks->wait_signals || hooks->wait_rows < 1))
     return td__error(TD_ERR_INVALID_ARG, "gemm: the WAIT hook needs wait_signals and wait_rows >= 1");
@@ -262,13 +267,16 @@ extern "C" size_t td__gemm_cuda_workspace_size(const td_gemm_problem *p, const t
  * multiprocessors (0 = all of them). */
 static td_status td__run(const td_gemm_problem *p, const td_gemm_config *cfg, unsigned flags,
                          const td_gemm_hooks *hooks, void *stream, int sm_cap,
-                         const void *const *a_src = NULL, int sources = 0) {
+                         const void *const *a_src = NULL, int sources = 0, const void *const *b_src = NULL) {
   if (cfg && cfg->arch == TD_GEMM_CUBLAS && flags) /* before the hooks' own checks: the engine is the problem */
     return td__error(TD_ERR_UNSUPPORTED, "gemm: hooks 0x%x asked of cuBLAS, which cannot wait or signal per "
                      "tile; use a compiled sm_90/sm_80 configuration", flags);
   TD_CHECK(td__check(p, cfg, flags, hooks));
   if ((flags & TD_GEMM_HOOK_GATHER) && !a_src) /* the sources' maps are built by the GATHER entry point only */
     return td__error(TD_ERR_INVALID_ARG, "gemm: the GATHER hook (0x%x) runs through td__gemm_cuda_run_gather, "
+                     "which builds the sources' tensor maps; td__gemm_cuda_run takes the other hooks", flags);
+  if ((flags & TD_GEMM_HOOK_KGATHER) && (!a_src || !b_src))
+    return td__error(TD_ERR_INVALID_ARG, "gemm: the KGATHER hook (0x%x) runs through td__gemm_cuda_run_kgather, "
                      "which builds the sources' tensor maps; td__gemm_cuda_run takes the other hooks", flags);
   if (cfg->arch == TD_GEMM_CUBLAS) {
     if (sm_cap > 0)
@@ -354,10 +362,25 @@ static td_status td__run(const td_gemm_problem *p, const td_gemm_config *cfg, un
         return td__error(TD_ERR_CUDA, "gemm: uploading %d GATHER tensor maps failed: %s", sources,
                          cudaGetErrorString(err));
       ma = maps[0];
+    } else if (flags & TD_GEMM_HOOK_KGATHER) {
+      /* A maps of every source, then B maps, in one table and one upload */
+      td__tensor_map maps[2 * TD_GEMM_MAX_SOURCES];
+      for (int s = 0; s < sources; s++) {
+        TD_CHECK(td__make_map(&maps[s], a_src[s], dtype, m, h.k_src, 64, e->bm, "A (a KGATHER source)"));
+        TD_CHECK(td__make_map(&maps[sources + s], b_src[s], dtype, h.k_src, n, 64, 64, "B (a KGATHER source)"));
+      }
+      err = cudaMemcpyAsync((void *)h.a_maps, maps, 2 * (size_t)sources * sizeof maps[0], cudaMemcpyHostToDevice,
+                            (cudaStream_t)stream);
+      if (err != cudaSuccess)
+        return td__error(TD_ERR_CUDA, "gemm: uploading %d KGATHER tensor maps failed: %s", 2 * sources,
+                         cudaGetErrorString(err));
+      ma = maps[0], mb = maps[sources];
     } else {
       TD_CHECK(td__make_map(&ma, p->a, dtype, m, k, 64, e->bm, "A"));
     }
-    if (b_kn)
+    if (flags & TD_GEMM_HOOK_KGATHER)
+      ; /* mb is source 0's B map, unused */
+    else if (b_kn)
       TD_CHECK(td__make_map(&mb, p->b, dtype, k, n, 64, 64, "B[K,N]"));
     else
       TD_CHECK(td__make_map(&mb, p->b, dtype, n, k, 64, e->bn / cl, "B[N,K]"));
@@ -455,6 +478,44 @@ extern "C" td_status td__gemm_cuda_run_gather(const td_gemm_problem *p, const td
   h.a_maps = map_buf;
   h.a_rows = src_rows;
   return td__run(p, cfg, TD_GEMM_HOOK_GATHER, &h, stream, 0, a_src, sources);
+}
+
+extern "C" td_status td__gemm_cuda_run_kgather(const td_gemm_problem *p, const td_gemm_config *cfg,
+                                               const void *const *a_src, const void *const *b_src, int sources,
+                                               long long k_src, void *map_buf, void *stream) {
+  if (!p || !cfg)
+    return td__error(TD_ERR_INVALID_ARG, "gemm: problem and config must not be NULL");
+  if (cfg->arch != TD_GEMM_SM90)
+    return td__error(TD_ERR_UNSUPPORTED, "gemm: the KGATHER hook (K read in place from several sources) exists "
+                     "for sm_90a configurations only, not %s", cfg->arch == TD_GEMM_CUBLAS ? "cuBLAS" : "sm_80");
+  if (!a_src || !b_src || !map_buf)
+    return td__error(TD_ERR_INVALID_ARG, "gemm: KGATHER needs the source tables a_src and b_src and a device "
+                     "map_buf");
+  if (sources < 1 || sources > TD_GEMM_MAX_SOURCES)
+    return td__error(TD_ERR_INVALID_ARG, "gemm: KGATHER sources=%d; 1..%d are allowed", sources,
+                     TD_GEMM_MAX_SOURCES);
+  if (p->b_layout != TD_GEMM_B_KN)
+    return td__error(TD_ERR_INVALID_ARG, "gemm: KGATHER reads B as [K,N] sources (TD_GEMM_B_KN); b_layout %d given",
+                     p->b_layout);
+  if (k_src < 1 || k_src % 64 != 0)
+    return td__error(TD_ERR_SHAPE, "gemm: KGATHER k_src=%lld is not a positive multiple of 64 (BK), so a k-block "
+                     "would straddle two sources", k_src);
+  if ((long long)p->k != k_src * sources)
+    return td__error(TD_ERR_INVALID_ARG, "gemm: KGATHER with %d sources of k_src=%lld needs K=%lld; K=%d given",
+                     sources, k_src, k_src * sources, p->k);
+  if ((uintptr_t)map_buf % 64 != 0)
+    return td__error(TD_ERR_INVALID_ARG, "gemm: KGATHER map_buf %p is not 64-byte aligned (tensor maps are)",
+                     map_buf);
+  for (int s = 0; s < sources; s++)
+    if (!a_src[s] || !b_src[s])
+      return td__error(TD_ERR_INVALID_ARG, "gemm: KGATHER source %d of %d has a NULL %s", s, sources,
+                       !a_src[s] ? "A" : "B");
+  td_gemm_hooks h;
+  memset(&h, 0, sizeof h);
+  h.a_maps = map_buf;
+  h.b_maps = (const char *)map_buf + (size_t)sources * TD_GEMM_MAP_BYTES;
+  h.k_src = k_src;
+  return td__run(p, cfg, TD_GEMM_HOOK_KGATHER, &h, stream, 0, a_src, sources, b_src);
 }
 
 extern "C" int td__gemm_cuda_configs_hooked(td_dtype dtype, int b_layout, unsigned hooks, td_gemm_config *out,
