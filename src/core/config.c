@@ -113,8 +113,8 @@ static const td__cfg_var td__vars[] = {
      "fused gemm_rs / gemm_ar: pull (each rank reduces its rows from the peers' whole partials), push (row blocks "
      "pushed to their owner as each is computed) or, for gemm_rs of ranks sharing one GPU, kgather (each rank "
      "computes its own rows in one launch of our tile over every rank's A and B in place: no partials; bf16, "
-     "K / ranks a multiple of 64; else pull; not measured yet, so never auto's choice); auto = push when some "
-     "peer is on another GPU, else pull", NULL},
+     "K / ranks a multiple of 64; elsewhere auto's choice; not measured yet, so never auto's choice); auto = "
+     "push when some peer is on another GPU, else pull", NULL},
 };
 enum { TD__NVARS = sizeof td__vars / sizeof td__vars[0] };
 

@@ -367,7 +367,8 @@ static td_status td__f_rs_mode(td__tp_fused *f) {
  * measured first): each rank computes its own rows of the sum in one launch
  * of our tile over every rank's A and B in place (the KGATHER hook), so no
  * partial is written, pulled or reduced. Needs bf16, K / ranks a multiple of
- * 64 and a compiled KGATHER configuration; otherwise pull runs. Returns 1
+ * 64 and a compiled KGATHER configuration; otherwise auto's choice runs (pull
+ * on one GPU, push across GPUs: td__f_rs_mode). Returns 1
  * and sets f->cfg when it runs. */
 static int td__f_rs_kgather_config(const td_tp_op *op, td__tp_fused *f) {
   const char *mode = NULL;

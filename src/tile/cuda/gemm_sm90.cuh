@@ -343,6 +343,23 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
        * barriers) and lane 0 issues them, so that the loop's control flow is
        * warp-uniform as well and its indices stay in uniform registers. */
       const bool leader = lane == 0;
+      /* KGATHER: K per source (k fits an int, so does it); every source's A
+       * and B maps are fenced over to the tensormap proxy by the thread that
+       * issues the loads, once (the table does not change during a launch;
+       * a copy wrote it before, and a later launch may rewrite it in place) */
+      const int ksrc = KGATHER ? (int)hooks.k_src : 1;
+      if constexpr (KGATHER) {
+        if (leader)
+          for (int j = 0; j * ksrc < k; j++) {
+            asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" ::"l"(
+                             (const td__tensor_map *)hooks.a_maps + j)
+                         : "memory");
+            asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" ::"l"(
+                             (const td__tensor_map *)hooks.b_maps + j)
+                         : "memory");
+          }
+        __syncwarp();
+      }
       int stage = 0;
       td__gemm_u32 phase = 0;
       int i = 0;
@@ -364,29 +381,15 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
                              (const td__tensor_map *)hooks.a_maps + src)
                          : "memory");
         }
-        if constexpr (KGATHER) {
-          /* every source's A and B maps, as for GATHER: lane j fences
-           * source j's (k-blocks walk every source in each tile) */
-          const int nsrc = (int)((k + hooks.k_src - 1) / hooks.k_src);
-          for (int j = lane; j < nsrc; j += 32) {
-            asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" ::"l"(
-                             (const td__tensor_map *)hooks.a_maps + j)
-                         : "memory");
-            asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" ::"l"(
-                             (const td__tensor_map *)hooks.b_maps + j)
-                         : "memory");
-          }
-          __syncwarp();
-        }
         auto load_a = [&](int st, int kb) {
           if (leader) {
             if constexpr (GATHER)
               td__tma_load_2d(ring + st * S::STAGE_BYTES, (const td__tensor_map *)hooks.a_maps + src,
                               full + 8 * st, kb * S::BK, (int)((long long)tm * BM - src * hooks.a_rows));
-            else if constexpr (KGATHER) { /* k-block kb lies in source ks, at its column kk */
-              const int ks = (int)((long long)kb * S::BK / hooks.k_src);
+            else if constexpr (KGATHER) { /* k-block kb lies in source ks, at its column kx - ks * k_src */
+              const int kx = kb * S::BK, ks = kx / ksrc;
               td__tma_load_2d(ring + st * S::STAGE_BYTES, (const td__tensor_map *)hooks.a_maps + ks,
-                              full + 8 * st, (int)((long long)kb * S::BK - ks * hooks.k_src), tm * BM);
+                              full + 8 * st, kx - ks * ksrc, tm * BM);
             } else
               td__tma_load_2d(ring + st * S::STAGE_BYTES, &map_a, full + 8 * st, kb * S::BK, tm * BM);
             if (i == 0 && kb == 0)
@@ -401,9 +404,9 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
 #pragma unroll
             for (int j = (int)crank; j < BN / 64; j += CLUSTER) {
               if constexpr (KGATHER) { /* the same source's K rows of B */
-                const int ks = (int)((long long)kb * S::BK / hooks.k_src);
+                const int kx = kb * S::BK, ks = kx / ksrc;
                 td__tma_load_2d(sb + j * 64 * S::BK * 2, (const td__tensor_map *)hooks.b_maps + ks, f,
-                                tn * BN + 64 * j, (int)((long long)kb * S::BK - ks * hooks.k_src));
+                                tn * BN + 64 * j, kx - ks * ksrc);
               } else if constexpr (CLUSTER > 1)
                 td__tma_load_2d_multicast(sb + j * 64 * S::BK * 2, &map_b, f, tn * BN + 64 * j,
                                           kb * S::BK, (unsigned short)mask);
