@@ -13,16 +13,21 @@
 
 static char tdist_bin[4096];
 
-/* Runs `tdist ARGS`; returns the exit status (-1 if it did not exit), output in out. */
-static inline int run(const char *args, char *out, size_t cap) {
-  char cmd[8192];
-  snprintf(cmd, sizeof cmd, "'%s' %s 2>&1", tdist_bin, args);
+/* Runs the shell command CMD; returns its exit status (-1 if it did not exit), output in out. */
+static inline int run_cmd(const char *cmd, char *out, size_t cap) {
   FILE *p = popen(cmd, "r");
   assert_non_null(p);
   size_t len = fread(out, 1, cap - 1, p);
   out[len] = '\0';
   int st = pclose(p);
   return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* Runs `tdist ARGS`; returns the exit status (-1 if it did not exit), output in out. */
+static inline int run(const char *args, char *out, size_t cap) {
+  char cmd[8192];
+  snprintf(cmd, sizeof cmd, "'%s' %s 2>&1", tdist_bin, args);
+  return run_cmd(cmd, out, cap);
 }
 
 /* Runs `cd DIR && [ENV] $TD_BIN_DIR/tdist ARGS` (ENV: "NAME=value ..." or NULL;
@@ -32,12 +37,7 @@ static inline int run_in(const char *dir, const char *env, const char *args, cha
   const char *bin = getenv("TD_BIN_DIR");
   char cmd[8192];
   snprintf(cmd, sizeof cmd, "cd '%s' && %s '%s/tdist' %s 2>&1", dir, env ? env : "", bin ? bin : ".", args);
-  FILE *p = popen(cmd, "r");
-  assert_non_null(p);
-  size_t len = fread(out, 1, cap - 1, p);
-  out[len] = '\0';
-  int st = pclose(p);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return run_cmd(cmd, out, cap);
 }
 
 /* Writes len bytes of data to DIR/NAME (fails the test when it cannot). */

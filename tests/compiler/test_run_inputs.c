@@ -43,6 +43,20 @@ static void expect(const char *args, int code, const char *message) { expect_env
 
 static void write_bytes(const char *name, const void *data, size_t len) { write_in(tmpdir, name, data, len); }
 
+/* The JSON file tmpdir/NAME a run wrote, parsed (fails the test when it cannot). */
+static cJSON *read_json(const char *name) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/%s", tmpdir, name);
+  FILE *f = fopen(path, "r");
+  assert_non_null(f);
+  static char buf[1 << 16];
+  buf[fread(buf, 1, sizeof buf - 1, f)] = 0;
+  fclose(f);
+  cJSON *j = cJSON_Parse(buf);
+  assert_non_null(j);
+  return j;
+}
+
 static void write_file(const char *name, const char *text) { write_bytes(name, text, strlen(text)); }
 
 /* A .npy file: magic, version major.0 (a 2-byte header length), the header dict padded to 128 bytes, then the data. */
@@ -162,15 +176,7 @@ static void test_nonfinite_inputs(void **state) {
   assert_non_null(strstr(out, "inf   FAIL"));
   assert_non_null(strstr(out, "the inputs or the reference hold values that are not finite"));
   assert_null(strstr(out, "dims")); /* C3: literal shapes, no "dims," with nothing after it */
-  char path[512];
-  snprintf(path, sizeof path, "%s/nf.json", tmpdir);
-  FILE *f = fopen(path, "r");
-  assert_non_null(f);
-  static char buf[1 << 16];
-  buf[fread(buf, 1, sizeof buf - 1, f)] = 0;
-  fclose(f);
-  cJSON *j = cJSON_Parse(buf);
-  assert_non_null(j);
+  cJSON *j = read_json("nf.json");
   cJSON *ov = cJSON_GetObjectItem(j, "overlapped");
   assert_non_null(ov);
   assert_true(cJSON_IsNull(cJSON_GetObjectItem(ov, "max_rel_error"))); /* inf: JSON has no number for it */
@@ -256,15 +262,7 @@ static void test_scale_factor(void **state) {
 static void test_json_revision(void **state) {
   (void)state;
   expect_env("TD_GIT_REV=rev-from-env", "run small.td --ranks 1 --iters 1 --rounds 1 --json rev.json", 0, "plan");
-  char path[512];
-  snprintf(path, sizeof path, "%s/rev.json", tmpdir);
-  FILE *f = fopen(path, "r");
-  assert_non_null(f);
-  static char buf[1 << 16];
-  buf[fread(buf, 1, sizeof buf - 1, f)] = 0;
-  fclose(f);
-  cJSON *j = cJSON_Parse(buf);
-  assert_non_null(j);
+  cJSON *j = read_json("rev.json");
   cJSON *rev = cJSON_GetObjectItem(j, "git_revision");
   assert_true(cJSON_IsString(rev));
   assert_string_equal(rev->valuestring, "rev-from-env");

@@ -70,4 +70,34 @@ static inline td_world_opts ex_world_opts(int timeout_ms) {
   return o;
 }
 
+/* Ring over n ranks, rows of w f32: rank r puts its input row into slot r
+ * of rank r+1's symm buffer `raises` times (comm worker, raising "got" there
+ * each time), then waits for that many raises and copies slot r-1 to its
+ * output (compute worker). Uses symm buffers, signals and both worker
+ * classes; NULL when the plan cannot be made. */
+static inline td_plan *ex_ring(int n, int raises, int64_t w) {
+  td_plan *p = NULL;
+  if (td_plan_create(n, &p) != TD_OK)
+    return NULL;
+  int32_t in = ex_buffer(p, "in", TD_BUF_INPUT, TD_F32, 1, w), x = ex_buffer(p, "x", TD_BUF_SYMM, TD_F32, n, w);
+  int32_t out = ex_buffer(p, "out", TD_BUF_OUTPUT, TD_F32, 1, w);
+  uint32_t s, idx;
+  td_plan_add_signal(p, "got", &s);
+  for (int r = 0; r < n; r++) {
+    for (int k = 0; k < raises; k++) {
+      td_task t = ex_task(TD_TASK_COPY, TD_WORKER_COMM, 0, "put");
+      t.a = ex_view(in, TD_PEER_SELF, 0, 0, 1, w);
+      t.c = ex_view(x, (r + 1) % n, r, 0, 1, w);
+      td_raise ra = {s, (r + 1) % n, 1};
+      td_plan_add_task(p, r, &t, NULL, 0, NULL, 0, &ra, 1, &idx);
+    }
+    td_task t = ex_task(TD_TASK_COPY, TD_WORKER_COMPUTE, 0, "get");
+    t.a = ex_view(x, TD_PEER_SELF, (r + n - 1) % n, 0, 1, w);
+    t.c = ex_view(out, TD_PEER_SELF, 0, 0, 1, w);
+    td_wait wt = {s, TD_CMP_GE, (uint64_t)raises};
+    td_plan_add_task(p, r, &t, NULL, 0, &wt, 1, NULL, 0, &idx);
+  }
+  return td_plan_validate(p) == TD_OK ? p : NULL;
+}
+
 #endif

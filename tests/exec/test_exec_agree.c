@@ -29,32 +29,8 @@ typedef struct agree_case {
   char msg[NR][1024];
 } agree_case;
 
-/* Ring: rank r puts its input row into rank r+1's symm slot r and raises
- * "got" there; then waits for "got" and copies slot r-1 to its output. */
-static td_plan *ring(int raises) {
-  td_plan *p = NULL;
-  if (td_plan_create(NR, &p) != TD_OK)
-    return NULL;
-  int32_t in = ex_buffer(p, "in", TD_BUF_INPUT, TD_F32, 1, W), x = ex_buffer(p, "x", TD_BUF_SYMM, TD_F32, NR, W);
-  int32_t out = ex_buffer(p, "out", TD_BUF_OUTPUT, TD_F32, 1, W);
-  uint32_t s, idx;
-  td_plan_add_signal(p, "got", &s);
-  for (int r = 0; r < NR; r++) {
-    for (int k = 0; k < raises; k++) {
-      td_task t = ex_task(TD_TASK_COPY, TD_WORKER_COMM, 0, "put");
-      t.a = ex_view(in, TD_PEER_SELF, 0, 0, 1, W);
-      t.c = ex_view(x, (r + 1) % NR, r, 0, 1, W);
-      td_raise ra = {s, (r + 1) % NR, 1};
-      td_plan_add_task(p, r, &t, NULL, 0, NULL, 0, &ra, 1, &idx);
-    }
-    td_task t = ex_task(TD_TASK_COPY, TD_WORKER_COMPUTE, 0, "get");
-    t.a = ex_view(x, TD_PEER_SELF, (r + NR - 1) % NR, 0, 1, W);
-    t.c = ex_view(out, TD_PEER_SELF, 0, 0, 1, W);
-    td_wait wt = {s, TD_CMP_GE, (uint64_t)raises};
-    td_plan_add_task(p, r, &t, NULL, 0, &wt, 1, NULL, 0, &idx);
-  }
-  return td_plan_validate(p) == TD_OK ? p : NULL;
-}
+/* The ring of exec_harness.h (ex_ring). */
+static td_plan *ring(int raises) { return ex_ring(NR, raises, W); }
 
 static td_status note(agree_case *c, int rank, td_status st) {
   c->st[rank] = st;

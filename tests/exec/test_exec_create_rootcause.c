@@ -44,31 +44,8 @@ typedef struct rc_case {
   char after_msg[MAXR][1024];
 } rc_case;
 
-/* Ring over n ranks: rank r puts its input row into slot r of rank r+1's
- * symm buffer and raises "got" there; then waits for it and copies slot r-1
- * to its output. Uses symm buffers, signals and both worker classes. */
-static td_plan *ring(int n) {
-  td_plan *p = NULL;
-  if (td_plan_create(n, &p) != TD_OK)
-    return NULL;
-  int32_t in = ex_buffer(p, "in", TD_BUF_INPUT, TD_F32, 1, W), x = ex_buffer(p, "x", TD_BUF_SYMM, TD_F32, n, W);
-  int32_t out = ex_buffer(p, "out", TD_BUF_OUTPUT, TD_F32, 1, W);
-  uint32_t s, idx;
-  td_plan_add_signal(p, "got", &s);
-  for (int r = 0; r < n; r++) {
-    td_task t = ex_task(TD_TASK_COPY, TD_WORKER_COMM, 0, "put");
-    t.a = ex_view(in, TD_PEER_SELF, 0, 0, 1, W);
-    t.c = ex_view(x, (r + 1) % n, r, 0, 1, W);
-    td_raise ra = {s, (r + 1) % n, 1};
-    td_plan_add_task(p, r, &t, NULL, 0, NULL, 0, &ra, 1, &idx);
-    t = ex_task(TD_TASK_COPY, TD_WORKER_COMPUTE, 0, "get");
-    t.a = ex_view(x, TD_PEER_SELF, (r + n - 1) % n, 0, 1, W);
-    t.c = ex_view(out, TD_PEER_SELF, 0, 0, 1, W);
-    td_wait wt = {s, TD_CMP_GE, 1};
-    td_plan_add_task(p, r, &t, NULL, 0, &wt, 1, NULL, 0, &idx);
-  }
-  return td_plan_validate(p) == TD_OK ? p : NULL;
-}
+/* The ring of exec_harness.h (ex_ring). */
+static td_plan *ring(int n) { return ex_ring(n, 1, W); }
 
 /* After the failed create: the collective sequence is intact, and a new
  * executor works (rank 0 turns the hook off between two barriers, which

@@ -26,6 +26,16 @@
 #include "transport/transport.h"
 
 /* /dev/shm/<name>: a region header with creator `pid` (0: never initialised), last changed `age_s` ago. */
+/* Dates the object's times age_s seconds back (the sweep's age test), then closes it. */
+static void age_and_close(int fd, int age_s) {
+  struct timespec t[2];
+  clock_gettime(CLOCK_REALTIME, &t[0]);
+  t[0].tv_sec -= age_s;
+  t[1] = t[0];
+  assert_int_equal(futimens(fd, t), 0);
+  close(fd);
+}
+
 static void make_region(const char *name, int32_t pid, int age_s) {
   int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
   assert_true(fd >= 0);
@@ -38,12 +48,7 @@ static void make_region(const char *name, int32_t pid, int age_s) {
     atomic_store_explicit(&h->magic, TD__REGION_MAGIC, memory_order_release);
     munmap(h, sizeof *h);
   }
-  struct timespec t[2];
-  clock_gettime(CLOCK_REALTIME, &t[0]);
-  t[0].tv_sec -= age_s;
-  t[1] = t[0];
-  assert_int_equal(futimens(fd, t), 0);
-  close(fd);
+  age_and_close(fd, age_s);
 }
 
 static int exists(const char *name) {
@@ -106,12 +111,7 @@ static void make_file(const char *name, const char *text, size_t len, int age_s)
   int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
   assert_true(fd >= 0);
   assert_int_equal(write(fd, text, len), (ssize_t)len);
-  struct timespec t[2];
-  clock_gettime(CLOCK_REALTIME, &t[0]);
-  t[0].tv_sec -= age_s;
-  t[1] = t[0];
-  assert_int_equal(futimens(fd, t), 0);
-  close(fd);
+  age_and_close(fd, age_s);
 }
 
 static void test_foreign_files_kept(void **state) {

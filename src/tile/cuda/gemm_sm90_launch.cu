@@ -263,6 +263,19 @@ extern "C" size_t td__gemm_cuda_workspace_size(const td_gemm_problem *p, const t
   return 0; /* split-K is not compiled into this build yet */
 }
 
+/* The source table of a GATHER / KGATHER launch: `count` maps copied to the
+ * device table on the launch's stream, so they land before the kernel that
+ * reads them and after the previous launch that read the table. */
+static td_status td__upload_maps(const td__tensor_map *maps, int count, const void *table, void *stream,
+                                 const char *hook) {
+  cudaError_t err = cudaMemcpyAsync((void *)table, maps, (size_t)count * sizeof maps[0], cudaMemcpyHostToDevice,
+                                    (cudaStream_t)stream);
+  if (err != cudaSuccess)
+    return td__error(TD_ERR_CUDA, "gemm: uploading %d %s tensor maps failed: %s", count, hook,
+                     cudaGetErrorString(err));
+  return TD_OK;
+}
+
 /* td__gemm_cuda_run with the persistent grid sized for at most `sm_cap`
  * multiprocessors (0 = all of them). */
 static td_status td__run(const td_gemm_problem *p, const td_gemm_config *cfg, unsigned flags,
@@ -356,11 +369,7 @@ static td_status td__run(const td_gemm_problem *p, const td_gemm_config *cfg, un
         long long r0 = (long long)s * h.a_rows, rows = m - r0 < h.a_rows ? m - r0 : h.a_rows;
         TD_CHECK(td__make_map(&maps[s], a_src[s], dtype, rows, k, 64, e->bm, "A (a GATHER source)"));
       }
-      err = cudaMemcpyAsync((void *)h.a_maps, maps, (size_t)sources * sizeof maps[0], cudaMemcpyHostToDevice,
-                            (cudaStream_t)stream);
-      if (err != cudaSuccess)
-        return td__error(TD_ERR_CUDA, "gemm: uploading %d GATHER tensor maps failed: %s", sources,
-                         cudaGetErrorString(err));
+      TD_CHECK(td__upload_maps(maps, sources, h.a_maps, stream, "GATHER"));
       ma = maps[0];
     } else if (flags & TD_GEMM_HOOK_KGATHER) {
       /* A maps of every source, then B maps, in one table and one upload */
@@ -369,18 +378,14 @@ static td_status td__run(const td_gemm_problem *p, const td_gemm_config *cfg, un
         TD_CHECK(td__make_map(&maps[s], a_src[s], dtype, m, h.k_src, 64, e->bm, "A (a KGATHER source)"));
         TD_CHECK(td__make_map(&maps[sources + s], b_src[s], dtype, h.k_src, n, 64, 64, "B (a KGATHER source)"));
       }
-      err = cudaMemcpyAsync((void *)h.a_maps, maps, 2 * (size_t)sources * sizeof maps[0], cudaMemcpyHostToDevice,
-                            (cudaStream_t)stream);
-      if (err != cudaSuccess)
-        return td__error(TD_ERR_CUDA, "gemm: uploading %d KGATHER tensor maps failed: %s", 2 * sources,
-                         cudaGetErrorString(err));
+      TD_CHECK(td__upload_maps(maps, 2 * sources, h.a_maps, stream, "KGATHER"));
       ma = maps[0], mb = maps[sources];
     } else {
       TD_CHECK(td__make_map(&ma, p->a, dtype, m, k, 64, e->bm, "A"));
     }
-    if (flags & TD_GEMM_HOOK_KGATHER)
-      ; /* mb is source 0's B map, unused */
-    else if (b_kn)
+    if (flags & TD_GEMM_HOOK_KGATHER) {
+      /* mb is source 0's B map, set above; the kernel reads the table */
+    } else if (b_kn)
       TD_CHECK(td__make_map(&mb, p->b, dtype, k, n, 64, 64, "B[K,N]"));
     else
       TD_CHECK(td__make_map(&mb, p->b, dtype, n, k, 64, e->bn / cl, "B[N,K]"));
