@@ -15,6 +15,7 @@
 
 #include "compiler/compiler.h"
 #include "core/error.h"
+#include "core/format.h"
 #include "exec/backend.h" /* td__exec_create_cause, td__status_secondary */
 #include "tdist/config.h"
 #include "tdist/exec.h"
@@ -240,32 +241,17 @@ static td_status td__symm_fits(const td_compiled *c, int overlap) {
    * a heap of exactly `ask` MiB is enough; past the largest heap the config
    * accepts, no value is, and saying so beats suggesting one it refuses. */
   uint64_t ask = (need + ((uint64_t)1 << 20) - 1) >> 20;
+  char have[160];
   if (ask > ((uint64_t)1 << 20))
-    return td__error(TD_ERR_HEAP_EXHAUSTED, "the %s plan needs %llu bytes of symmetric memory per rank (%d symm "
-                     "buffer%s, %u signal words and the executor's %llu-byte control block, each rounded up to 64 "
-                     "bytes), more than the largest symmetric heap TD_SYMM_HEAP_SIZE allows (1024G); use smaller "
-                     "dims or more ranks",
-                     overlap ? "overlapped" : "sequential", (unsigned long long)need, nsymm, nsymm == 1 ? "" : "s",
-                     ns, (unsigned long long)td__exec_control_bytes(c->n));
+    snprintf(have, sizeof have, ", more than the largest symmetric heap TD_SYMM_HEAP_SIZE allows (1024G); use "
+             "smaller dims or more ranks");
+  else
+    snprintf(have, sizeof have, " but the symmetric heap holds %lld bytes per rank; set TD_SYMM_HEAP_SIZE=%lluM (or "
+             "more), or use smaller dims or more ranks", (long long)heap, (unsigned long long)ask);
   return td__error(TD_ERR_HEAP_EXHAUSTED, "the %s plan needs %llu bytes of symmetric memory per rank (%d symm "
                    "buffer%s, %u signal words and the executor's %llu-byte control block, each rounded up to 64 "
-                   "bytes) but the symmetric heap holds %lld bytes per rank; set TD_SYMM_HEAP_SIZE=%lluM (or more), "
-                   "or use smaller dims or more ranks",
-                   overlap ? "overlapped" : "sequential", (unsigned long long)need, nsymm, nsymm == 1 ? "" : "s",
-                   ns, (unsigned long long)td__exec_control_bytes(c->n), (long long)heap, (unsigned long long)ask);
-}
-
-/* Bytes for a message: GiB, MiB or KiB with one decimal, whichever is the
- * largest unit under the value (bytes below 1 KiB). */
-static void td__human(double b, char *buf, size_t cap) {
-  if (b >= 1073741824.0)
-    snprintf(buf, cap, "%.1f GiB", b / 1073741824.0);
-  else if (b >= 1048576.0)
-    snprintf(buf, cap, "%.1f MiB", b / 1048576.0);
-  else if (b >= 1024.0)
-    snprintf(buf, cap, "%.1f KiB", b / 1024.0);
-  else
-    snprintf(buf, cap, "%.0f bytes", b);
+                   "bytes)%s", overlap ? "overlapped" : "sequential", (unsigned long long)need, nsymm,
+                   nsymm == 1 ? "" : "s", ns, (unsigned long long)td__exec_control_bytes(c->n), have);
 }
 
 /* This machine's memory in bytes (physical, as the kernel reports it; 0 when
@@ -325,8 +311,8 @@ static td_status td__host_fits(const td_program *p, const td_compiled *c, const 
   if (!cuda && k > 0 && (size_t)k < sizeof parts)
     snprintf(parts + k, sizeof parts - (size_t)k, ", the symmetric buffers %.0f", symm);
   char nh[32], hh[32];
-  td__human(need, nh, sizeof nh);
-  td__human(have, hh, sizeof hh);
+  td__format_bytes(need, nh, sizeof nh);
+  td__format_bytes(have, hh, sizeof hh);
   return td__error(TD_ERR_NO_MEMORY, "the %s plan's run needs at least %.0f bytes (%s) of host memory (%s) "
                    "but %s %.0f bytes (%s); use smaller dims%s",
                    o->overlap ? "overlapped" : "sequential", need, nh, parts,

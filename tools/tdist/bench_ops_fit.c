@@ -28,6 +28,7 @@
 
 #include "bench_ops.h"
 #include "coll/coll_internal.h"
+#include "core/format.h"
 #include "exec/backend.h"
 
 /* Symmetric bytes per rank that side `v` needs at least. */
@@ -64,13 +65,6 @@ static double bo_host_operands(td_tp_kind kind, const bo_shape *s, td_dtype dt, 
   return (m * k + k * n + nsides * c) * es;
 }
 
-static void bo_human(double b, char *buf, size_t cap) {
-  if (b >= 1073741824.0)
-    snprintf(buf, cap, "%.1f GiB", b / 1073741824.0);
-  else
-    snprintf(buf, cap, "%.1f MiB", b / 1048576.0);
-}
-
 int bo_fit_check(td_tp_kind kind, const bo_shape *s, td_dtype dt, int ranks, int cuda, const td_tp_variant *sides,
                  const char *const *names, int nsides_tdist, int nsides_all, char *msg, size_t cap,
                  double *heap_need) {
@@ -87,19 +81,19 @@ int bo_fit_check(td_tp_kind kind, const bo_shape *s, td_dtype dt, int ranks, int
   double ask = ceil(need / 1048576.0);
   *heap_need = need;
   char hn[32], hh[32];
-  bo_human(need, hn, sizeof hn);
-  bo_human((double)heap, hh, sizeof hh);
+  td__format_bytes(need, hn, sizeof hn);
+  td__format_bytes((double)heap, hh, sizeof hh);
   if (need > (double)heap) {
     size_t off = (size_t)snprintf(msg, cap, "not run: the %d tdist side%s of this case need at least %.0f bytes "
                                   "(%s) of symmetric heap per rank together (",
                                   nsides_tdist, nsides_tdist == 1 ? "" : "s", need, hn);
     for (int i = 0; i < nsides_tdist && i < 16 && off < cap; i++) {
       char p[32];
-      bo_human(part[i], p, sizeof p);
+      td__format_bytes(part[i], p, sizeof p);
       off += (size_t)snprintf(msg + off, cap - off, "%s%s %s", i ? ", " : "", names[i], p);
     }
     char cb[32];
-    bo_human(coll, cb, sizeof cb);
+    td__format_bytes(coll, cb, sizeof cb);
     if (off < cap)
       off += (size_t)snprintf(msg + off, cap - off, ", the team's collective block %s; the sides are alive "
                               "together, as they alternate call by call) but TD_SYMM_HEAP_SIZE is %lld bytes (%s); ",
@@ -119,8 +113,8 @@ int bo_fit_check(td_tp_kind kind, const bo_shape *s, td_dtype dt, int ranks, int
   double phys = pages > 0 && psz > 0 ? (double)pages * (double)psz : 0;
   if (phys > 0 && host > phys) {
     char hb[32], pb[32];
-    bo_human(host, hb, sizeof hb);
-    bo_human(phys, pb, sizeof pb);
+    td__format_bytes(host, hb, sizeof hb);
+    td__format_bytes(phys, pb, sizeof pb);
     snprintf(msg, cap, "not run: on cpu the %d ranks' operands (A, B and one C per side, %d sides) and symmetric "
              "heaps need at least %.0f bytes (%s) of host memory together, but this machine has %.0f bytes (%s); "
              "run a smaller case, fewer ranks or fewer sides (--variants none)",
