@@ -243,6 +243,7 @@ int td_cmd_run(int argc, char **argv) {
         const char *e = td_last_error();
         int usage = !strncmp(e, "--input ", 8);
         int before = usage || !strncmp(e, "compiling the ", 14) || strstr(e, "set TD_SYMM_HEAP_SIZE=") != NULL ||
+                     strstr(e, "the largest symmetric heap TD_SYMM_HEAP_SIZE allows") != NULL ||
                      strstr(e, "of host memory (") != NULL;
         if (before)
           fprintf(stderr, "tdist run: %s\n", e);
