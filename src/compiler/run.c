@@ -310,6 +310,8 @@ static td_status td__host_fits(const td_program *p, const td_compiled *c, const 
     k += snprintf(parts + k, sizeof parts - (size_t)k, ", its f64 values for --check %.0f", ref);
   if (!cuda && k > 0 && (size_t)k < sizeof parts)
     snprintf(parts + k, sizeof parts - (size_t)k, ", the symmetric buffers %.0f", symm);
+  /* Dropping --check is a remedy only where the run then fits. */
+  const int without_check = o->check && need - ref <= have;
   char nh[32], hh[32];
   td__format_bytes(need, nh, sizeof nh);
   td__format_bytes(have, hh, sizeof hh);
@@ -317,7 +319,7 @@ static td_status td__host_fits(const td_program *p, const td_compiled *c, const 
                    "but %s %.0f bytes (%s); use smaller dims%s",
                    o->overlap ? "overlapped" : "sequential", need, nh, parts,
                    configured ? "TD_RUN_HOST_MEMORY allows" : "this machine has", have, hh,
-                   o->check ? ", or run without --check (the reference's values)" : " (every rank of a run "
+                   without_check ? ", or run without --check (the reference's values)" : " (every rank of a run "
                               "lives on this machine, so more ranks do not help)");
 }
 
