@@ -298,7 +298,13 @@ typedef struct td_program_run_result {
  * TD_ERR_UNSUPPORTED (cuda in a build without the CUDA executor),
  * TD_ERR_HEAP_EXHAUSTED (cpu: the plan's symmetric buffers and signal words
  * exceed TD_SYMM_HEAP_SIZE per rank; checked before any operand is
- * allocated, the message gives the total and the value to set), a compile
+ * allocated, the message gives the total and the value to set),
+ * TD_ERR_NO_MEMORY (the run needs more host memory than the machine has --
+ * physical memory, or TD_RUN_HOST_MEMORY bytes when set: every rank's
+ * operands, the reference's f64 inputs and, with check, values, and on cpu
+ * the symmetric buffers; checked before anything is allocated, each part
+ * named), TD_ERR_INVALID_ARG also for a malformed TD_RUN_HOST_MEMORY or
+ * TD_SYMM_HEAP_SIZE, a compile
  * error (prefixed "compiling the overlapped plan: " or "... sequential ..."),
  * TD_ERR_CUDA, those of td_program_compile, the executor's and the runtime's;
  * TD_ERR_CHECK_FAILED is not returned: a failing check sets pass = 0. When

@@ -304,7 +304,8 @@ static td_status td__host_fits(const td_program *p, const td_compiled *c, const 
   if (have <= 0 || need <= have)
     return TD_OK;
   char parts[256];
-  int k = snprintf(parts, sizeof parts, "the %d ranks' operands %.0f, the reference's f64 inputs %.0f", n, bufs,
+  int k = snprintf(parts, sizeof parts, "the %d rank%s operands %.0f, the reference's f64 inputs %.0f", n,
+                   n == 1 ? "'s" : "s'", bufs,
                    inputs);
   if (o->check && k > 0 && (size_t)k < sizeof parts)
     k += snprintf(parts + k, sizeof parts - (size_t)k, ", its f64 values for --check %.0f", ref);
@@ -356,10 +357,11 @@ td_status td_program_run(const td_program *p, const td_program_run_opts *o, td_p
     td__error_prefix("compiling the %s plan: ", o->overlap ? "overlapped" : "sequential");
     return cst;
   }
-  if (!cuda) /* cuda keeps symm buffers in a device arena, not on the host heap */
+  /* host memory first: a heap value it would suggest is no use when the run
+   * cannot fit the machine anyway */
+  cst = td__host_fits(p, c, o, cuda);
+  if (cst == TD_OK && !cuda) /* cuda keeps symm buffers in a device arena, not on the host heap */
     cst = td__symm_fits(c, o->overlap);
-  if (cst == TD_OK)
-    cst = td__host_fits(p, c, o, cuda);
   if (cst != TD_OK) {
     td_compiled_destroy(c);
     return cst;

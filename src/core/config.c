@@ -53,8 +53,9 @@ static const td__cfg_var td__vars[] = {
     {"TD_SYMM_HEAP_SIZE", TD__CFG_BYTES, "256M", 4096, INT64_C(1) << 40, NULL,
      "symmetric heap per rank in bytes (K/M/G suffixes)", NULL},
     {"TD_RUN_HOST_MEMORY", TD__CFG_BYTES, NULL, 1, INT64_C(1) << 50, NULL,
-     "host memory td_program_run / tdist run check a run against, bytes (K/M/G suffixes); default: the "
-     "machine's physical memory", NULL},
+     "host memory td_program_run / tdist run check a run against, bytes (K/M/G suffixes), in place of the "
+     "machine's physical memory (a larger value turns the check into one against it); default: physical "
+     "memory as sysconf reports it (cgroup limits not included)", NULL},
     {"TD_TRANSPORT", TD__CFG_STR, NULL, 0, 0, "local,shm", "host transport; default: shm for launched processes", NULL},
     {"TD_COLL_SINGLE_COPY", TD__CFG_INT, "1", 0, 1, NULL,
      "host collectives: 1 = peers read an ordinary (non-symmetric) src in place (memcpy, or process_vm_readv "
@@ -113,7 +114,8 @@ static const td__cfg_var td__vars[] = {
      "fused gemm_rs / gemm_ar: pull (each rank reduces its rows from the peers' whole partials), push (row blocks "
      "pushed to their owner as each is computed) or, for gemm_rs of ranks sharing one GPU, kgather (each rank "
      "computes its own rows in one launch of our tile over every rank's A and B in place: no partials; bf16, "
-     "K / ranks a multiple of 64; elsewhere auto's choice; not measured yet, so never auto's choice); auto = "
+     "K / ranks a multiple of 64, a KGATHER tile TD_OPS_FUSED_TILE allows; elsewhere auto's choice; not measured "
+     "yet, so never auto's choice); auto = "
      "push when some peer is on another GPU, else pull", NULL},
 };
 enum { TD__NVARS = sizeof td__vars / sizeof td__vars[0] };

@@ -7,9 +7,9 @@
 
 #include <stddef.h>
 
-/** Writes `bytes` as "<x.y> GiB", "MiB" or "KiB" (the largest unit not above
- * the value; powers of 1024), or "<n> bytes" below 1 KiB, into buf (cap
- * bytes, NUL-terminated). Thread-safe. */
+/** Writes `bytes` as "<x.y> KiB", "MiB", "GiB" or "TiB" (powers of 1024; the
+ * largest unit whose printed value is at least 1.0), or "<n> bytes" ("1 byte")
+ * below 1 KiB, into buf (cap bytes, NUL-terminated). Thread-safe. */
 void td__format_bytes(double bytes, char *buf, size_t cap);
 
 #endif

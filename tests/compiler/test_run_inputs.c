@@ -21,6 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "core/format.h"
 #include "tdist/tdist.h"
 #include "cli_test_util.h"
 
@@ -110,9 +111,13 @@ static void test_heap_too_small(void **state) {
   tdist_env(out, sizeof out, env, "run small.td --ranks 2 --iters 1 --rounds 1 --dims M=256,H=64,F=256");
   assert_null(strstr(out, "run failed")); /* nothing ran */
   /* Past the largest heap the config accepts: said so, with no TD_SYMM_HEAP_SIZE value it would refuse. */
+  /* (the host-memory check comes first: given a budget that passes it, the heap's refusal shows) */
+  expect_env("TD_SYMM_HEAP_SIZE=1024G TD_RUN_HOST_MEMORY=1048576G", "run small.td --ranks 2 --iters 1 --rounds 1 "
+             "--dims M=1048576,H=1048576,F=1048576", 1, "more than the largest symmetric heap TD_SYMM_HEAP_SIZE "
+             "allows (1024G); use smaller dims or more ranks");
+  /* without it, a run too large for the machine is told so, not given a heap size to set */
   expect_env("TD_SYMM_HEAP_SIZE=1024G", "run small.td --ranks 2 --iters 1 --rounds 1 --dims M=1048576,H=1048576,"
-             "F=1048576", 1, "more than the largest symmetric heap TD_SYMM_HEAP_SIZE allows (1024G); use smaller "
-             "dims or more ranks");
+             "F=1048576", 1, "of host memory (");
   tdist_env(out, sizeof out, "TD_SYMM_HEAP_SIZE=1024G", "run small.td --ranks 2 --iters 1 --rounds 1 --dims "
             "M=1048576,H=1048576,F=1048576");
   assert_null(strstr(out, "run failed")); /* refused before anything ran, as the smaller heap above */
@@ -144,6 +149,21 @@ static void test_host_memory(void **state) {
   assert_null(strstr(out, "without --check")); /* 4 KiB is too little either way */
   expect_env("TD_RUN_HOST_MEMORY=64M", args, 0, "result: PASS"); /* enough */
   expect_env("TD_RUN_HOST_MEMORY=plenty", run, 2, "TD_RUN_HOST_MEMORY='plenty' is not a byte count");
+}
+
+/* The byte counts these messages print: the unit follows the printed value
+ * (no "1024.0 KiB"), and one byte is singular. */
+static void test_format_bytes(void **state) {
+  (void)state;
+  char b[32];
+  const struct { double v; const char *want; } cases[] = {
+      {0, "0 bytes"},          {1, "1 byte"},           {1023, "1023 bytes"},   {1024, "1.0 KiB"},
+      {1048575, "1.0 MiB"},    {1048576, "1.0 MiB"},    {4096, "4.0 KiB"},      {1073741823, "1.0 GiB"},
+      {25276059648.0, "23.5 GiB"}, {1099511627776.0 * 3, "3.0 TiB"}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    td__format_bytes(cases[i].v, b, sizeof b);
+    assert_string_equal(b, cases[i].want);
+  }
 }
 
 /* D2: --backend cuda checks the GPU before making inputs (or the build refuses cuda). */
@@ -321,6 +341,7 @@ int main(void) {
   write_file("small.td", small);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_heap_too_small),     cmocka_unit_test(test_host_memory),
+      cmocka_unit_test(test_format_bytes),
       cmocka_unit_test(test_cuda_checked_first),
       cmocka_unit_test(test_nonfinite_inputs),   cmocka_unit_test(test_directory_program),
       cmocka_unit_test(test_dims_messages),      cmocka_unit_test(test_npy_and_before_run),

@@ -287,21 +287,33 @@ static td_status td__f_pick_config(td_tp_op *op, td__tp_fused *f, int m, int n, 
  * divides a part (TD_OPS_FUSED_TILE may name one). Returns 1 and sets
  * f->cfg when the shape runs that way (td__tp_fused_ag_gather: can, and for
  * AUTO (forced == 0) should), else 0. */
-static int td__f_gather_config(const td_tp_op *op, td__tp_fused *f, int forced) {
-  if (!td__gemm_cuda_run_gather || !td__gemm_cuda_configs_hooked)
+/* The configurations compiled with `hooks` for this operator's dtype (B as
+ * [K,N]) that TD_OPS_FUSED_TILE allows: none when it asks for cuBLAS, the
+ * one it names (if compiled with the hook), else all; at most 16, into all.
+ * Shared by the gather and kgather schedules. */
+static int td__f_hooked_configs(const td_tp_op *op, unsigned hooks, td_gemm_config all[16]) {
+  if (!td__gemm_cuda_configs_hooked)
     return 0;
-  td_gemm_config all[16];
-  int cnt = td__gemm_cuda_configs_hooked(op->d.dtype, TD_GEMM_B_KN, TD_GEMM_HOOK_GATHER, all, 16);
+  int cnt = td__gemm_cuda_configs_hooked(op->d.dtype, TD_GEMM_B_KN, hooks, all, 16);
   const char *want = NULL;
   if (td_config_str("TD_OPS_FUSED_TILE", &want) != TD_OK || (want && !strcmp(want, "cublas")))
     return 0;
   int bm = 0, bn = 0, cl = 1, usable = 0;
   if (want && strcmp(want, "tiles") && sscanf(want, "%dx%dc%d", &bm, &bn, &cl) < 2)
     return 0;
-  int bms[16];
-  for (int i = 0; i < cnt && i < 16; i++) /* the named one, if any, else all */
+  for (int i = 0; i < cnt && i < 16; i++)
     if (!bm || (all[i].bm == bm && all[i].bn == bn && all[i].cluster == cl))
-      bms[usable] = all[i].bm, all[usable++] = all[i];
+      all[usable++] = all[i];
+  return usable;
+}
+
+static int td__f_gather_config(const td_tp_op *op, td__tp_fused *f, int forced) {
+  if (!td__gemm_cuda_run_gather)
+    return 0;
+  td_gemm_config all[16];
+  int usable = td__f_hooked_configs(op, TD_GEMM_HOOK_GATHER, all), bms[16];
+  for (int i = 0; i < usable; i++)
+    bms[i] = all[i].bm;
   if (!td__tp_fused_ag_gather(f->multi, op->d.m, f->n, f->nb, f->esz, bms, usable, forced))
     return 0;
   int fit = 0; /* those whose BM divides a part */
@@ -367,20 +379,20 @@ static td_status td__f_rs_mode(td__tp_fused *f) {
  * measured first): each rank computes its own rows of the sum in one launch
  * of our tile over every rank's A and B in place (the KGATHER hook), so no
  * partial is written, pulled or reduced. Needs bf16, K / ranks a multiple of
- * 64 and a compiled KGATHER configuration; otherwise auto's choice runs (pull
+ * 64 and a compiled KGATHER configuration that TD_OPS_FUSED_TILE allows (not
+ * cublas; a named tile if compiled with the hook); otherwise auto's choice runs (pull
  * on one GPU, push across GPUs: td__f_rs_mode). Returns 1
  * and sets f->cfg when it runs. */
 static int td__f_rs_kgather_config(const td_tp_op *op, td__tp_fused *f) {
   const char *mode = NULL;
   if (td_config_str("TD_OPS_FUSED_RS", &mode) != TD_OK || !mode || strcmp(mode, "kgather") ||
-      op->d.kind != TD_TP_GEMM_RS || f->multi || !td__gemm_cuda_run_kgather || !td__gemm_cuda_configs_hooked ||
-      (op->d.k / f->n) % 64 != 0)
+      op->d.kind != TD_TP_GEMM_RS || f->multi || !td__gemm_cuda_run_kgather || (op->d.k / f->n) % 64 != 0)
     return 0;
   td_gemm_config all[16];
-  int cnt = td__gemm_cuda_configs_hooked(op->d.dtype, TD_GEMM_B_KN, TD_GEMM_HOOK_KGATHER, all, 16);
+  int cnt = td__f_hooked_configs(op, TD_GEMM_HOOK_KGATHER, all);
   if (cnt < 1)
     return 0;
-  f->cfg = all[td__f_least_work(f, all, cnt < 16 ? cnt : 16, (int)f->rows[0], (int)op->d.n, 1)];
+  f->cfg = all[td__f_least_work(f, all, cnt, (int)f->rows[0], (int)op->d.n, 1)];
   return 1;
 }
 
