@@ -418,7 +418,7 @@ static void kgather_case(const td_gemm_config *cfg, int sources, long long k_src
   }
   void *maps = gt_device_copy(NULL, 16 * TD_GEMM_MAP_BYTES), *dc = gt_device_copy(NULL, (size_t)m * n * 2);
   td_gemm_problem p = {m, n, k, TD_BF16, TD_GEMM_B_KN, NULL, NULL, dc, NULL};
-  td_status st = td__gemm_cuda_run_kgather(&p, cfg, as, bs, sources, k_src, maps, NULL);
+  td_status st = td__gemm_cuda_run_kgather(&p, cfg, as, bs, sources, k_src, maps, 0, NULL, NULL);
   if (st != TD_OK)
     fprintf(stderr, "%s\n", td_last_error());
   assert_int_equal(st, TD_OK);

@@ -295,7 +295,7 @@ static td_status td__f_rs_kgather(td_tp_op *op, td__tp_fused *f, void *c, const 
     }
     td_gemm_problem pr = {(int)f->rows[r], (int)op->d.n, (int)op->d.k, op->d.dtype, TD_GEMM_B_KN, NULL, NULL, c,
                           NULL};
-    gst = td__gemm_cuda_run_kgather(&pr, &f->cfg, as, bs, n, kp, f->kmaps, f->s);
+    gst = td__gemm_cuda_run_kgather(&pr, &f->cfg, as, bs, n, kp, f->kmaps, 0, NULL, f->s);
   }
   td__f_keep(&st, td__f_setv(f->s, f->ctl + TD__CTL_FIN, e));
   td_status fin = td__f_finish(op, f);

@@ -59,7 +59,21 @@
  *                       ReduceScatter of ranks that share a GPU: rank r
  *                       computes its own rows of the sum directly from every
  *                       rank's A and B, with no partial sums to reduce
- *                       (td__gemm_cuda_run_kgather). sm_90a, B as [K,N], alone.
+ *                       (td__gemm_cuda_run_kgather). sm_90a, B as [K,N]; with
+ *                       no other hook, or with PUSH or BCAST (below) to route
+ *                       the rows: then one launch computes every rank's rows
+ *                       of the sum at once (each B read once, not once per
+ *                       rank) and stores them where their owners want them.
+ *   TD_GEMM_HOOK_BCAST  every output row goes to each of dst[0..bcast_peers)
+ *                       at the same row (row length N), C is ignored: the
+ *                       finished rows of GEMM + AllReduce stored straight into
+ *                       every rank's output. Not with PUSH or ACCUMULATE.
+ *
+ * PUSH's row split: with push_long_peers = 0 every peer owns rows_per_peer
+ * rows (the last may own fewer); with push_long_peers = L > 0 the first L
+ * peers own rows_per_peer rows and the others rows_per_peer - 1, which is
+ * td_chunk_range's split of M over the peers (L = M % peers). The second
+ * form is for KGATHER's routing only: RAISE refuses it.
  *
  * Scope of the hooks' synchronisation (td_gemm_hooks.scope): system scope by
  * default (0), which is right whatever reads or writes the signals: the host,
@@ -94,7 +108,8 @@ typedef unsigned long long td__gemm_u64;
 #define TD_GEMM_HOOK_ALL 15u /* the signalling hooks: WAIT | RAISE | PUSH | ACCUMULATE */
 #define TD_GEMM_HOOK_GATHER 16u
 #define TD_GEMM_HOOK_KGATHER 32u
-#define TD_GEMM_HOOK_KNOWN 63u
+#define TD_GEMM_HOOK_BCAST 64u
+#define TD_GEMM_HOOK_KNOWN 127u
 /* Bytes of one tensor map in a GATHER table (a CUtensorMap). */
 #define TD_GEMM_MAP_BYTES 128
 /* Most sources a GATHER launch reads A from. */
@@ -142,6 +157,8 @@ typedef struct td_gemm_hooks {
   long long a_rows;                  /* GATHER: A rows per source (the last may hold fewer) */
   const void *b_maps;                /* KGATHER: device array, one B map per source */
   long long k_src;                   /* KGATHER: K per source, a multiple of 64 */
+  long long push_long_peers;         /* PUSH: peers owning rows_per_peer rows, the rest one fewer; 0 = all */
+  int bcast_peers;                   /* BCAST: rows go to each of dst[0..bcast_peers), 1..TD_GEMM_MAX_PEERS */
 } td_gemm_hooks;
 
 #if !defined(__CUDACC_RTC__)
@@ -239,14 +256,23 @@ td_status td__gemm_cuda_run_gather(const td_gemm_problem *problem, const td_gemm
  * for td__gemm_cuda_run; B's layout must be TD_GEMM_B_KN. Builds 2 x sources
  * tensor maps on the host and copies them into `map_buf` (device, at least
  * 2 * sources * TD_GEMM_MAP_BYTES bytes, 64-byte aligned) on `stream`, then
- * launches. Asynchronous. Errors: those of td__gemm_cuda_run;
- * TD_ERR_INVALID_ARG (NULL tables, entries or map_buf, sources outside
- * 1..TD_GEMM_MAX_SOURCES, K != sources * k_src, a misaligned map_buf, B not
- * [K,N]), TD_ERR_SHAPE (k_src not a multiple of 64), TD_ERR_UNSUPPORTED (not
- * an sm_90a configuration compiled with the hook). Thread-safe. */
+ * launches. `route` picks where the rows go: 0 (C; `out` may be NULL),
+ * TD_GEMM_HOOK_PUSH (row r to its owner's buffer out->dst[peer], split by
+ * out->rows_per_peer and out->push_long_peers; problem->c ignored) or
+ * TD_GEMM_HOOK_BCAST (every row to each of out->dst[0..out->bcast_peers));
+ * only those fields of `out` are read. Asynchronous. Errors: those of
+ * td__gemm_cuda_run; TD_ERR_INVALID_ARG (NULL tables, entries or map_buf,
+ * sources outside 1..TD_GEMM_MAX_SOURCES, K != sources * k_src, a misaligned
+ * map_buf, B not [K,N], route not one of the three, `out` NULL with a route,
+ * a NULL dst the rows need, a split that leaves rows without an owner or
+ * needs more than TD_GEMM_MAX_PEERS, bcast_peers outside
+ * 1..TD_GEMM_MAX_PEERS), TD_ERR_SHAPE (k_src not a multiple of 64),
+ * TD_ERR_UNSUPPORTED (not an sm_90a configuration compiled with KGATHER and
+ * that route). Thread-safe. */
 td_status td__gemm_cuda_run_kgather(const td_gemm_problem *problem, const td_gemm_config *config,
                                     const void *const *a_src, const void *const *b_src, int sources,
-                                    long long k_src, void *map_buf, void *stream);
+                                    long long k_src, void *map_buf, unsigned route, const td_gemm_hooks *out,
+                                    void *stream);
 
 /** The sm_90a configurations compiled with exactly the hook flags `hooks`
  * for (dtype, b_layout), as td__gemm_cuda_configs lists the hook-free ones:

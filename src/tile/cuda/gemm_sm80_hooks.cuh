@@ -106,13 +106,24 @@ __device__ __forceinline__ int td__gemm_wait_rows(const td_gemm_hooks &h, long l
   return 0;
 }
 
-/* Where output row `row` goes: C, or the owning peer's buffer under PUSH. */
+/* Where output row `row` goes: C, or the owning peer's buffer under PUSH
+ * (gemm.h: the split, rows_per_peer each, or td_chunk_range's when
+ * push_long_peers > 0). */
 template <int DTYPE, unsigned HOOKS>
 __device__ __forceinline__ td__gemm_u16 *td__gemm_out_row(td__gemm_u16 *c, const td_gemm_hooks &h, int n,
                                                      long long row) {
   if constexpr ((HOOKS & TD_GEMM_HOOK_PUSH) != 0) {
-    long long peer = row / h.rows_per_peer;
-    return (td__gemm_u16 *)h.dst[peer] + (row - peer * h.rows_per_peer) * (long long)n;
+    const long long rpp = h.rows_per_peer, longs = h.push_long_peers * rpp;
+    long long peer, local;
+    if (h.push_long_peers == 0 || row < longs) {
+      peer = row / rpp;
+      local = row - peer * rpp;
+    } else { /* past the long peers every peer owns rpp - 1 >= 1 rows (the launcher checked) */
+      const long long q = (row - longs) / (rpp - 1);
+      peer = h.push_long_peers + q;
+      local = row - longs - q * (rpp - 1);
+    }
+    return (td__gemm_u16 *)h.dst[peer] + local * (long long)n;
   } else {
     return c + row * (long long)n;
   }

@@ -258,8 +258,13 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
   constexpr bool WAIT = (HOOKS & TD_GEMM_HOOK_WAIT) != 0, RAISE = (HOOKS & TD_GEMM_HOOK_RAISE) != 0;
   constexpr bool GATHER = (HOOKS & TD_GEMM_HOOK_GATHER) != 0, KGATHER = (HOOKS & TD_GEMM_HOOK_KGATHER) != 0;
   static_assert(!GATHER || HOOKS == TD_GEMM_HOOK_GATHER, "GATHER is not combined with other hooks");
-  static_assert(!KGATHER || (HOOKS == TD_GEMM_HOOK_KGATHER && B_KN && CLUSTER == 1),
-                "KGATHER runs alone, with B as [K,N] and no cluster");
+  constexpr bool BCAST = (HOOKS & TD_GEMM_HOOK_BCAST) != 0;
+  static_assert(!KGATHER || ((HOOKS == TD_GEMM_HOOK_KGATHER || HOOKS == (TD_GEMM_HOOK_KGATHER | TD_GEMM_HOOK_PUSH) ||
+                              HOOKS == (TD_GEMM_HOOK_KGATHER | TD_GEMM_HOOK_BCAST)) &&
+                             B_KN && CLUSTER == 1),
+                "KGATHER runs alone or with PUSH or BCAST routing its rows, with B as [K,N] and no cluster");
+  static_assert(!BCAST || (HOOKS & (TD_GEMM_HOOK_PUSH | TD_GEMM_HOOK_ACCUMULATE)) == 0,
+                "BCAST stores every row to every destination: not with PUSH or ACCUMULATE");
   constexpr bool EARLY_WAIT = WAIT && (XV & 16) == 0;   /* first tile's acquire before the set-up */
   constexpr bool INLINE_RAISE = RAISE && (XV & 32) == 0; /* last tile raised by the consumers */
   if (threadIdx.x == 0)
@@ -644,26 +649,35 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
 #pragma unroll
         for (int h = 0; h < 2; h++) {
           long long r = r0 + 8 * h;
-          if constexpr ((HOOKS & TD_GEMM_HOOK_ACCUMULATE) == 0 && BN % 32 == 0) {
-            /* 16-byte stores after a transpose inside each quad of lanes */
-            const bool valid = r < m;
-            td__gemm_u16 *rowp = valid ? td__gemm_out_row<DTYPE, HOOKS>(c, hooks, n, r) : c;
-            const bool v16 = (n % 8) == 0 && ((unsigned long long)rowp & 15ull) == 0;
+          /* BCAST: the same row into every destination, one after the
+           * other (the count is the same in every lane: the quads' shuffles
+           * stay convergent) */
+          const int outs = BCAST ? hooks.bcast_peers : 1;
+          for (int o = 0; o < outs; o++) {
+            if constexpr ((HOOKS & TD_GEMM_HOOK_ACCUMULATE) == 0 && BN % 32 == 0) {
+              /* 16-byte stores after a transpose inside each quad of lanes */
+              const bool valid = r < m;
+              td__gemm_u16 *rowp = !valid ? c
+                                   : BCAST ? (td__gemm_u16 *)hooks.dst[o] + r * (long long)n
+                                           : td__gemm_out_row<DTYPE, HOOKS>(c, hooks, n, r);
+              const bool v16 = (n % 8) == 0 && ((unsigned long long)rowp & 15ull) == 0;
 #pragma unroll
-            for (int jj = 0; jj < BN / 32; jj++) {
-              const float *a4 = &acc[x][16 * jj + 2 * h];
-              td__gemm_put_quad<DTYPE>(rowp, tn * BN + 32 * jj, n, valid, v16,
-                                       td__gemm_pack2<DTYPE>(a4[0], a4[1]),
-                                       td__gemm_pack2<DTYPE>(a4[4], a4[5]),
-                                       td__gemm_pack2<DTYPE>(a4[8], a4[9]),
-                                       td__gemm_pack2<DTYPE>(a4[12], a4[13]));
+              for (int jj = 0; jj < BN / 32; jj++) {
+                const float *a4 = &acc[x][16 * jj + 2 * h];
+                td__gemm_put_quad<DTYPE>(rowp, tn * BN + 32 * jj, n, valid, v16,
+                                         td__gemm_pack2<DTYPE>(a4[0], a4[1]),
+                                         td__gemm_pack2<DTYPE>(a4[4], a4[5]),
+                                         td__gemm_pack2<DTYPE>(a4[8], a4[9]),
+                                         td__gemm_pack2<DTYPE>(a4[12], a4[13]));
+              }
+            } else if (r < m) {
+              td__gemm_u16 *rowp = BCAST ? (td__gemm_u16 *)hooks.dst[o] + r * (long long)n
+                                         : td__gemm_out_row<DTYPE, HOOKS>(c, hooks, n, r);
+#pragma unroll
+              for (int j = 0; j < BN / 8; j++)
+                td__gemm_put2<DTYPE, HOOKS>(rowp, col0 + 8 * j, n, vec, acc[x][4 * j + 2 * h],
+                                            acc[x][4 * j + 2 * h + 1]);
             }
-          } else if (r < m) {
-            td__gemm_u16 *rowp = td__gemm_out_row<DTYPE, HOOKS>(c, hooks, n, r);
-#pragma unroll
-            for (int j = 0; j < BN / 8; j++)
-              td__gemm_put2<DTYPE, HOOKS>(rowp, col0 + 8 * j, n, vec, acc[x][4 * j + 2 * h],
-                                          acc[x][4 * j + 2 * h + 1]);
           }
         }
       }

@@ -31,6 +31,12 @@ static const td__gemm_kernel_entry td__kn[] = {
     /* GEMM + ReduceScatter of ranks sharing a GPU without partial sums (fused gemm_rs kgather) */
     td__entry<128, 256, 4, 8, TD_GEMM_DT_BF16, TD_GEMM_HOOK_KGATHER>(),
     td__entry<128, 128, 6, 8, TD_GEMM_DT_BF16, TD_GEMM_HOOK_KGATHER>(),
+    /* the same for every rank at once, each row stored at its owner's
+     * (gemm_rs) or at every rank's (gemm_ar): one launch, B read once */
+    td__entry<128, 256, 4, 8, TD_GEMM_DT_BF16, TD_GEMM_HOOK_KGATHER | TD_GEMM_HOOK_PUSH>(),
+    td__entry<128, 128, 6, 8, TD_GEMM_DT_BF16, TD_GEMM_HOOK_KGATHER | TD_GEMM_HOOK_PUSH>(),
+    td__entry<128, 256, 4, 8, TD_GEMM_DT_BF16, TD_GEMM_HOOK_KGATHER | TD_GEMM_HOOK_BCAST>(),
+    td__entry<128, 128, 6, 8, TD_GEMM_DT_BF16, TD_GEMM_HOOK_KGATHER | TD_GEMM_HOOK_BCAST>(),
 };
 
 extern "C" const td__gemm_kernel_entry *td__gemm_sm90_kernels_kn(int *count) {

@@ -195,9 +195,15 @@ static td_status td__check(const td_gemm_problem *p, const td_gemm_config *cfg, 
   if ((flags & TD_GEMM_HOOK_GATHER) && flags != TD_GEMM_HOOK_GATHER)
     return td__error(TD_ERR_UNSUPPORTED, "gemm: hook flags 0x%x combine GATHER with other hooks; GATHER "
                      "(0x%x) runs alone", flags, TD_GEMM_HOOK_GATHER);
-  if ((flags & TD_GEMM_HOOK_KGATHER) && flags != TD_GEMM_HOOK_KGATHER)
+  if ((flags & TD_GEMM_HOOK_KGATHER) && flags != TD_GEMM_HOOK_KGATHER &&
+      flags != (TD_GEMM_HOOK_KGATHER | TD_GEMM_HOOK_PUSH) && flags != (TD_GEMM_HOOK_KGATHER | TD_GEMM_HOOK_BCAST))
     return td__error(TD_ERR_UNSUPPORTED, "gemm: hook flags 0x%x combine KGATHER with other hooks; KGATHER "
-                     "(0x%x) runs alone", flags, TD_GEMM_HOOK_KGATHER);
+                     "(0x%x) runs alone or with PUSH (0x%x) or BCAST (0x%x)", flags, TD_GEMM_HOOK_KGATHER,
+                     TD_GEMM_HOOK_PUSH, TD_GEMM_HOOK_BCAST);
+  if ((flags & TD_GEMM_HOOK_BCAST) && (flags & ~(TD_GEMM_HOOK_BCAST | TD_GEMM_HOOK_KGATHER)))
+    return td__error(TD_ERR_UNSUPPORTED, "gemm: hook flags 0x%x combine BCAST with hooks other than KGATHER; "
+                     "BCAST (0x%x) stores every row to every destination, alone or with KGATHER", flags,
+                     TD_GEMM_HOOK_BCAST);
   if (flags && !hooks)
     return td__error(TD_ERR_INVALID_ARG, "gemm: hook flags 0x%x given without a hooks description",
                      flags);
@@ -218,24 +224,49 @@ static td_status td__check(const td_gemm_problem *p, const td_gemm_config *cfg, 
                      p->n);
   const unsigned in_place = TD_GEMM_HOOK_GATHER | TD_GEMM_HOOK_KGATHER; /* operands from source tables */
   if ((!p->a && !(flags & in_place)) || (!p->b && !(flags & TD_GEMM_HOOK_KGATHER)) ||
-      (!p->c && !(flags & TD_GEMM_HOOK_PUSH)))
-    return td__error(TD_ERR_INVALID_ARG, "gemm: A, B and C (unless the PUSH hook) must be device pointers, not NULL");
+      (!p->c && !(flags & (TD_GEMM_HOOK_PUSH | TD_GEMM_HOOK_BCAST))))
+    return td__error(TD_ERR_INVALID_ARG, "gemm: A, B and C (unless the PUSH or BCAST hook) must be device pointers, "
+                     "not NULL");
   if ((flags & TD_GEMM_HOOK_WAIT) && (!hooks->wait_signals || hooks->wait_rows < 1))
     return td__error(TD_ERR_INVALID_ARG, "gemm: the WAIT hook needs wait_signals and wait_rows >= 1");
   if ((flags & TD_GEMM_HOOK_RAISE) && (!hooks->raise_signals[0] || hooks->raise_rows < 1))
     return td__error(TD_ERR_INVALID_ARG, "gemm: the RAISE hook needs raise_signals[0] and raise_rows >= 1");
   if (flags & TD_GEMM_HOOK_PUSH) {
-    if (hooks->rows_per_peer < 1)
+    const long long rpp = hooks->rows_per_peer, longs = hooks->push_long_peers;
+    if (rpp < 1)
       return td__error(TD_ERR_INVALID_ARG, "gemm: the PUSH hook needs rows_per_peer >= 1");
-    long long peers = ((long long)p->m + hooks->rows_per_peer - 1) / hooks->rows_per_peer;
+    if (longs < 0 || longs > TD_GEMM_MAX_PEERS)
+      return td__error(TD_ERR_INVALID_ARG, "gemm: PUSH push_long_peers=%lld; 0..%d are allowed", longs,
+                       TD_GEMM_MAX_PEERS);
+    if (longs > 0 && (flags & TD_GEMM_HOOK_RAISE))
+      return td__error(TD_ERR_UNSUPPORTED, "gemm: PUSH with push_long_peers=%lld cannot RAISE (its signals follow "
+                       "rows_per_peer alone); use push_long_peers=0", longs);
+    long long peers;
+    if (longs == 0 || p->m <= longs * rpp) {
+      peers = ((long long)p->m + rpp - 1) / rpp;
+    } else {
+      if (rpp < 2)
+        return td__error(TD_ERR_INVALID_ARG, "gemm: PUSH with M=%d, rows_per_peer=1 and push_long_peers=%lld "
+                         "leaves rows %lld.. without an owner (the peers past the long ones own 0 rows)",
+                         p->m, longs, longs);
+      peers = longs + ((long long)p->m - longs * rpp + rpp - 2) / (rpp - 1);
+    }
     if (peers > TD_GEMM_MAX_PEERS)
       return td__error(TD_ERR_INVALID_ARG,
-                       "gemm: PUSH with M=%d and rows_per_peer=%lld needs %lld peers; at most %d",
-                       p->m, hooks->rows_per_peer, peers, TD_GEMM_MAX_PEERS);
+                       "gemm: PUSH with M=%d, rows_per_peer=%lld and push_long_peers=%lld needs %lld peers; at most "
+                       "%d", p->m, rpp, longs, peers, TD_GEMM_MAX_PEERS);
     for (long long i = 0; i < peers; i++)
       if (!hooks->dst[i] || ((flags & TD_GEMM_HOOK_RAISE) && !hooks->raise_signals[i]))
         return td__error(TD_ERR_INVALID_ARG, "gemm: PUSH needs dst[%lld]%s for the rows it owns",
                          i, (flags & TD_GEMM_HOOK_RAISE) ? " and raise_signals[i]" : "");
+  }
+  if (flags & TD_GEMM_HOOK_BCAST) {
+    if (hooks->bcast_peers < 1 || hooks->bcast_peers > TD_GEMM_MAX_PEERS)
+      return td__error(TD_ERR_INVALID_ARG, "gemm: BCAST bcast_peers=%d; 1..%d are allowed", hooks->bcast_peers,
+                       TD_GEMM_MAX_PEERS);
+    for (int i = 0; i < hooks->bcast_peers; i++)
+      if (!hooks->dst[i])
+        return td__error(TD_ERR_INVALID_ARG, "gemm: BCAST needs dst[%d] (bcast_peers=%d)", i, hooks->bcast_peers);
   }
   if (cfg->split_k > 1 && flags)
     return td__error(TD_ERR_UNSUPPORTED, "gemm: split_k=%d cannot be combined with hooks",
@@ -487,7 +518,8 @@ extern "C" td_status td__gemm_cuda_run_gather(const td_gemm_problem *p, const td
 
 extern "C" td_status td__gemm_cuda_run_kgather(const td_gemm_problem *p, const td_gemm_config *cfg,
                                                const void *const *a_src, const void *const *b_src, int sources,
-                                               long long k_src, void *map_buf, void *stream) {
+                                               long long k_src, void *map_buf, unsigned route,
+                                               const td_gemm_hooks *out, void *stream) {
   if (!p || !cfg)
     return td__error(TD_ERR_INVALID_ARG, "gemm: problem and config must not be NULL");
   if (cfg->arch != TD_GEMM_SM90)
@@ -515,12 +547,23 @@ extern "C" td_status td__gemm_cuda_run_kgather(const td_gemm_problem *p, const t
     if (!a_src[s] || !b_src[s])
       return td__error(TD_ERR_INVALID_ARG, "gemm: KGATHER source %d of %d has a NULL %s", s, sources,
                        !a_src[s] ? "A" : "B");
+  if (route != 0 && route != TD_GEMM_HOOK_PUSH && route != TD_GEMM_HOOK_BCAST)
+    return td__error(TD_ERR_INVALID_ARG, "gemm: KGATHER route 0x%x; 0 (C), TD_GEMM_HOOK_PUSH (0x%x) or "
+                     "TD_GEMM_HOOK_BCAST (0x%x) are allowed", route, TD_GEMM_HOOK_PUSH, TD_GEMM_HOOK_BCAST);
+  if (route && !out)
+    return td__error(TD_ERR_INVALID_ARG, "gemm: KGATHER route 0x%x needs its destinations (out is NULL)", route);
   td_gemm_hooks h;
   memset(&h, 0, sizeof h);
+  if (route) { /* the routing fields alone: the rest of *out is not the caller's to set here */
+    memcpy(h.dst, out->dst, sizeof h.dst);
+    h.rows_per_peer = out->rows_per_peer;
+    h.push_long_peers = out->push_long_peers;
+    h.bcast_peers = out->bcast_peers;
+  }
   h.a_maps = map_buf;
   h.b_maps = (const char *)map_buf + (size_t)sources * TD_GEMM_MAP_BYTES;
   h.k_src = k_src;
-  return td__run(p, cfg, TD_GEMM_HOOK_KGATHER, &h, stream, 0, a_src, sources, b_src);
+  return td__run(p, cfg, TD_GEMM_HOOK_KGATHER | route, &h, stream, 0, a_src, sources, b_src);
 }
 
 extern "C" int td__gemm_cuda_configs_hooked(td_dtype dtype, int b_layout, unsigned hooks, td_gemm_config *out,
