@@ -104,19 +104,23 @@ static const td__cfg_var td__vars[] = {
      "of >= 512 rows whose B rows are not whole 128-byte lines, which take batched (direct for unequal parts) "
      "like any part of >= 512 rows, unless TD_OPS_FUSED_AG_GEMMS is set; else copy",
      NULL},
-    {"TD_OPS_FUSED_AR", TD__CFG_STR, "auto", 0, 0, "auto,two-shot,all-push",
-     "fused gemm_ar above 1 MiB of output: two-shot (reduce-scatter, then all-gather of the reduced rows) or "
+    {"TD_OPS_FUSED_AR", TD__CFG_STR, "auto", 0, 0, "auto,two-shot,all-push,kgather",
+     "fused gemm_ar: two-shot (reduce-scatter, then all-gather of the reduced rows; above 1 MiB of output), "
      "all-push (every rank pushes each row block of its partial to every peer as it is computed, then reduces all "
-     "rows locally: n - 1 times the bytes, no all-gather); auto = all-push for 2 ranks on 2 GPUs and M > 4096, else "
-     "two-shot",
+     "rows locally: n - 1 times the bytes, no all-gather) or, for ranks sharing one GPU, kgather (one launch of our "
+     "tile over every rank's A and B in place computes every row over the whole K and stores it into every rank's "
+     "output: no partials; bf16, K / ranks a multiple of 64, a KGATHER tile TD_OPS_FUSED_TILE allows; elsewhere "
+     "auto's choice); auto = kgather on one shared GPU where it can run and the output has at least as many "
+     "128x256 tiles as the GPU has SMs (unless TD_OPS_FUSED_RS asks for pull or push), else all-push for 2 ranks "
+     "on 2 GPUs and M > 4096, else two-shot (one-shot up to 1 MiB of output)",
      NULL},
     {"TD_OPS_FUSED_RS", TD__CFG_STR, "auto", 0, 0, "auto,pull,push,kgather",
      "fused gemm_rs / gemm_ar: pull (each rank reduces its rows from the peers' whole partials), push (row blocks "
-     "pushed to their owner as each is computed) or, for gemm_rs of ranks sharing one GPU, kgather (each rank "
-     "computes its own rows in one launch of our tile over every rank's A and B in place: no partials; bf16, "
-     "K / ranks a multiple of 64, a KGATHER tile TD_OPS_FUSED_TILE allows; elsewhere auto's choice; not measured "
-     "yet, so never auto's choice); auto = "
-     "push when some peer is on another GPU, else pull", NULL},
+     "pushed to their owner as each is computed) or, for gemm_rs of ranks sharing one GPU, kgather (one launch of "
+     "our tile over every rank's A and B in place computes every row over the whole K and stores it at its owner: "
+     "no partials; bf16, K / ranks a multiple of 64, a KGATHER tile TD_OPS_FUSED_TILE allows; elsewhere auto's "
+     "choice); auto = kgather on one shared GPU where it can run and the output has at least as many 128x256 "
+     "tiles as the GPU has SMs, else push when some peer is on another GPU, else pull", NULL},
 };
 enum { TD__NVARS = sizeof td__vars / sizeof td__vars[0] };
 

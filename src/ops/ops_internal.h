@@ -88,6 +88,14 @@ int td__tp_fused_ag_split(int64_t m, const int64_t *rows, int n, int r, int64_t 
  * Returns the largest BM that fits, or 0. Pure (tp_fused_check.c; measured
  * rule in its comment). */
 int td__tp_fused_ag_gather(int multi, int64_t m, int n, int64_t nb, size_t esz, const int *bms, int nbm, int forced);
+/** Fused gemm_rs / gemm_ar, whether a shape can run the kgather schedule
+ * (rank 0's one launch of our tile over every rank's A and B in place,
+ * m x n x k with k split over the ranks) and whether AUTO takes it: ranks
+ * on one GPU (multi == 0), 1..8 ranks, k / ranks a whole multiple of 64,
+ * n % 8 == 0 and -- for AUTO (forced == 0) -- at least as many 128 x 256
+ * tiles as the GPU has SMs (sms). 1: it runs. Pure (tp_fused_check.c;
+ * measured rule in its comment). */
+int td__tp_fused_kgather(int multi, int64_t m, int64_t n, int64_t k, int ranks, int sms, int forced);
 /** Fused gemm_ar above the one-shot size, auto: whether all-push (every row
  * block of the partial pushed to every peer) beats two-shot: 2 ranks on
  * different GPUs (multi) and m > 4096. Pure (tp_fused_check.c). */

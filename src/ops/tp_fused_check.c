@@ -196,6 +196,28 @@ int td__tp_fused_ag_gather(int multi, int64_t m, int n, int64_t nb, size_t esz, 
   return best;
 }
 
+/* kgather (ranks sharing one GPU): every row of the sum is one GEMM over the
+ * whole K, so one launch over every rank's A and B does the work of the n
+ * partial GEMMs with none of their partials, reductions or all-gathers.
+ * Measured on one H200 with 8 ranks (2026-12-01, docs/perf.md "kgather"),
+ * gemm_rs with each rank's own launch over its rows: 0.95-1.00x of the
+ * ranks' GEMM-only time at M >= 4096 where pull took 1.12-1.40x, but
+ * 1.31-1.47x at M = 1024, each rank streaming all of B for 128 rows; one
+ * launch for every rank reads B once. What it gives up is the partials'
+ * parallelism: n launches of M x N, one of M x N over n times the K. With
+ * fewer 128 x 256 tiles than SMs (decode-size M) part of the GPU would idle
+ * through the long K, where the partial GEMMs fill it, so AUTO keeps the
+ * reductions there. */
+int td__tp_fused_kgather(int multi, int64_t m, int64_t n, int64_t k, int ranks, int sms, int forced) {
+  if (multi || ranks < 1 || ranks > 8 || m < 1 || n < 8 || n % 8 != 0 || k < 1 || k % ranks != 0 ||
+      (k / ranks) % 64 != 0)
+    return 0;
+  if (forced)
+    return 1;
+  const int64_t tiles = (m + 127) / 128 * ((n + 255) / 256);
+  return tiles >= (sms > 0 ? sms : 1);
+}
+
 /* All-push for two ranks on two GPUs moves the same bytes as two-shot (the
  * whole partial once, against half of it twice) with the all-gather, its
  * barrier and its exposed copy gone; with n ranks it moves n - 1 partials.

@@ -274,8 +274,9 @@ static void test_fused_direct(void **state) {
   fused_case(TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 333, 512, 136, 0, 3, 0, 4);
   unsetenv("TD_OPS_FUSED_AG_GEMMS");
   unsetenv("TD_OPS_FUSED_AG");
-  /* gemm_rs kgather: each rank's own rows over every rank's A and B in place (no partials); M not divisible,
-   * M < ranks, 100 calls; K / ranks not a multiple of 64 falls back to pull */
+  /* gemm_rs kgather: rank 0's one launch computes every rank's rows over every rank's A and B in place (no
+   * partials) and stores each row at its owner's C; M not divisible, M < ranks, 100 calls; K / ranks not a
+   * multiple of 64 falls back to pull */
   setenv("TD_OPS_FUSED_RS", "kgather", 1);
   for (int r = 0; r < 3; r++) {
     fused_sched("gemm_rs kgather", TD_TP_GEMM_RS, TD_TP_FUSED, TD_BF16, 301, 264, 128 * ranks[r], 3, ranks[r]);
@@ -285,7 +286,36 @@ static void test_fused_direct(void **state) {
   fused_sched("gemm_rs kgather", TD_TP_GEMM_RS, TD_TP_FUSED, TD_BF16, 259, 128, 512, 100, 8);
   fused_sched("gemm_rs pull", TD_TP_GEMM_RS, TD_TP_FUSED, TD_BF16, 301, 264, 32 * 4, 2, 4); /* K/ranks = 32 */
   fused_sched("gemm_rs pull", TD_TP_GEMM_RS, TD_TP_FUSED, TD_F16, 301, 264, 128 * 4, 2, 4); /* f16: none compiled */
-  fused_sched("!kgather", TD_TP_GEMM_AR, TD_TP_FUSED, TD_BF16, 1031, 520, 256, 2, 4); /* gemm_ar: not kgather */
+  fused_sched("!kgather", TD_TP_GEMM_AR, TD_TP_FUSED, TD_BF16, 1031, 520, 256, 2, 4); /* gemm_ar: its own knob */
+  unsetenv("TD_OPS_FUSED_RS");
+  /* gemm_ar kgather: the same launch stores every row into every rank's C; one-shot and two-shot sizes, M
+   * not divisible, M < ranks, 100 calls, K / ranks = 32 and f16 fall back */
+  setenv("TD_OPS_FUSED_AR", "kgather", 1);
+  for (int r = 0; r < 3; r++) {
+    fused_sched("gemm_ar kgather", TD_TP_GEMM_AR, TD_TP_FUSED, TD_BF16, 1031, 520, 64 * ranks[r], 3, ranks[r]);
+    fused_sched("gemm_ar kgather", TD_TP_GEMM_AR, TD_TP_FUSED, TD_BF16, 77, 136, 128 * ranks[r], 3, ranks[r]);
+  }
+  fused_sched("gemm_ar kgather", TD_TP_GEMM_AR, TD_TP_FUSED, TD_BF16, 5, 64, 512, 2, 8); /* M < ranks */
+  fused_case(TD_TP_GEMM_AR, TD_TP_FUSED, TD_BF16, 1031, 520, 512, 0, 100, 8, 8);
+  assert_non_null(strstr(g_sched, "gemm_ar kgather"));
+  fused_sched("!kgather", TD_TP_GEMM_AR, TD_TP_FUSED, TD_BF16, 1031, 520, 32 * 4, 2, 4); /* K/ranks = 32 */
+  fused_sched("!kgather", TD_TP_GEMM_AR, TD_TP_FUSED, TD_F16, 1031, 520, 256, 2, 4);     /* f16: none compiled */
+  setenv("TD_OPS_FUSED_TILE", "128x128", 1); /* a named tile compiled with the route */
+  fused_sched("kgather, one launch for every rank, sm90 128x128", TD_TP_GEMM_AR, TD_TP_FUSED, TD_BF16, 1031, 520,
+              256, 2, 4);
+  setenv("TD_OPS_FUSED_TILE", "cublas", 1); /* cuBLAS asked for: the partial GEMMs */
+  fused_sched("!kgather", TD_TP_GEMM_AR, TD_TP_FUSED, TD_BF16, 1031, 520, 256, 2, 4);
+  unsetenv("TD_OPS_FUSED_TILE");
+  unsetenv("TD_OPS_FUSED_AR");
+  /* AUTO: kgather where the output has at least as many 128x256 tiles as the GPU has SMs (the H200's 132:
+   * 16 x 9 = 144 here, 16 x 8 = 128 below), unless a reduction schedule is asked for */
+  fused_sched("gemm_rs kgather", TD_TP_GEMM_RS, TD_TP_AUTO, TD_BF16, 2048 + 3, 2304, 512, 2, 8);
+  fused_sched("gemm_ar kgather", TD_TP_GEMM_AR, TD_TP_AUTO, TD_BF16, 2048 + 3, 2304, 512, 2, 8);
+  fused_sched("!kgather", TD_TP_GEMM_RS, TD_TP_AUTO, TD_BF16, 2048, 2048, 512, 2, 8);
+  fused_sched("!kgather", TD_TP_GEMM_AR, TD_TP_AUTO, TD_BF16, 2048, 2048, 512, 2, 8);
+  setenv("TD_OPS_FUSED_RS", "pull", 1);
+  fused_sched("gemm_rs pull", TD_TP_GEMM_RS, TD_TP_AUTO, TD_BF16, 2048 + 3, 2304, 512, 2, 8);
+  fused_sched("gemm_ar two-shot pull", TD_TP_GEMM_AR, TD_TP_AUTO, TD_BF16, 2048 + 3, 2304, 512, 2, 8);
   setenv("TD_OPS_FUSED_RS", "push", 1);
   for (int r = 0; r < 3; r++) {
     fused_case(TD_TP_GEMM_RS, TD_TP_FUSED, TD_BF16, 301, 264, 512, 0, 3, 0, ranks[r]);

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0
  * The fused variant's schedule rules across GPUs (ops_internal.h, pure, no
  * GPU needed): whether ag_gemm splits its GEMM per source
- * (td__tp_fused_ag_split) and whether gemm_ar takes all-push
- * (td__tp_fused_ar_all_push). The expected answers are the outcomes
+ * (td__tp_fused_ag_split), whether gemm_ar takes all-push
+ * (td__tp_fused_ar_all_push), and on one shared GPU whether ag_gemm gathers
+ * (td__tp_fused_ag_gather) and gemm_rs / gemm_ar take kgather
+ * (td__tp_fused_kgather). The expected answers are the outcomes
  * measured on two H200s (docs/perf.md, "Operators on two H200s"): each case
  * names the shape and which schedule ran faster there. */
 #include <setjmp.h>
@@ -100,12 +102,42 @@ static void test_ar_all_push(void **state) {
   assert_false(td__tp_fused_ar_all_push(1, 0, 8192));
 }
 
+/* gemm_rs / gemm_ar kgather on one shared GPU: the bench shapes (M x N x K, K split over 8 ranks) where it
+ * was measured (docs/perf.md "kgather"), and the edges of what it can run */
+static void test_kgather(void **state) {
+  (void)state;
+  assert_true(td__tp_fused_kgather(0, 1024, 14336, 4096, 8, H200_SMS, 0));  /* llama3.1-8b: 448 tiles */
+  assert_true(td__tp_fused_kgather(0, 1024, 28672, 8192, 8, H200_SMS, 0));  /* llama3.1-70b */
+  assert_true(td__tp_fused_kgather(0, 8192, 53248, 16384, 8, H200_SMS, 0)); /* llama3.1-405b */
+  assert_true(td__tp_fused_kgather(0, 1024, 29568, 8192, 8, H200_SMS, 0));  /* qwen2-72b: N % 256 != 0 */
+  assert_true(td__tp_fused_kgather(0, 32728, 5120, 1024, 8, H200_SMS, 0));  /* the check case */
+  /* decode-size M: fewer tiles than SMs, so the partial GEMMs keep the GPU busy; forced, it runs */
+  assert_false(td__tp_fused_kgather(0, 8, 4096, 14336, 8, H200_SMS, 0));
+  assert_true(td__tp_fused_kgather(0, 8, 4096, 14336, 8, H200_SMS, 1));
+  assert_false(td__tp_fused_kgather(0, 2048, 2048, 512, 8, H200_SMS, 0)); /* 16 x 8 = 128 tiles < 132 */
+  assert_true(td__tp_fused_kgather(0, 2051, 2304, 512, 8, H200_SMS, 0));  /* 17 x 9 = 153 */
+  /* what it cannot run, forced or not */
+  for (int forced = 0; forced < 2; forced++) {
+    assert_false(td__tp_fused_kgather(1, 8192, 14336, 4096, 8, H200_SMS, forced)); /* across GPUs */
+    assert_false(td__tp_fused_kgather(0, 8192, 14336, 32 * 8, 8, H200_SMS, forced)); /* K / ranks = 32 */
+    assert_false(td__tp_fused_kgather(0, 8192, 14336, 4100, 4, H200_SMS, forced)); /* K / ranks = 1025 */
+    assert_false(td__tp_fused_kgather(0, 8192, 14336, 4097, 8, H200_SMS, forced)); /* K % ranks != 0 */
+    assert_false(td__tp_fused_kgather(0, 8192, 14332, 4096, 8, H200_SMS, forced)); /* N % 8 != 0 */
+    assert_false(td__tp_fused_kgather(0, 8192, 14336, 64 * 16, 16, H200_SMS, forced)); /* more than 8 ranks */
+    assert_false(td__tp_fused_kgather(0, 0, 14336, 4096, 8, H200_SMS, forced)); /* no rows */
+    assert_false(td__tp_fused_kgather(0, 8192, 14336, 4096, 0, H200_SMS, forced));
+  }
+  assert_true(td__tp_fused_kgather(0, 5, 64, 512, 8, H200_SMS, 1)); /* M < ranks: some own no rows */
+  assert_true(td__tp_fused_kgather(0, 77, 136, 64, 1, H200_SMS, 1)); /* one rank */
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_ag_split_measured),
       cmocka_unit_test(test_ag_split_edges),
       cmocka_unit_test(test_ar_all_push),
       cmocka_unit_test(test_ag_gather),
+      cmocka_unit_test(test_kgather),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -199,9 +199,9 @@ static double td__f_tile_eff(const td__tp_fused *f, const td_gemm_config *c) {
 }
 
 /* Of cnt configurations, the one with the least work per SM for `launches`
- * launches of M x N per rank: the waves of every rank's tiles together
- * (ranks share the GPU), each weighted by its tile's size over its
- * efficiency. */
+ * launches of M x N running at once on the GPU (every rank's: ranks share
+ * it): the waves of their tiles together, each weighted by its tile's size
+ * over its efficiency. */
 static int td__f_least_work(const td__tp_fused *f, const td_gemm_config *all, int cnt, int m, int n,
                             int launches) {
   int best = 0;
@@ -210,7 +210,7 @@ static int td__f_least_work(const td__tp_fused *f, const td_gemm_config *all, in
     if (all[i].split_k != 1)
       continue;
     double tiles = (double)((m + all[i].bm - 1) / all[i].bm) * (double)((n + all[i].bn - 1) / all[i].bn);
-    double waves = (double)(int64_t)((tiles * launches * f->n + f->sms - 1) / f->sms);
+    double waves = (double)(int64_t)((tiles * launches + f->sms - 1) / f->sms);
     double cost = waves * all[i].bm * all[i].bn / td__f_tile_eff(f, &all[i]);
     if (best_cost < 0 || cost < best_cost)
       best_cost = cost, best = i;
@@ -277,7 +277,7 @@ static td_status td__f_pick_config(td_tp_op *op, td__tp_fused *f, int m, int n, 
     *out = (td_gemm_config){TD_GEMM_CUBLAS, 0, 0, 0, 0, 1, 0, 1};
     return TD_OK;
   }
-  *out = all[td__f_least_work(f, all, cnt, m, n, 1)];
+  *out = all[td__f_least_work(f, all, cnt, m, n, f->n)];
   return TD_OK;
 }
 
@@ -321,7 +321,7 @@ static int td__f_gather_config(const td_tp_op *op, td__tp_fused *f, int forced) 
     if (f->rows[0] % all[i].bm == 0)
       all[fit++] = all[i];
   usable = fit;
-  f->cfg = all[td__f_least_work(f, all, usable, (int)op->d.m, (int)f->nb, 1)];
+  f->cfg = all[td__f_least_work(f, all, usable, (int)op->d.m, (int)f->nb, f->n)];
   return 1;
 }
 
@@ -375,24 +375,39 @@ static td_status td__f_rs_mode(td__tp_fused *f) {
   return TD_OK;
 }
 
-/* gemm_rs with TD_OPS_FUSED_RS=kgather on one shared GPU (not yet AUTO's:
- * measured first): each rank computes its own rows of the sum in one launch
- * of our tile over every rank's A and B in place (the KGATHER hook), so no
- * partial is written, pulled or reduced. Needs bf16, K / ranks a multiple of
- * 64 and a compiled KGATHER configuration that TD_OPS_FUSED_TILE allows (not
- * cublas; a named tile if compiled with the hook); otherwise auto's choice runs (pull
- * on one GPU, push across GPUs: td__f_rs_mode). Returns 1
- * and sets f->cfg when it runs. */
-static int td__f_rs_kgather_config(const td_tp_op *op, td__tp_fused *f) {
+/* gemm_rs / gemm_ar of ranks sharing one GPU: kgather. Rank 0 makes one
+ * launch of our tile over every rank's A and B in place (the KGATHER hook),
+ * computing every row of the sum over the whole K: gemm_rs stores each row
+ * at its owner's C (PUSH, td_chunk_range's split), gemm_ar at every rank's
+ * (BCAST). No partial is written, pulled or reduced, and B is read once
+ * (per-rank launches, each over its own rows, read all of B once a rank:
+ * 1.3-1.5x the GEMM's time at M = 1024, docs/perf.md "kgather").
+ * TD_OPS_FUSED_RS (gemm_rs) / TD_OPS_FUSED_AR (gemm_ar) = kgather forces it
+ * where it can run, auto takes it where td__tp_fused_kgather says it pays.
+ * Needs bf16, a compiled configuration with the route that TD_OPS_FUSED_TILE
+ * allows; otherwise the other schedules run. Returns 1 and sets f->cfg when
+ * it runs. The same verdict on every rank: it depends on the environment,
+ * the checked shape, the agreed placement and the GPU they share. */
+static int td__f_kgather_config(const td_tp_op *op, td__tp_fused *f) {
   const char *mode = NULL;
-  if (td_config_str("TD_OPS_FUSED_RS", &mode) != TD_OK || !mode || strcmp(mode, "kgather") ||
-      op->d.kind != TD_TP_GEMM_RS || f->multi || !td__gemm_cuda_run_kgather || (op->d.k / f->n) % 64 != 0)
+  const int rs = op->d.kind == TD_TP_GEMM_RS;
+  if (td_config_str(rs ? "TD_OPS_FUSED_RS" : "TD_OPS_FUSED_AR", &mode) != TD_OK)
+    return 0;
+  const int forced = mode && !strcmp(mode, "kgather");
+  if ((mode && !forced && strcmp(mode, "auto")) || (!rs && op->d.kind != TD_TP_GEMM_AR) ||
+      !td__gemm_cuda_run_kgather || op->d.dtype != TD_BF16)
+    return 0;
+  /* a forced pull / push for gemm_ar keeps the reduction schedules too */
+  const char *rmode = NULL;
+  if (!rs && !forced && (td_config_str("TD_OPS_FUSED_RS", &rmode) != TD_OK || (rmode && strcmp(rmode, "auto"))))
+    return 0;
+  if (!td__tp_fused_kgather(f->multi, op->d.m, op->d.n, op->d.k, f->n, f->sms, forced))
     return 0;
   td_gemm_config all[16];
-  int cnt = td__f_hooked_configs(op, TD_GEMM_HOOK_KGATHER, all);
+  int cnt = td__f_hooked_configs(op, TD_GEMM_HOOK_KGATHER | (rs ? TD_GEMM_HOOK_PUSH : TD_GEMM_HOOK_BCAST), all);
   if (cnt < 1)
     return 0;
-  f->cfg = all[td__f_least_work(f, all, cnt, (int)f->rows[0], (int)op->d.n, 1)];
+  f->cfg = all[td__f_least_work(f, all, cnt, (int)op->d.m, (int)op->d.n, 1)];
   return 1;
 }
 
@@ -504,8 +519,8 @@ static td_status td__f_alloc(td_tp_op *op, td__tp_fused *f) {
     TD_CHECK(td__f_rs_mode(f));
     if (d->kind == TD_TP_GEMM_AR)
       TD_CHECK(td__f_ar_mode(op, f));
-    if (td__f_rs_kgather_config(op, f)) { /* no partial, no slots: the tensor maps only */
-      f->rs_kgather = 1, f->rs_push = 0;
+    if (td__f_kgather_config(op, f)) { /* no partial, no slots: the tensor maps only */
+      f->kgather = 1, f->rs_push = 0, f->ar_all_push = 0, f->one_shot = 0;
       TD_CHECK(td__f_cu(cudaMalloc(&f->kmaps, 2 * (size_t)f->n * TD_GEMM_MAP_BYTES), "cudaMalloc (tensor maps)"));
       TD_CHECK(td__f_cu(cudaMalloc((void **)&f->ctl, TD__CTL_WORDS * 8), "cudaMalloc (progress words)"));
       TD_CHECK(td__f_cu(cudaMemsetAsync(f->ctl, 0, TD__CTL_WORDS * 8, f->s), "cudaMemsetAsync"));
@@ -649,7 +664,7 @@ td_status td__tp_fused_create(td_tp_op *op) {
  * reaches and tells every rank on the host: peers still in that call may
  * finish it on incomplete data, so their next call check answers
  * TD_ERR_PEER_FAILED instead of a result. */
-static void td__f_poison(td__tp_fused *f) {
+void td__f_poison(td__tp_fused *f) {
   for (int p = 0; p < f->n; p++)
     __atomic_store_n(&f->peer[p]->poisoned, 1, __ATOMIC_SEQ_CST);
   uint64_t big[TD__CTL_WORDS];
@@ -793,10 +808,10 @@ void td__tp_fused_describe(const td_tp_op *op, char *buf, size_t cap) {
     break;
   default:
     snprintf(buf, cap, "%s %s, %s", td_tp_kind_name(op->d.kind),
-             op->d.kind == TD_TP_GEMM_AR && f->one_shot ? "one-shot"
+             f->kgather                                 ? "kgather, one launch for every rank"
+             : op->d.kind == TD_TP_GEMM_AR && f->one_shot ? "one-shot"
              : f->ar_all_push                           ? "all-push"
              : op->d.kind == TD_TP_GEMM_AR              ? (f->rs_push ? "two-shot push" : "two-shot pull")
-             : f->rs_kgather                            ? "kgather"
              : f->rs_push                               ? "push"
                                                         : "pull",
              eng);

@@ -33,8 +33,9 @@ struct td__tp_fused {
   int ag_gather;  /* ag direct: one launch of our tile reading every rank's A in place (GATHER hook) */
   void *amaps;    /* ag gather: device table of n tensor maps (td__gemm_cuda_run_gather uploads them) */
   int rs_push;    /* rs / ar two-shot: row blocks pushed to their owners' receive slots as they are computed */
-  int rs_kgather; /* gemm_rs, one GPU: each rank's own rows in one launch over every rank's A and B (KGATHER) */
-  void *kmaps;    /* rs kgather: device table of 2n tensor maps */
+  int kgather;    /* gemm_rs / gemm_ar, one GPU: rank 0's one launch over every rank's A and B (KGATHER) stores
+                   * each row at its owner's C (rs) or at every rank's (ar) */
+  void *kmaps;    /* kgather: device table of 2n tensor maps (rank 0's is used) */
   int ar_all_push; /* gemm_ar: every row block pushed to every peer as computed; each rank reduces all rows */
   int ar_blocks;   /* gemm_ar all-push: row blocks of the partial GEMM (<= TD__MAXR) */
   int pdev[TD__MAXR]; /* every rank's device */
@@ -62,7 +63,7 @@ struct td__tp_fused {
   /* this call's operands, published before the opening barrier (td__tp_fused_publish), read by peers after it: all-reduce src and dst; ag_gemm A (ar_src) */
   const void *ar_src;
   void *ar_dst;
-  const void *ar_b; /* gemm_rs kgather: B, read by the peers in place */
+  const void *ar_b; /* kgather: B, read by rank 0's launch in place (and C in ar_dst, written by it) */
   int64_t ar_off[TD__MAXR + 1]; /* two-shot: part p is [ar_off[p], ar_off[p+1]) */
 };
 
@@ -70,6 +71,9 @@ int td__fused_reduce(void *dst, const void *const *src, int nsrc, long long elem
 td_status td__f_cu(cudaError_t e, const char *what);
 void td__f_keep(td_status *first, td_status st);
 td_status td__f_sync(td_tp_op *op, td__tp_fused *f);
+/* Marks every rank's state poisoned and their progress words (a failed
+ * barrier or exchange: later calls are refused, waits stop). */
+void td__f_poison(td__tp_fused *f);
 td_status td__f_finish(td_tp_op *op, td__tp_fused *f);
 /** A host barrier in the middle of a call (work of this call already
  * enqueued): td__f_sync, and when it fails, waits for this rank's streams

@@ -38,9 +38,12 @@
  *           as it is computed, and each rank reduces all rows locally.
  * Reductions sum in f32 in rank order (td__fused_reduce), push or pull. */
 #include <cuda_runtime.h>
+#include <stdio.h>
+#include <string.h>
 
 #include "core/error.h"
 #include "ops/cuda/fused.h"
+#include "tdist/coll.h"
 
 /* Bound in programs that link the GEMM library (fused.c says why they are
  * weak; creation refuses the GEMM operators where it is missing, and uses the
@@ -278,36 +281,63 @@ static td_status td__f_ar_all_push(td_tp_op *op, td__tp_fused *f, void *c, const
   return gst != TD_OK ? gst : st != TD_OK ? st : fin;
 }
 
-/* gemm_rs kgather (one shared GPU): this rank's rows of the sum, C_r =
- * sum_p A_p[rows_r] * B_p, in one launch reading every rank's A and B where
- * they are (published before the opening barrier); then the closing barrier,
- * since the peers read this rank's A and B until their launches end. */
-static td_status td__f_rs_kgather(td_tp_op *op, td__tp_fused *f, void *c, const void *a, const void *b, uint64_t e) {
-  const int n = f->n, r = f->r;
-  const int64_t kp = op->d.k / n;
+/* kgather (one shared GPU): rank 0's one launch computes every row of the
+ * sum, C[rows_p] = sum_q A_q[rows_p] * B_q, over every rank's A and B where
+ * they are (published before the opening barrier), and stores each row at
+ * its owner's C (gemm_rs, PUSH) or at every rank's (gemm_ar, BCAST). An
+ * event after it, recorded before the middle barrier, is waited for by every
+ * other rank's stream after it (rank 0's record for call e exists by then),
+ * so each rank returns only once the launch that read its A and B and wrote
+ * its C has ended: no closing barrier. A failed launch still records the
+ * event, so nobody waits on a stale one. */
+static td_status td__f_kgather(td_tp_op *op, td__tp_fused *f, void *c, const void *a, const void *b, uint64_t e) {
+  const int n = f->n, r = f->r, rs = op->d.kind == TD_TP_GEMM_RS;
   td_status st = TD_OK, gst = TD_OK;
-  if (f->rows[r] > 0) {
+  if (r == 0) {
     const void *as[TD__MAXR], *bs[TD__MAXR];
+    td_gemm_hooks out;
+    memset(&out, 0, sizeof out);
     for (int p = 0; p < n; p++) {
-      const char *pa = p == r ? a : __atomic_load_n(&f->peer[p]->ar_src, __ATOMIC_ACQUIRE);
-      as[p] = pa + (size_t)f->row0[r] * (size_t)kp * f->esz; /* rank p's K-columns of this rank's rows */
+      as[p] = p == r ? a : __atomic_load_n(&f->peer[p]->ar_src, __ATOMIC_ACQUIRE);
       bs[p] = p == r ? b : __atomic_load_n(&f->peer[p]->ar_b, __ATOMIC_ACQUIRE);
+      out.dst[p] = p == r ? c : __atomic_load_n(&f->peer[p]->ar_dst, __ATOMIC_ACQUIRE);
     }
-    td_gemm_problem pr = {(int)f->rows[r], (int)op->d.n, (int)op->d.k, op->d.dtype, TD_GEMM_B_KN, NULL, NULL, c,
-                          NULL};
-    gst = td__gemm_cuda_run_kgather(&pr, &f->cfg, as, bs, n, kp, f->kmaps, 0, NULL, f->s);
+    if (rs) { /* td_chunk_range's split: the first M % n ranks own one row more */
+      out.rows_per_peer = f->rows[0] > 0 ? f->rows[0] : 1;
+      out.push_long_peers = f->rows[0] > f->rows[n - 1] ? op->d.m % n : 0;
+    } else
+      out.bcast_peers = n;
+    td_gemm_problem pr = {(int)op->d.m, (int)op->d.n, (int)op->d.k, op->d.dtype, TD_GEMM_B_KN, NULL, NULL, c, NULL};
+    gst = td__gemm_cuda_run_kgather(&pr, &f->cfg, as, bs, n, op->d.k / n, f->kmaps,
+                                    rs ? TD_GEMM_HOOK_PUSH : TD_GEMM_HOOK_BCAST, &out, f->s);
+    td__f_keep(&st, td__f_cu(cudaEventRecord(f->ev_gdone, f->s), "cudaEventRecord"));
   }
+  /* the middle barrier carries rank 0's enqueue status: a launch that
+   * failed leaves every rank's C unwritten, so every rank says so */
+  int64_t mine = gst != TD_OK ? (int64_t)gst : (int64_t)st, all[TD__MAXR];
+  td_status xs = n > 1 ? td_all_gather(op->team, all, &mine, 1, TD_I64) : TD_OK;
+  if (xs != TD_OK) {
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", td_last_error());
+    td__f_poison(f);
+    td__f_finish(op, f);
+    return td__error(xs, "%s", msg);
+  }
+  if (r != 0)
+    td__f_keep(&st, td__f_cu(cudaStreamWaitEvent(f->s, f->peer[0]->ev_gdone, 0), "cudaStreamWaitEvent"));
   td__f_keep(&st, td__f_setv(f->s, f->ctl + TD__CTL_FIN, e));
   td_status fin = td__f_finish(op, f);
-  td_status done = td__f_sync(op, f); /* nobody reads this rank's A or B any more */
-  return gst != TD_OK ? gst : st != TD_OK ? st : fin != TD_OK ? fin : done;
+  if (r != 0 && n > 1 && all[0] != TD_OK && st == TD_OK)
+    st = td__error((td_status)all[0], "fused: rank %d: rank 0's %s launch for every rank failed (its error says "
+                   "why), so this call wrote no output", r, td_tp_kind_name(op->d.kind));
+  return gst != TD_OK ? gst : st != TD_OK ? st : fin;
 }
 
 td_status td__f_rs_ar(td_tp_op *op, td__tp_fused *f, void *c, const void *a, const void *b, uint64_t e) {
   if (f->ar_all_push)
     return td__f_ar_all_push(op, f, c, a, b, e);
-  if (f->rs_kgather)
-    return td__f_rs_kgather(op, f, c, a, b, e);
+  if (f->kgather)
+    return td__f_kgather(op, f, c, a, b, e);
   const int64_t M = op->d.m, N = op->d.n;
   const int r = f->r, n = f->n;
   const size_t crow = (size_t)N * f->esz;
