@@ -63,7 +63,8 @@ static void test_hooks(void **state) {
   td_gemm_problem p = good();
   td_gemm_hooks h;
   memset(&h, 0, sizeof h);
-  expect(&p, &cfg90, 0x40, &h, TD_ERR_INVALID_ARG, "unknown hooks");
+  /* 0x80: the first bit past TD_GEMM_HOOK_KNOWN (0x40 is BCAST now) */
+  expect(&p, &cfg90, 0x80, &h, TD_ERR_INVALID_ARG, "hook flags 0x80 name unknown hooks (known: 0x7f)");
   expect(&p, &cfg90, TD_GEMM_HOOK_RAISE, NULL, TD_ERR_INVALID_ARG, "without a hooks description");
   h.scope = 0x4; /* only TD_GEMM_SCOPE_WAIT_GPU | TD_GEMM_SCOPE_RAISE_GPU exist */
   expect(&p, &cfg90, TD_GEMM_HOOK_RAISE, &h, TD_ERR_INVALID_ARG, "scope 0x4 has unknown bits");
@@ -226,12 +227,200 @@ static void test_kgather(void **state) {
   assert_true(td__gemm_cuda_configs_hooked(TD_BF16, TD_GEMM_B_KN, TD_GEMM_HOOK_KGATHER, NULL, 0) >= 1);
 }
 
+/* td__gemm_cuda_run_kgather with a route (PUSH: each row to its owner; BCAST:
+ * every row to every destination): every refusal comes before any CUDA call.
+ * `out` is the routing description; only dst, rows_per_peer, push_long_peers
+ * and bcast_peers of it are read. */
+static void kr_expect(const td_gemm_problem *p, const td_gemm_config *c, unsigned route, const td_gemm_hooks *out,
+                      td_status want, const char *text) {
+  static _Alignas(64) char maps[8 * TD_GEMM_MAP_BYTES];
+  const void *as[4] = {buf, buf, buf, buf}, *bs[4] = {buf, buf, buf, buf};
+  td_clear_error();
+  assert_int_equal(td__gemm_cuda_run_kgather(p, c, as, bs, 4, p->k / 4, maps, route, out, NULL), want);
+  if (!strstr(td_last_error(), text))
+    print_error("got '%s', want '%s'\n", td_last_error(), text);
+  assert_non_null(strstr(td_last_error(), text));
+}
+
+/* A routing description with every destination set. */
+static td_gemm_hooks routes(long long rows_per_peer, long long long_peers, int bcast_peers) {
+  td_gemm_hooks h;
+  memset(&h, 0, sizeof h);
+  for (int i = 0; i < TD_GEMM_MAX_PEERS; i++)
+    h.dst[i] = buf;
+  h.rows_per_peer = rows_per_peer;
+  h.push_long_peers = long_peers;
+  h.bcast_peers = bcast_peers;
+  return h;
+}
+
+static void test_kgather_route(void **state) {
+  (void)state;
+  /* C NULL: a routed launch ignores C, so this problem is refused only for its route */
+  td_gemm_problem p = {256, 256, 512, TD_BF16, TD_GEMM_B_KN, NULL, NULL, NULL, NULL};
+  td_gemm_hooks h = routes(32, 0, 8);
+  /* the route must be one of the three, and one route at a time */
+  kr_expect(&p, &cfg90, TD_GEMM_HOOK_ACCUMULATE, &h, TD_ERR_INVALID_ARG,
+            "KGATHER route 0x8; 0 (C), TD_GEMM_HOOK_PUSH (0x4) or TD_GEMM_HOOK_BCAST (0x40) are allowed");
+  kr_expect(&p, &cfg90, TD_GEMM_HOOK_PUSH | TD_GEMM_HOOK_BCAST, &h, TD_ERR_INVALID_ARG, "KGATHER route 0x44;");
+  kr_expect(&p, &cfg90, TD_GEMM_HOOK_KGATHER, &h, TD_ERR_INVALID_ARG, "KGATHER route 0x20;");
+  /* a route needs its destinations */
+  kr_expect(&p, &cfg90, TD_GEMM_HOOK_PUSH, NULL, TD_ERR_INVALID_ARG,
+            "KGATHER route 0x4 needs its destinations (out is NULL)");
+  kr_expect(&p, &cfg90, TD_GEMM_HOOK_BCAST, NULL, TD_ERR_INVALID_ARG,
+            "KGATHER route 0x40 needs its destinations (out is NULL)");
+
+  /* BCAST: 1..8 destinations, each of them set */
+  h = routes(0, 0, 0);
+  kr_expect(&p, &cfg90, TD_GEMM_HOOK_BCAST, &h, TD_ERR_INVALID_ARG, "BCAST bcast_peers=0; 1..8 are allowed");
+  h.bcast_peers = 9;
+  kr_expect(&p, &cfg90, TD_GEMM_HOOK_BCAST, &h, TD_ERR_INVALID_ARG, "BCAST bcast_peers=9; 1..8 are allowed");
+  h.bcast_peers = -1;
+  kr_expect(&p, &cfg90, TD_GEMM_HOOK_BCAST, &h, TD_ERR_INVALID_ARG, "BCAST bcast_peers=-1; 1..8 are allowed");
+  h.bcast_peers = 3;
+  h.dst[2] = NULL;
+  kr_expect(&p, &cfg90, TD_GEMM_HOOK_BCAST, &h, TD_ERR_INVALID_ARG, "BCAST needs dst[2] (bcast_peers=3)");
+  h = routes(0, 0, 8);
+  h.dst[7] = NULL; /* the last of eight */
+  kr_expect(&p, &cfg90, TD_GEMM_HOOK_BCAST, &h, TD_ERR_INVALID_ARG, "BCAST needs dst[7] (bcast_peers=8)");
+
+  /* PUSH's split */
+  h = routes(0, 0, 0);
+  kr_expect(&p, &cfg90, TD_GEMM_HOOK_PUSH, &h, TD_ERR_INVALID_ARG, "the PUSH hook needs rows_per_peer >= 1");
+  h = routes(32, -1, 0);
+  kr_expect(&p, &cfg90, TD_GEMM_HOOK_PUSH, &h, TD_ERR_INVALID_ARG, "PUSH push_long_peers=-1; 0..8 are allowed");
+  h = routes(32, 9, 0);
+  kr_expect(&p, &cfg90, TD_GEMM_HOOK_PUSH, &h, TD_ERR_INVALID_ARG, "PUSH push_long_peers=9; 0..8 are allowed");
+  /* rows_per_peer=1 with 3 long peers: the short peers would own 0 rows each, so rows 3..255 have no owner */
+  h = routes(1, 3, 0);
+  kr_expect(&p, &cfg90, TD_GEMM_HOOK_PUSH, &h, TD_ERR_INVALID_ARG,
+            "PUSH with M=256, rows_per_peer=1 and push_long_peers=3 leaves rows 3.. without an owner");
+  /* more than 8 owners: 256 rows by 31 (9 peers), and td_chunk_range's split of 256 rows over 9
+   * (4 peers of 29 rows, then 28 each) */
+  h = routes(31, 0, 0);
+  kr_expect(&p, &cfg90, TD_GEMM_HOOK_PUSH, &h, TD_ERR_INVALID_ARG,
+            "PUSH with M=256, rows_per_peer=31 and push_long_peers=0 needs 9 peers; at most 8");
+  h = routes(29, 4, 0);
+  kr_expect(&p, &cfg90, TD_GEMM_HOOK_PUSH, &h, TD_ERR_INVALID_ARG,
+            "PUSH with M=256, rows_per_peer=29 and push_long_peers=4 needs 9 peers; at most 8");
+  /* a NULL destination for rows owned: td_chunk_range's split of 13 rows over 8 (5 peers of 2
+   * rows, 3 of 1) needs dst[7]; that of 5 rows over 8 (5 peers of 1 row) needs dst[4] */
+  td_gemm_problem small = p;
+  small.m = 13;
+  h = routes(2, 5, 0);
+  h.dst[7] = NULL;
+  kr_expect(&small, &cfg90, TD_GEMM_HOOK_PUSH, &h, TD_ERR_INVALID_ARG, "PUSH needs dst[7] for the rows it owns");
+  small.m = 5;
+  h = routes(1, 5, 0);
+  h.dst[4] = NULL;
+  kr_expect(&small, &cfg90, TD_GEMM_HOOK_PUSH, &h, TD_ERR_INVALID_ARG, "PUSH needs dst[4] for the rows it owns");
+
+  /* Accepted routes, seen by where they are refused next: a configuration
+   * compiled without the hooks (128x192) is refused by the kernel lookup,
+   * after every argument check, with the list of the configurations compiled
+   * with KGATHER and that route. (A compiled configuration would go on to CUDA
+   * calls with these host pointers.) */
+  td_gemm_config c192 = cfg90;
+  c192.bn = 192;
+  const char *push_list = "hooks=0x24; compiled: 128x256x64/s4/g8/c1, 128x128x64/s6/g8/c1";
+  const char *bcast_list = "hooks=0x60; compiled: 128x256x64/s4/g8/c1, 128x128x64/s6/g8/c1";
+  /* td_chunk_range's split of 5 rows over 8: peers 5..7 own nothing, so their dst may be NULL */
+  h = routes(1, 5, 0);
+  h.dst[5] = h.dst[6] = h.dst[7] = NULL;
+  kr_expect(&small, &c192, TD_GEMM_HOOK_PUSH, &h, TD_ERR_UNSUPPORTED, push_list);
+  /* 259 rows over 8 (3 peers of 33, 5 of 32): exactly 8 owners */
+  td_gemm_problem q = p;
+  q.m = 259;
+  h = routes(33, 3, 0);
+  kr_expect(&q, &c192, TD_GEMM_HOOK_PUSH, &h, TD_ERR_UNSUPPORTED, push_list);
+  /* push_long_peers = 8 with 8 * rows_per_peer rows: every peer long, the even split */
+  h = routes(32, 8, 0);
+  kr_expect(&p, &c192, TD_GEMM_HOOK_PUSH, &h, TD_ERR_UNSUPPORTED, push_list);
+  /* the fields of `out` the route does not read are ignored: a scope with unknown bits
+   * and the WAIT/RAISE fields would be refused if they were copied into the launch */
+  h = routes(32, 0, 0);
+  h.scope = 0xf0;
+  h.wait_rows = -1;
+  h.raise_rows = -1;
+  kr_expect(&p, &c192, TD_GEMM_HOOK_PUSH, &h, TD_ERR_UNSUPPORTED, push_list);
+  h = routes(0, -5, 8); /* BCAST reads neither rows_per_peer nor push_long_peers */
+  h.scope = 0xf0;
+  kr_expect(&p, &c192, TD_GEMM_HOOK_BCAST, &h, TD_ERR_UNSUPPORTED, bcast_list);
+  h = routes(0, 0, 1);
+  h.dst[1] = NULL; /* only dst[0..bcast_peers) are needed */
+  kr_expect(&p, &c192, TD_GEMM_HOOK_BCAST, &h, TD_ERR_UNSUPPORTED, bcast_list);
+  /* route 0 reads nothing of out (rows go to C, which must then be given) */
+  h = routes(0, -5, 0);
+  q = p;
+  q.c = buf;
+  kr_expect(&q, &c192, 0, &h, TD_ERR_UNSUPPORTED, "hooks=0x20; compiled: 128x256x64/s4/g8/c1");
+  /* a routed launch with no compiled kernel for B [N,K]: refused before the lookup */
+  q = p;
+  q.b_layout = TD_GEMM_B_NK;
+  h = routes(32, 0, 0);
+  kr_expect(&q, &cfg90, TD_GEMM_HOOK_PUSH, &h, TD_ERR_INVALID_ARG, "reads B as [K,N] sources");
+
+  /* Through td__gemm_cuda_run: BCAST only alone or with KGATHER */
+  td_gemm_problem g = good();
+  h = routes(64, 0, 1);
+  h.wait_signals = (const td__gemm_u64 *)buf;
+  h.wait_rows = 64;
+  h.raise_signals[0] = (td__gemm_u64 *)buf;
+  h.raise_rows = 64;
+  const char *bcast_alone = "combine BCAST with hooks other than KGATHER; BCAST (0x40) stores every row to every "
+                            "destination, alone or with KGATHER";
+  expect(&g, &cfg90, TD_GEMM_HOOK_BCAST | TD_GEMM_HOOK_WAIT, &h, TD_ERR_UNSUPPORTED, bcast_alone);
+  expect(&g, &cfg90, TD_GEMM_HOOK_BCAST | TD_GEMM_HOOK_RAISE, &h, TD_ERR_UNSUPPORTED, bcast_alone);
+  expect(&g, &cfg90, TD_GEMM_HOOK_BCAST | TD_GEMM_HOOK_PUSH, &h, TD_ERR_UNSUPPORTED, bcast_alone);
+  expect(&g, &cfg90, TD_GEMM_HOOK_BCAST | TD_GEMM_HOOK_ACCUMULATE, &h, TD_ERR_UNSUPPORTED, bcast_alone);
+  /* KGATHER with both routes at once: refused as a KGATHER combination */
+  expect(&g, &cfg90, TD_GEMM_HOOK_KGATHER | TD_GEMM_HOOK_PUSH | TD_GEMM_HOOK_BCAST, &h, TD_ERR_UNSUPPORTED,
+         "KGATHER (0x20) runs alone or with PUSH (0x4) or BCAST (0x40)");
+  /* td_chunk_range's split (push_long_peers > 0) cannot RAISE: the signals follow rows_per_peer alone */
+  h = routes(22, 1, 0);
+  h.raise_signals[0] = h.raise_signals[1] = h.raise_signals[2] = (td__gemm_u64 *)buf;
+  h.raise_rows = 22;
+  h.wait_signals = (const td__gemm_u64 *)buf;
+  h.wait_rows = 64;
+  expect(&g, &cfg90, TD_GEMM_HOOK_PUSH | TD_GEMM_HOOK_RAISE, &h, TD_ERR_UNSUPPORTED,
+         "PUSH with push_long_peers=1 cannot RAISE");
+  expect(&g, &cfg90, TD_GEMM_HOOK_ALL, &h, TD_ERR_UNSUPPORTED, "PUSH with push_long_peers=1 cannot RAISE");
+  /* KGATHER with a route, with good routing fields, still runs only through td__gemm_cuda_run_kgather
+   * (it builds the sources' maps) */
+  g.b_layout = TD_GEMM_B_KN;
+  g.c = NULL;
+  h = routes(64, 0, 1);
+  expect(&g, &cfg90, TD_GEMM_HOOK_KGATHER | TD_GEMM_HOOK_PUSH, &h, TD_ERR_INVALID_ARG,
+         "the KGATHER hook (0x24) runs through td__gemm_cuda_run_kgather");
+  expect(&g, &cfg90, TD_GEMM_HOOK_KGATHER | TD_GEMM_HOOK_BCAST, &h, TD_ERR_INVALID_ARG,
+         "the KGATHER hook (0x60) runs through td__gemm_cuda_run_kgather");
+
+  /* the routed configurations listed: both compiled tiles, B [K,N] only, no cluster */
+  const unsigned routed[2] = {TD_GEMM_HOOK_KGATHER | TD_GEMM_HOOK_PUSH, TD_GEMM_HOOK_KGATHER | TD_GEMM_HOOK_BCAST};
+  for (int r = 0; r < 2; r++) {
+    td_gemm_config out[16];
+    int n = td__gemm_cuda_configs_hooked(TD_BF16, TD_GEMM_B_KN, routed[r], out, 16);
+    assert_true(n >= 2 && n <= 16);
+    int big = 0, square = 0;
+    for (int i = 0; i < n; i++) {
+      assert_int_equal(out[i].arch, TD_GEMM_SM90);
+      assert_int_equal(out[i].bn % 64, 0);
+      assert_int_equal(out[i].cluster, 1); /* KGATHER has no cluster variant */
+      big |= out[i].bm == 128 && out[i].bn == 256 && out[i].stages == 4;
+      square |= out[i].bm == 128 && out[i].bn == 128 && out[i].stages == 6;
+    }
+    assert_true(big && square);
+    assert_int_equal(td__gemm_cuda_configs_hooked(TD_BF16, TD_GEMM_B_NK, routed[r], NULL, 0), 0);
+    assert_int_equal(td__gemm_cuda_configs_hooked(TD_F16, TD_GEMM_B_KN, routed[r], NULL, 0), 0);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_null_and_sizes),  cmocka_unit_test(test_dtype_layout_alignment),
       cmocka_unit_test(test_hooks),           cmocka_unit_test(test_unknown_config),
       cmocka_unit_test(test_config_listing),  cmocka_unit_test(test_gather),
-      cmocka_unit_test(test_kgather),
+      cmocka_unit_test(test_kgather),         cmocka_unit_test(test_kgather_route),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

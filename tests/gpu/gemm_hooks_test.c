@@ -15,7 +15,11 @@
  *  - GATHER: A's rows read in place from separate allocations (one tensor
  *    map per source), every configuration compiled with it;
  *  - KGATHER: the sum over sources of A_s * B_s, K read in place from
- *    separate allocations, every configuration compiled with it. */
+ *    separate allocations, every configuration compiled with it; routed by
+ *    PUSH (each row to its owner's buffer, td_chunk_range's split of M over
+ *    2..8 owners, some owning nothing) and by BCAST (every row to 1, 3 or 8
+ *    destinations), each buffer exact-sized between poisoned guards and
+ *    checked element by element. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -398,27 +402,147 @@ static void test_gather(void **state) {
   }
 }
 
+/* The inputs of a KGATHER launch: A [M, K] and B [K, N] at random, cut into
+ * `sources` separate allocations (source s: columns [s*k_src, (s+1)*k_src) of
+ * A as its own [M, k_src] matrix, the same rows of B as [k_src, N]), and the
+ * f64 product of the whole A and B. Built once per shape, run under every
+ * configuration and route. */
+typedef struct kg_inputs {
+  int m, n, k, sources;
+  long long k_src;
+  double *ref; /* [M, N] */
+  void *da[8], *dbs[8];
+  const void *as[8], *bs[8];
+  void *maps; /* the map table, 2 * sources maps (reused launch after launch on one stream) */
+} kg_inputs;
+
+static kg_inputs kg_make(int sources, long long k_src, int m, int n) {
+  kg_inputs in;
+  memset(&in, 0, sizeof in);
+  assert_true(sources >= 1 && sources <= 8);
+  in.m = m, in.n = n, in.sources = sources, in.k_src = k_src, in.k = (int)(sources * k_src);
+  const int k = in.k;
+  uint16_t *a = gt_random(TD_BF16, (size_t)m * k), *b = gt_random(TD_BF16, (size_t)k * n);
+  in.ref = gt_reference(TD_BF16, a, b, m, n, k, TD_GEMM_B_KN);
+  uint16_t *part = malloc((size_t)m * (size_t)k_src * 2 + 2);
+  for (int s = 0; s < sources; s++) {
+    for (int i = 0; i < m; i++)
+      memcpy(part + (size_t)i * k_src, a + (size_t)i * k + (size_t)s * k_src, (size_t)k_src * 2);
+    in.da[s] = gt_device_copy(part, (size_t)m * k_src * 2);
+    in.dbs[s] = gt_device_copy(b + (size_t)s * k_src * n, (size_t)k_src * n * 2);
+    assert_non_null(in.da[s]);
+    assert_non_null(in.dbs[s]);
+    in.as[s] = in.da[s], in.bs[s] = in.dbs[s];
+  }
+  in.maps = gt_device_copy(NULL, 16 * TD_GEMM_MAP_BYTES);
+  free(a), free(b), free(part);
+  return in;
+}
+
+static void kg_free(kg_inputs *in) {
+  for (int s = 0; s < in->sources; s++)
+    cudaFree(in->da[s]), cudaFree(in->dbs[s]);
+  cudaFree(in->maps);
+  free(in->ref);
+}
+
+/* Every element of a [rows, n] result against its f64 reference: not NaN (the
+ * poison, so every element was written) and within the bf16 rounding of the
+ * value (2^-7 relative, twice the half-ulp) plus the f32 accumulation's error
+ * (1e-3 * sqrt(K) absolute); a row stored at the wrong place is off by the
+ * size of the values (~sqrt(K) / 3). The norm-wise error must pass as well. */
+static void kg_check_rows(const char *what, const uint16_t *out, const double *ref, long long rows, int n, int k) {
+  const double abs_tol = 1e-3 * sqrt((double)k);
+  size_t bad = 0;
+  for (long long i = 0; i < rows * n; i++) {
+    double v = td_bf16_to_f32(out[i]), want = ref[i];
+    if (isnan(v) || fabs(v - want) > fabs(want) / 128.0 + abs_tol) {
+      if (bad < 4)
+        fprintf(stderr, "%s: element (%lld, %lld) is %g, want %g\n", what, i / n, i % n, v, want);
+      bad++;
+    }
+  }
+  if (bad)
+    fprintf(stderr, "%s: %zu of %lld elements wrong\n", what, bad, rows * n);
+  assert_int_equal(bad, 0);
+  size_t nans;
+  if (rows > 0)
+    assert_true(gt_rel_error(TD_BF16, out, ref, (size_t)(rows * n), &nans) <= gt_tolerance(TD_BF16));
+}
+
+/* A destination of `rows` x n, exactly, between two guards of KG_GUARD rows,
+ * all in one allocation poisoned with 0xFF bytes (NaN): a store one row before
+ * or past the buffer lands in a guard, which must stay poisoned. */
+enum { KG_GUARD = 8 };
+typedef struct kg_dest {
+  uint16_t *base; /* the allocation */
+  long long rows;
+} kg_dest;
+
+static kg_dest kg_dest_make(long long rows, int n) {
+  kg_dest d = {gt_device_copy(NULL, (size_t)(rows + 2 * KG_GUARD) * n * 2), rows};
+  assert_non_null(d.base);
+  return d;
+}
+static void *kg_dest_rows(const kg_dest *d, int n) { return d->base + (size_t)KG_GUARD * n; }
+
+/* Checks d's rows against ref (its first row's reference) and both guards, then frees d. */
+static void kg_dest_check(const char *what, kg_dest *d, const double *ref, int n, int k) {
+  const size_t count = (size_t)(d->rows + 2 * KG_GUARD) * n;
+  uint16_t *host = malloc(count * 2);
+  assert_int_equal(cudaMemcpy(host, d->base, count * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+  size_t touched = 0;
+  for (size_t i = 0; i < (size_t)KG_GUARD * n; i++) {
+    touched += host[i] != 0xffffu;             /* the guard before */
+    touched += host[count - 1 - i] != 0xffffu; /* the guard after */
+  }
+  if (touched)
+    fprintf(stderr, "%s: %zu guard elements around its %lld rows were written\n", what, touched, d->rows);
+  assert_int_equal(touched, 0);
+  if (d->rows > 0)
+    kg_check_rows(what, host + (size_t)KG_GUARD * n, ref, d->rows, n, k);
+  free(host);
+  cudaFree(d->base);
+  d->base = NULL;
+}
+
+/* An untouched poisoned buffer (C under a route, a destination past the ones given) stays all NaN. */
+static void kg_expect_poisoned(const char *what, const void *dev, size_t elems) {
+  uint16_t *host = malloc(elems * 2);
+  assert_int_equal(cudaMemcpy(host, dev, elems * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+  size_t touched = 0;
+  for (size_t i = 0; i < elems; i++)
+    touched += host[i] != 0xffffu;
+  if (touched)
+    fprintf(stderr, "%s: %zu elements written, none expected\n", what, touched);
+  assert_int_equal(touched, 0);
+  free(host);
+}
+
+/* The routing description handed to td__gemm_cuda_run_kgather, its other
+ * fields filled with junk: only dst, rows_per_peer, push_long_peers and
+ * bcast_peers are read, so a launch that copied the rest (an unknown scope,
+ * signals, another map table or k_src) would be refused or compute garbage. */
+static td_gemm_hooks kg_route_junk(void) {
+  td_gemm_hooks h;
+  memset(&h, 0x5a, sizeof h);
+  for (int i = 0; i < TD_GEMM_MAX_PEERS; i++)
+    h.dst[i] = NULL;
+  h.scope = 0xffffffffu;
+  h.k_src = 7;
+  return h;
+}
+
 /* KGATHER: C = sum over sources of A_s * B_s, every A_s [M, k_src] and B_s
  * [k_src, N] a separate allocation read in place (the GEMM + ReduceScatter
  * of ranks sharing a GPU without partials); checked against the f64 product
  * of the concatenated A [M, K] and B [K, N], outputs poisoned first. */
 static void kgather_case(const td_gemm_config *cfg, int sources, long long k_src, int m, int n) {
-  const int k = (int)(sources * k_src);
-  uint16_t *a = gt_random(TD_BF16, (size_t)m * k), *b = gt_random(TD_BF16, (size_t)k * n);
-  double *ref = gt_reference(TD_BF16, a, b, m, n, k, TD_GEMM_B_KN);
-  const void *as[8], *bs[8];
-  void *da[8], *dbs[8];
-  uint16_t *part = malloc((size_t)m * (size_t)k_src * 2);
-  for (int s = 0; s < sources; s++) { /* source s: columns [s*k_src, (s+1)*k_src) of A, the same rows of B */
-    for (int i = 0; i < m; i++)
-      memcpy(part + (size_t)i * k_src, a + (size_t)i * k + (size_t)s * k_src, (size_t)k_src * 2);
-    da[s] = gt_device_copy(part, (size_t)m * k_src * 2);
-    dbs[s] = gt_device_copy(b + (size_t)s * k_src * n, (size_t)k_src * n * 2);
-    as[s] = da[s], bs[s] = dbs[s];
-  }
-  void *maps = gt_device_copy(NULL, 16 * TD_GEMM_MAP_BYTES), *dc = gt_device_copy(NULL, (size_t)m * n * 2);
+  kg_inputs in = kg_make(sources, k_src, m, n);
+  const int k = in.k;
+  void *dc = gt_device_copy(NULL, (size_t)m * n * 2);
   td_gemm_problem p = {m, n, k, TD_BF16, TD_GEMM_B_KN, NULL, NULL, dc, NULL};
-  td_status st = td__gemm_cuda_run_kgather(&p, cfg, as, bs, sources, k_src, maps, 0, NULL, NULL);
+  td_status st = td__gemm_cuda_run_kgather(&p, cfg, in.as, in.bs, sources, k_src, in.maps, 0, NULL, NULL);
   if (st != TD_OK)
     fprintf(stderr, "%s\n", td_last_error());
   assert_int_equal(st, TD_OK);
@@ -426,16 +550,15 @@ static void kgather_case(const td_gemm_config *cfg, int sources, long long k_src
   uint16_t *out = malloc((size_t)m * n * 2);
   cudaMemcpy(out, dc, (size_t)m * n * 2, cudaMemcpyDeviceToHost);
   size_t nans;
-  double rel = gt_rel_error(TD_BF16, out, ref, (size_t)m * n, &nans);
+  double rel = gt_rel_error(TD_BF16, out, in.ref, (size_t)m * n, &nans);
   if (nans || rel > gt_tolerance(TD_BF16))
     fprintf(stderr, "kgather %dx%d: M=%d N=%d %d sources of K %lld: %zu NaN, rel %.3g\n", cfg->bm, cfg->bn, m, n,
             sources, k_src, nans, rel);
   assert_int_equal(nans, 0);
   assert_true(rel <= gt_tolerance(TD_BF16));
-  for (int s = 0; s < sources; s++)
-    cudaFree(da[s]), cudaFree(dbs[s]);
-  free(a), free(b), free(ref), free(out), free(part);
-  cudaFree(maps), cudaFree(dc);
+  free(out);
+  cudaFree(dc);
+  kg_free(&in);
 }
 
 static void test_kgather(void **state) {
@@ -452,6 +575,164 @@ static void test_kgather(void **state) {
   }
 }
 
+/* KGATHER | PUSH (the fused gemm_rs of ranks sharing a GPU, every rank's rows
+ * in one launch): row r lands in its owner's buffer under td_chunk_range's
+ * split of M over `peers` (rows_per_peer = ceil(M / peers), push_long_peers =
+ * M % peers; with all_long and M divisible, push_long_peers = peers, the same
+ * split said the other way). Each owner's buffer holds exactly its rows,
+ * guarded; a spare buffer at dst[peers] (when peers < 8) and C (when given)
+ * must stay poisoned. */
+static void kgather_push_case(const td_gemm_config *cfg, const kg_inputs *in, int peers, int all_long, int with_c) {
+  const int m = in->m, n = in->n;
+  td_gemm_hooks out = kg_route_junk();
+  out.rows_per_peer = m / peers + (m % peers != 0);
+  out.push_long_peers = m % peers;
+  if (all_long && m % peers == 0)
+    out.push_long_peers = peers;
+  kg_dest d[TD_GEMM_MAX_PEERS], spare = {NULL, 0};
+  size_t off[TD_GEMM_MAX_PEERS];
+  for (int q = 0; q < peers; q++) {
+    size_t len = 0;
+    td_chunk_range((size_t)m, peers, q, &off[q], &len);
+    d[q] = kg_dest_make((long long)len, n); /* an owner of 0 rows gets a buffer of guards only */
+    out.dst[q] = kg_dest_rows(&d[q], n);
+  }
+  if (peers < TD_GEMM_MAX_PEERS) {
+    spare = kg_dest_make(1, n);
+    out.dst[peers] = kg_dest_rows(&spare, n);
+  }
+  void *dc = with_c ? gt_device_copy(NULL, (size_t)m * n * 2) : NULL;
+  td_gemm_problem p = {m, n, in->k, TD_BF16, TD_GEMM_B_KN, NULL, NULL, dc, NULL};
+  td_status st = td__gemm_cuda_run_kgather(&p, cfg, in->as, in->bs, in->sources, in->k_src, in->maps,
+                                           TD_GEMM_HOOK_PUSH, &out, NULL);
+  if (st != TD_OK)
+    fprintf(stderr, "%s\n", td_last_error());
+  assert_int_equal(st, TD_OK);
+  assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
+  char what[256];
+  for (int q = 0; q < peers; q++) {
+    snprintf(what, sizeof what, "kgather|push %dx%d s%d: M=%d N=%d %d sources of K %lld, rows_per_peer=%lld "
+             "push_long_peers=%lld: owner %d of %d (rows %zu..+%lld)", cfg->bm, cfg->bn, cfg->stages, m, n,
+             in->sources, in->k_src, out.rows_per_peer, out.push_long_peers, q, peers, off[q], d[q].rows);
+    kg_dest_check(what, &d[q], in->ref + off[q] * (size_t)n, n, in->k);
+  }
+  if (spare.base) {
+    kg_expect_poisoned("kgather|push: dst[peers], past the owners", spare.base, (size_t)(1 + 2 * KG_GUARD) * n);
+    cudaFree(spare.base);
+  }
+  if (dc) {
+    kg_expect_poisoned("kgather|push: C, which a routed launch ignores", dc, (size_t)m * n);
+    cudaFree(dc);
+  }
+}
+
+static void test_kgather_push(void **state) {
+  (void)state;
+  if (skip_arch(TD_GEMM_SM90))
+    skip();
+  td_gemm_config cfgs[16];
+  int nc = td__gemm_cuda_configs_hooked(TD_BF16, TD_GEMM_B_KN, TD_GEMM_HOOK_KGATHER | TD_GEMM_HOOK_PUSH, cfgs, 16);
+  assert_true(nc >= 2); /* 128x256 s4 and 128x128 s6 */
+  /* 1003 rows over 8 (3 owners of 126, 5 of 125) and over 3 (335, 334, 334):
+   * owner boundaries inside tiles, the long/short boundary inside one too */
+  kg_inputs a = kg_make(4, 128, 1003, 520);
+  for (int i = 0; i < nc && i < 16; i++) {
+    kgather_push_case(&cfgs[i], &a, 8, 0, 1);
+    kgather_push_case(&cfgs[i], &a, 3, 0, 0);
+  }
+  kg_free(&a);
+  /* 301 rows over 3 (101, 100, 100) and over 2 (151, 150): two sources of one k-block */
+  kg_inputs b = kg_make(2, 64, 301, 264);
+  for (int i = 0; i < nc && i < 16; i++) {
+    kgather_push_case(&cfgs[i], &b, 3, 0, 1);
+    kgather_push_case(&cfgs[i], &b, 2, 0, 0);
+  }
+  kg_free(&b);
+  /* 5 rows over 8: owners 0..4 one row each, 5..7 none (rows_per_peer 1,
+   * push_long_peers 5); 13 over 8: five owners of 2 rows, three of 1 */
+  kg_inputs c = kg_make(8, 64, 5, 264), d = kg_make(3, 128, 13, 520);
+  for (int i = 0; i < nc && i < 16; i++) {
+    kgather_push_case(&cfgs[i], &c, 8, 0, 0);
+    kgather_push_case(&cfgs[i], &d, 8, 0, 1);
+  }
+  kg_free(&c);
+  kg_free(&d);
+  /* an even split, 1000 rows over 8 and 300 over 3, as push_long_peers = 0 and as = peers */
+  kg_inputs e = kg_make(6, 64, 1000, 264), f = kg_make(5, 64, 300, 520);
+  for (int i = 0; i < nc && i < 16; i++) {
+    kgather_push_case(&cfgs[i], &e, 8, 0, 1);
+    kgather_push_case(&cfgs[i], &e, 8, 1, 0);
+    kgather_push_case(&cfgs[i], &f, 3, 0, 0);
+    kgather_push_case(&cfgs[i], &f, 3, 1, 1);
+  }
+  kg_free(&e);
+  kg_free(&f);
+}
+
+/* KGATHER | BCAST (the fused gemm_ar of ranks sharing a GPU): every row of the
+ * sum stored into each of `peers` destinations of M x N, each guarded and
+ * checked in full; a spare buffer at dst[peers] (when peers < 8) and C must
+ * stay poisoned. */
+static void kgather_bcast_case(const td_gemm_config *cfg, const kg_inputs *in, int peers, int with_c) {
+  const int m = in->m, n = in->n;
+  td_gemm_hooks out = kg_route_junk();
+  out.bcast_peers = peers;
+  out.rows_per_peer = 0; /* PUSH's fields, not BCAST's */
+  out.push_long_peers = -1;
+  kg_dest d[TD_GEMM_MAX_PEERS], spare = {NULL, 0};
+  for (int q = 0; q < peers; q++) {
+    d[q] = kg_dest_make(m, n);
+    out.dst[q] = kg_dest_rows(&d[q], n);
+  }
+  if (peers < TD_GEMM_MAX_PEERS) {
+    spare = kg_dest_make(m, n);
+    out.dst[peers] = kg_dest_rows(&spare, n);
+  }
+  void *dc = with_c ? gt_device_copy(NULL, (size_t)m * n * 2) : NULL;
+  td_gemm_problem p = {m, n, in->k, TD_BF16, TD_GEMM_B_KN, NULL, NULL, dc, NULL};
+  td_status st = td__gemm_cuda_run_kgather(&p, cfg, in->as, in->bs, in->sources, in->k_src, in->maps,
+                                           TD_GEMM_HOOK_BCAST, &out, NULL);
+  if (st != TD_OK)
+    fprintf(stderr, "%s\n", td_last_error());
+  assert_int_equal(st, TD_OK);
+  assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
+  char what[256];
+  for (int q = 0; q < peers; q++) {
+    snprintf(what, sizeof what, "kgather|bcast %dx%d s%d: M=%d N=%d %d sources of K %lld: destination %d of %d",
+             cfg->bm, cfg->bn, cfg->stages, m, n, in->sources, in->k_src, q, peers);
+    kg_dest_check(what, &d[q], in->ref, n, in->k);
+  }
+  if (spare.base) {
+    kg_expect_poisoned("kgather|bcast: dst[bcast_peers], past the destinations", spare.base,
+                       (size_t)(m + 2 * KG_GUARD) * n);
+    cudaFree(spare.base);
+  }
+  if (dc) {
+    kg_expect_poisoned("kgather|bcast: C, which a routed launch ignores", dc, (size_t)m * n);
+    cudaFree(dc);
+  }
+}
+
+static void test_kgather_bcast(void **state) {
+  (void)state;
+  if (skip_arch(TD_GEMM_SM90))
+    skip();
+  td_gemm_config cfgs[16];
+  int nc = td__gemm_cuda_configs_hooked(TD_BF16, TD_GEMM_B_KN, TD_GEMM_HOOK_KGATHER | TD_GEMM_HOOK_BCAST, cfgs, 16);
+  assert_true(nc >= 2); /* 128x256 s4 and 128x128 s6 */
+  kg_inputs a = kg_make(3, 128, 301, 520), b = kg_make(8, 64, 257, 264), c = kg_make(2, 64, 1003, 264);
+  for (int i = 0; i < nc && i < 16; i++) {
+    kgather_bcast_case(&cfgs[i], &a, 1, 1);
+    kgather_bcast_case(&cfgs[i], &a, 3, 0);
+    kgather_bcast_case(&cfgs[i], &a, 8, 1);
+    kgather_bcast_case(&cfgs[i], &b, 8, 0); /* eight sources of one k-block, 3 tile rows (the last of 1 row) */
+    kgather_bcast_case(&cfgs[i], &c, 3, 1);
+  }
+  kg_free(&a);
+  kg_free(&b);
+  kg_free(&c);
+}
+
 static td_gemm_arch sm90 = TD_GEMM_SM90, sm80 = TD_GEMM_SM80;
 
 int main(void) {
@@ -465,6 +746,8 @@ int main(void) {
       cmocka_unit_test(test_late_raise_gpu_scope),
       cmocka_unit_test(test_gather),
       cmocka_unit_test(test_kgather),
+      cmocka_unit_test(test_kgather_push),
+      cmocka_unit_test(test_kgather_bcast),
       cmocka_unit_test_prestate(test_wait_raise, &sm80),
       cmocka_unit_test_prestate(test_timeout, &sm80),
       cmocka_unit_test_prestate(test_push_accumulate, &sm80),

@@ -3,7 +3,8 @@
  * cpu: NVRTC needs no GPU): the pieces pasted into one source after
  * `#define TD_JIT_CONCAT`, one configuration per program chosen with -D
  * values, for sm_90a (wgmma kernel; plain, clustered with every hook, [K,N]
- * fp16) and for sm_80 and sm_90a (mma.sync kernel). Each must produce a cubin
+ * fp16, GATHER, KGATHER alone and routed by PUSH or BCAST) and for sm_80 and
+ * sm_90a (mma.sync kernel). Each must produce a cubin
  * holding the unmangled entry point. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -111,6 +112,29 @@ static void test_sm90_kgather(void **state) { /* K from several sources (KGATHER
           "gemm_sm90.cuh", "sm_90a", "td_gemm_sm90");
 }
 
+/* KGATHER routing its rows: PUSH (each row to its owner's buffer, td_chunk_range's
+ * split) and BCAST (every row to every destination), as compiled into the build:
+ * 128x256 s4 and 128x128 s6, bf16, B [K,N]; TD_GEMM_HOOKS is 32|4 and 32|64. */
+static void test_sm90_kgather_push(void **state) {
+  (void)state;
+  compile("#define TD_GEMM_BM 128\n#define TD_GEMM_BN 256\n#define TD_GEMM_STAGES 4\n#define TD_GEMM_HOOKS 36u\n"
+          "#define TD_GEMM_B_KN 1\n",
+          "gemm_sm90.cuh", "sm_90a", "td_gemm_sm90");
+  compile("#define TD_GEMM_BM 128\n#define TD_GEMM_BN 128\n#define TD_GEMM_STAGES 6\n#define TD_GEMM_HOOKS 36u\n"
+          "#define TD_GEMM_B_KN 1\n",
+          "gemm_sm90.cuh", "sm_90a", "td_gemm_sm90");
+}
+
+static void test_sm90_kgather_bcast(void **state) {
+  (void)state;
+  compile("#define TD_GEMM_BM 128\n#define TD_GEMM_BN 256\n#define TD_GEMM_STAGES 4\n#define TD_GEMM_HOOKS 96u\n"
+          "#define TD_GEMM_B_KN 1\n",
+          "gemm_sm90.cuh", "sm_90a", "td_gemm_sm90");
+  compile("#define TD_GEMM_BM 128\n#define TD_GEMM_BN 128\n#define TD_GEMM_STAGES 6\n#define TD_GEMM_HOOKS 96u\n"
+          "#define TD_GEMM_B_KN 1\n",
+          "gemm_sm90.cuh", "sm_90a", "td_gemm_sm90");
+}
+
 static void test_sm80(void **state) {
   (void)state;
   const char *d = "#define TD_GEMM_BM 128\n#define TD_GEMM_BN 128\n#define TD_GEMM_HOOKS 15u\n";
@@ -124,6 +148,8 @@ int main(void) {
       cmocka_unit_test(test_sm90_cluster_hooks_kn_f16),
       cmocka_unit_test(test_sm90_gather),
       cmocka_unit_test(test_sm90_kgather),
+      cmocka_unit_test(test_sm90_kgather_push),
+      cmocka_unit_test(test_sm90_kgather_bcast),
       cmocka_unit_test(test_sm80),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
