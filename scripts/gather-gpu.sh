@@ -30,7 +30,7 @@ run() { # name timeout cmd...: one step, its rc and seconds appended to the lane
 }
 bench() { # name op args...: tdist bench with 8 ranks sharing this lane's GPU 0
   local name=$1 op=$2; shift 2
-  TD_CUDA_DEVICE=0 TD_SYMM_HEAP_SIZE=${TD_SYMM_HEAP_SIZE:-2G} run "$name" 150 "$BIN/tdist" bench "$op" \
+  TD_CUDA_DEVICE=0 TD_SYMM_HEAP_SIZE=${TD_SYMM_HEAP_SIZE:-2G} run "$name" "${TD_BENCH_TIMEOUT:-150}" "$BIN/tdist" bench "$op" \
     --backend cuda --ranks 8 --iters ${TD_ITERS:-10} --warmup 3 --json "$OUT/$name.json" "$@"
 }
 lane_bench() {
@@ -44,6 +44,17 @@ lane_bench() {
 lane_rs() { # gemm_rs on a shared GPU: pull (auto) against kgather (no partials), every model
   bench rs_auto gemm_rs --variants none --models all --m 1024,4096,8192
   TD_OPS_FUSED_RS=kgather bench rs_kgather gemm_rs --variants none --models all --m 1024,4096,8192
+}
+lane_kg() { # gemm_rs and gemm_ar on a shared GPU as AUTO runs them (kgather, one launch for every rank)
+  bench kg_rs gemm_rs --variants none --models all --m 1024,4096,8192
+  bench kg_ar gemm_ar --variants none --models all --m 1024,4096,8192
+}
+lane_optests() { # the fused operators' GPU tests, the two groups at once (two processes on the GPU)
+  TD_GPU_TEST_FILTER='test_fused_direct' TD_GPU_TEST_VERBOSE=1 run ops_gpu_direct 300 "$BIN/ops_gpu_test" &
+  TD_GPU_TEST_FILTER='test_fused' TD_GPU_TEST_VERBOSE=1 run ops_gpu_fused 300 "$BIN/ops_gpu_test" &
+  run gemm_args_test 60 "$BIN/gemm_args_test"
+  run gemm_hooks_test 120 "$BIN/gemm_hooks_test"
+  wait
 }
 lane_tests() {
   run gemm_args_test 60 "$BIN/gemm_args_test"
@@ -97,7 +108,7 @@ for f in "$OUT"/*.log; do # the failures' tails
   n=$(basename "$f" .log)
   grep -q "rc=0 " <(grep -h "^$n " "$OUT"/summary.* 2>/dev/null) || { echo "--- $n:"; tail -n 12 "$f"; }
 done
-for b in ag_auto ag_copy1024 ag_batched rs_auto rs_kgather mg_ag_gemm mg_gemm_rs mg_gemm_ar; do
+for b in ag_auto ag_copy1024 ag_batched rs_auto rs_kgather kg_rs kg_ar mg_ag_gemm mg_gemm_rs mg_gemm_ar; do
   echo "== $b"; grep -E "^\| " "$OUT/$b.log" 2>/dev/null | grep -v -- "---" | cut -c1-150
 done
 grep -E "^\[  (PASSED|FAILED) |^\[  FAILED  \]|^\[       OK \]|^\[  SKIPPED \]|schedule \"" "$OUT"/*.log | head -60

@@ -67,7 +67,8 @@
  *   TD_GEMM_HOOK_BCAST  every output row goes to each of dst[0..bcast_peers)
  *                       at the same row (row length N), C is ignored: the
  *                       finished rows of GEMM + AllReduce stored straight into
- *                       every rank's output. Not with PUSH or ACCUMULATE.
+ *                       every rank's output. Alone or with KGATHER (not with
+ *                       WAIT, RAISE, PUSH or ACCUMULATE).
  *
  * PUSH's row split: with push_long_peers = 0 every peer owns rows_per_peer
  * rows (the last may own fewer); with push_long_peers = L > 0 the first L

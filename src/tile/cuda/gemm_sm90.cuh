@@ -263,8 +263,8 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
                               HOOKS == (TD_GEMM_HOOK_KGATHER | TD_GEMM_HOOK_BCAST)) &&
                              B_KN && CLUSTER == 1),
                 "KGATHER runs alone or with PUSH or BCAST routing its rows, with B as [K,N] and no cluster");
-  static_assert(!BCAST || (HOOKS & (TD_GEMM_HOOK_PUSH | TD_GEMM_HOOK_ACCUMULATE)) == 0,
-                "BCAST stores every row to every destination: not with PUSH or ACCUMULATE");
+  static_assert(!BCAST || (HOOKS & ~(TD_GEMM_HOOK_BCAST | TD_GEMM_HOOK_KGATHER)) == 0,
+                "BCAST stores every row to every destination: alone or with KGATHER");
   constexpr bool EARLY_WAIT = WAIT && (XV & 16) == 0;   /* first tile's acquire before the set-up */
   constexpr bool INLINE_RAISE = RAISE && (XV & 32) == 0; /* last tile raised by the consumers */
   if (threadIdx.x == 0)
