@@ -56,6 +56,11 @@ lane_optests() { # the fused operators' GPU tests, the two groups at once (two p
   run gemm_hooks_test 120 "$BIN/gemm_hooks_test"
   wait
 }
+lane_kgtests() { # the tile's routed KGATHER and the operators' kgather cases
+  run gemm_args_test 60 "$BIN/gemm_args_test"
+  run gemm_hooks_test 120 "$BIN/gemm_hooks_test"
+  TD_GPU_TEST_FILTER='test_fused_kgather' TD_GPU_TEST_VERBOSE=1 run ops_gpu_kgather 200 "$BIN/ops_gpu_test"
+}
 lane_tests() {
   run gemm_args_test 60 "$BIN/gemm_args_test"
   run gemm_hooks_test 120 "$BIN/gemm_hooks_test"

@@ -274,6 +274,28 @@ static void test_fused_direct(void **state) {
   fused_case(TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 333, 512, 136, 0, 3, 0, 4);
   unsetenv("TD_OPS_FUSED_AG_GEMMS");
   unsetenv("TD_OPS_FUSED_AG");
+  setenv("TD_OPS_FUSED_RS", "push", 1);
+  for (int r = 0; r < 3; r++) {
+    fused_case(TD_TP_GEMM_RS, TD_TP_FUSED, TD_BF16, 301, 264, 512, 0, 3, 0, ranks[r]);
+    fused_case(TD_TP_GEMM_AR, TD_TP_FUSED, TD_F16, 1031, 520, 256, 0, 2, 0, ranks[r]); /* RS + AG */
+  }
+  fused_case(TD_TP_GEMM_RS, TD_TP_FUSED, TD_F16, 5, 64, 128, 0, 2, 0, 8); /* M < ranks */
+  fused_case(TD_TP_GEMM_RS, TD_TP_FUSED, TD_BF16, 259, 128, 64, 0, 100, 0, 8);
+  unsetenv("TD_OPS_FUSED_RS");
+  setenv("TD_OPS_FUSED_AR", "all-push", 1); /* forced on one GPU too: n - 1 slots, M not divisible */
+  for (int r = 0; r < 3; r++)
+    fused_case(TD_TP_GEMM_AR, TD_TP_FUSED, TD_BF16, 4099, 520, 256, 0, 3, 0, ranks[r]);
+  unsetenv("TD_OPS_FUSED_AR");
+  unsetenv("TD_CUDA_DEVICE");
+}
+
+/* kgather on one shared GPU (gemm_rs to each owner, gemm_ar to every rank,
+ * in rank 0's one launch), apart from test_fused_direct so that it can run
+ * alone (TD_GPU_TEST_FILTER=test_fused_kgather). */
+static void test_fused_kgather(void **state) {
+  (void)state;
+  setenv("TD_CUDA_DEVICE", "0", 1);
+  const int ranks[] = {2, 4, 8};
   /* gemm_rs kgather: rank 0's one launch computes every rank's rows over every rank's A and B in place (no
    * partials) and stores each row at its owner's C; M not divisible, M < ranks, 100 calls; K / ranks not a
    * multiple of 64 falls back to pull */
@@ -316,18 +338,7 @@ static void test_fused_direct(void **state) {
   setenv("TD_OPS_FUSED_RS", "pull", 1);
   fused_sched("gemm_rs pull", TD_TP_GEMM_RS, TD_TP_AUTO, TD_BF16, 2048 + 3, 2304, 512, 2, 8);
   fused_sched("gemm_ar two-shot pull", TD_TP_GEMM_AR, TD_TP_AUTO, TD_BF16, 2048 + 3, 2304, 512, 2, 8);
-  setenv("TD_OPS_FUSED_RS", "push", 1);
-  for (int r = 0; r < 3; r++) {
-    fused_case(TD_TP_GEMM_RS, TD_TP_FUSED, TD_BF16, 301, 264, 512, 0, 3, 0, ranks[r]);
-    fused_case(TD_TP_GEMM_AR, TD_TP_FUSED, TD_F16, 1031, 520, 256, 0, 2, 0, ranks[r]); /* RS + AG */
-  }
-  fused_case(TD_TP_GEMM_RS, TD_TP_FUSED, TD_F16, 5, 64, 128, 0, 2, 0, 8); /* M < ranks */
-  fused_case(TD_TP_GEMM_RS, TD_TP_FUSED, TD_BF16, 259, 128, 64, 0, 100, 0, 8);
   unsetenv("TD_OPS_FUSED_RS");
-  setenv("TD_OPS_FUSED_AR", "all-push", 1); /* forced on one GPU too: n - 1 slots, M not divisible */
-  for (int r = 0; r < 3; r++)
-    fused_case(TD_TP_GEMM_AR, TD_TP_FUSED, TD_BF16, 4099, 520, 256, 0, 3, 0, ranks[r]);
-  unsetenv("TD_OPS_FUSED_AR");
   unsetenv("TD_CUDA_DEVICE");
 }
 
@@ -653,6 +664,7 @@ int main(void) {
       cmocka_unit_test(test_fused_all_reduce_unaligned),
       cmocka_unit_test(test_fused_user_stream),
       cmocka_unit_test(test_fused_direct),
+      cmocka_unit_test(test_fused_kgather),
       cmocka_unit_test(test_fused_gpus2),
       cmocka_unit_test(test_fused_gpus4),
   };

@@ -521,7 +521,7 @@ static td_status td__f_alloc(td_tp_op *op, td__tp_fused *f) {
       TD_CHECK(td__f_ar_mode(op, f));
     if (td__f_kgather_config(op, f)) { /* no partial, no slots: the tensor maps only */
       f->kgather = 1, f->rs_push = 0, f->ar_all_push = 0, f->one_shot = 0;
-      TD_CHECK(td__f_cu(cudaMalloc(&f->kmaps, 2 * (size_t)f->n * TD_GEMM_MAP_BYTES), "cudaMalloc (tensor maps)"));
+      TD_CHECK(td__f_cu(cudaMalloc(&f->kmaps, 3 * (size_t)f->n * TD_GEMM_MAP_BYTES), "cudaMalloc (tensor maps)"));
       TD_CHECK(td__f_cu(cudaMalloc((void **)&f->ctl, TD__CTL_WORDS * 8), "cudaMalloc (progress words)"));
       TD_CHECK(td__f_cu(cudaMemsetAsync(f->ctl, 0, TD__CTL_WORDS * 8, f->s), "cudaMemsetAsync"));
       return td__f_cu(cudaStreamSynchronize(f->s), "cudaStreamSynchronize");

@@ -67,8 +67,12 @@
  *   TD_GEMM_HOOK_BCAST  every output row goes to each of dst[0..bcast_peers)
  *                       at the same row (row length N), C is ignored: the
  *                       finished rows of GEMM + AllReduce stored straight into
- *                       every rank's output. Alone or with KGATHER (not with
- *                       WAIT, RAISE, PUSH or ACCUMULATE).
+ *                       every rank's output. Each consumer warpgroup stages
+ *                       its rows of a tile in shared memory once and TMA
+ *                       stores them to every destination (one map each,
+ *                       c_maps) while the next tile computes. With KGATHER
+ *                       only (td__gemm_cuda_run_kgather builds the maps; not
+ *                       with WAIT, RAISE, PUSH or ACCUMULATE).
  *
  * PUSH's row split: with push_long_peers = 0 every peer owns rows_per_peer
  * rows (the last may own fewer); with push_long_peers = L > 0 the first L
@@ -160,6 +164,7 @@ typedef struct td_gemm_hooks {
   long long k_src;                   /* KGATHER: K per source, a multiple of 64 */
   long long push_long_peers;         /* PUSH: peers owning rows_per_peer rows, the rest one fewer; 0 = all */
   int bcast_peers;                   /* BCAST: rows go to each of dst[0..bcast_peers), 1..TD_GEMM_MAX_PEERS */
+  const void *c_maps;                /* BCAST: device array, one C map per destination (the launcher builds them) */
 } td_gemm_hooks;
 
 #if !defined(__CUDACC_RTC__)
@@ -256,8 +261,9 @@ td_status td__gemm_cuda_run_gather(const td_gemm_problem *problem, const td_gemm
  * sources * k_src. problem->a and problem->b are ignored; C, M, N, dtype as
  * for td__gemm_cuda_run; B's layout must be TD_GEMM_B_KN. Builds 2 x sources
  * tensor maps on the host and copies them into `map_buf` (device, at least
- * 2 * sources * TD_GEMM_MAP_BYTES bytes, 64-byte aligned) on `stream`, then
- * launches. `route` picks where the rows go: 0 (C; `out` may be NULL),
+ * (2 * sources + b) * TD_GEMM_MAP_BYTES bytes, b = out->bcast_peers with
+ * BCAST and 0 otherwise, 64-byte aligned) on `stream`, then launches.
+ * `route` picks where the rows go: 0 (C; `out` may be NULL),
  * TD_GEMM_HOOK_PUSH (row r to its owner's buffer out->dst[peer], split by
  * out->rows_per_peer and out->push_long_peers; problem->c ignored) or
  * TD_GEMM_HOOK_BCAST (every row to each of out->dst[0..out->bcast_peers));

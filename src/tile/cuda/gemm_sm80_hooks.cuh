@@ -206,22 +206,33 @@ __device__ __forceinline__ void td__gemm_put2(td__gemm_u16 *rowp, int col, int n
  * whole 32-byte sectors. Every lane of the warp must call it (the shuffles);
  * `valid` says this lane's row exists, `v16` that the row pointer is 16-byte
  * aligned and N % 8 == 0; otherwise the elements go one by one. */
-template <int DTYPE>
-__device__ __forceinline__ void td__gemm_put_quad(td__gemm_u16 *rowp, int col0, int n, bool valid,
-                                                  bool v16, td__gemm_u32 p0, td__gemm_u32 p1, td__gemm_u32 p2,
-                                                  td__gemm_u32 p3) {
+/* The 4x4 transpose inside a quad of lanes that td__gemm_put_quad stores
+ * after: lane q ends with the 8 consecutive columns of n8 block q (o[0..3]).
+ * Every lane of the warp must call it. */
+__device__ __forceinline__ void td__gemm_quad_transpose(td__gemm_u32 p0, td__gemm_u32 p1, td__gemm_u32 p2,
+                                                        td__gemm_u32 p3, td__gemm_u32 o[4]) {
   const int lane = threadIdx.x % 32, q = lane & 3;
-  td__gemm_u32 o0 = 0, o1 = 0, o2 = 0, o3 = 0;
+  o[0] = o[1] = o[2] = o[3] = 0;
 #pragma unroll
   for (int r = 0; r < 4; r++) {
     const int si = (q - r) & 3, di = (q + r) & 3;
     const td__gemm_u32 send = si == 0 ? p0 : si == 1 ? p1 : si == 2 ? p2 : p3;
     const td__gemm_u32 got = __shfl_sync(0xffffffffu, send, (lane & ~3) | di);
-    o0 = di == 0 ? got : o0;
-    o1 = di == 1 ? got : o1;
-    o2 = di == 2 ? got : o2;
-    o3 = di == 3 ? got : o3;
+    o[0] = di == 0 ? got : o[0];
+    o[1] = di == 1 ? got : o[1];
+    o[2] = di == 2 ? got : o[2];
+    o[3] = di == 3 ? got : o[3];
   }
+}
+
+template <int DTYPE>
+__device__ __forceinline__ void td__gemm_put_quad(td__gemm_u16 *rowp, int col0, int n, bool valid,
+                                                  bool v16, td__gemm_u32 p0, td__gemm_u32 p1, td__gemm_u32 p2,
+                                                  td__gemm_u32 p3) {
+  const int q = (threadIdx.x % 32) & 3;
+  td__gemm_u32 t[4];
+  td__gemm_quad_transpose(p0, p1, p2, p3, t);
+  const td__gemm_u32 o0 = t[0], o1 = t[1], o2 = t[2], o3 = t[3];
   const int col = col0 + 8 * q;
   if (!valid || col >= n)
     return;

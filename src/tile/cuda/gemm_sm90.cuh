@@ -263,8 +263,14 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
                               HOOKS == (TD_GEMM_HOOK_KGATHER | TD_GEMM_HOOK_BCAST)) &&
                              B_KN && CLUSTER == 1),
                 "KGATHER runs alone or with PUSH or BCAST routing its rows, with B as [K,N] and no cluster");
-  static_assert(!BCAST || (HOOKS & ~(TD_GEMM_HOOK_BCAST | TD_GEMM_HOOK_KGATHER)) == 0,
-                "BCAST stores every row to every destination: alone or with KGATHER");
+  static_assert(!BCAST || HOOKS == (TD_GEMM_HOOK_BCAST | TD_GEMM_HOOK_KGATHER),
+                "BCAST stores every row to every destination through KGATHER's map table");
+  /* BCAST: each consumer warpgroup stages its rows of the tile in shared
+   * memory once, and TMA stores them to every destination while the
+   * consumers go on with the next tile (stores from registers, n times
+   * over, held the tensor cores idle: 0.3-0.5 TB/s, docs/perf.md) */
+  constexpr int EPI_BYTES = BCAST ? BM * BN * 2 : 0;
+  static_assert(S::SMEM_BYTES + EPI_BYTES <= 232448, "tile ring and staged tile do not fit in shared memory");
   constexpr bool EARLY_WAIT = WAIT && (XV & 16) == 0;   /* first tile's acquire before the set-up */
   constexpr bool INLINE_RAISE = RAISE && (XV & 32) == 0; /* last tile raised by the consumers */
   if (threadIdx.x == 0)
@@ -302,7 +308,8 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
   extern __shared__ unsigned char td__smem_raw[];
   const td__gemm_u32 base = td__smem_addr(td__smem_raw);
   const td__gemm_u32 ring = (base + 1023) & ~1023u;
-  const td__gemm_u32 full = ring + STAGES * S::STAGE_BYTES, empty = full + 8 * STAGES;
+  const td__gemm_u32 stg = ring + STAGES * S::STAGE_BYTES; /* BCAST: the staged tile (1024-aligned) */
+  const td__gemm_u32 full = stg + EPI_BYTES, empty = full + 8 * STAGES;
   const td__gemm_u32 ready = empty + 8 * STAGES, ready_free = ready + 16;
   const td__gemm_u32 done = ready_free + 16, done_free = done + 16;
   const int nk = (k + S::BK - 1) / S::BK;
@@ -641,7 +648,51 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
         if (!raise_here)
           td__mbar_wait(done_free + 8 * (i & 1), ((i >> 1) + 1) & 1);
 
-      /* ---- epilogue: registers -> C (or a peer's buffer) ---- */
+      /* ---- epilogue: registers -> C (or a peer's buffer); BCAST: -> staged tile -> every destination ---- */
+      if constexpr (BCAST) {
+        const td__gemm_u32 mine = stg + (td__gemm_u32)(cw * S::WG_ROWS * BN * 2);
+        const int bar = 2 + cw; /* named barriers 2.. (1 is the raise's), one per consumer warpgroup */
+        /* the previous tile's stores have read the staged rows before they are overwritten */
+        if (tid == 0 && i > 0)
+          asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+        asm volatile("bar.sync %0, 128;" ::"r"(bar) : "memory");
+#pragma unroll
+        for (int x = 0; x < S::MI; x++) {
+#pragma unroll
+          for (int h = 0; h < 2; h++) {
+            const int rl = x * 64 + warp * 16 + lane / 4 + 8 * h; /* row inside this warpgroup's part */
+#pragma unroll
+            for (int jj = 0; jj < BN / 32; jj++) {
+              const float *a4 = &acc[x][16 * jj + 2 * h];
+              td__gemm_u32 o[4];
+              td__gemm_quad_transpose(td__gemm_pack2<DTYPE>(a4[0], a4[1]), td__gemm_pack2<DTYPE>(a4[4], a4[5]),
+                                      td__gemm_pack2<DTYPE>(a4[8], a4[9]),
+                                      td__gemm_pack2<DTYPE>(a4[12], a4[13]), o);
+              const td__gemm_u32 at = mine + (td__gemm_u32)((rl * BN + 32 * jj + 8 * (lane & 3)) * 2);
+              asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" ::"r"(at), "r"(o[0]), "r"(o[1]),
+                           "r"(o[2]), "r"(o[3])
+                           : "memory");
+            }
+          }
+        }
+        /* every writer's rows visible to the async proxy, then one thread
+         * stores them to each destination (TMA clips rows >= M, columns >= N) */
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+        asm volatile("bar.sync %0, 128;" ::"r"(bar) : "memory");
+        if (tid == 0) {
+          const int row0 = tm * BM + cw * S::WG_ROWS, col0 = tn * BN;
+          for (int o = 0; o < hooks.bcast_peers; o++) {
+            const td__tensor_map *cm = (const td__tensor_map *)hooks.c_maps + o;
+            if (i == 0) /* the table was written by a copy before the launch */
+              asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" ::"l"(cm) : "memory");
+            asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];" ::"l"(
+                             (td__gemm_u64)cm),
+                         "r"(mine), "r"(col0), "r"(row0)
+                         : "memory");
+          }
+          asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+        }
+      } else {
 #pragma unroll
       for (int x = 0; x < S::MI; x++) {
         long long r0 = (long long)tm * BM + cw * S::WG_ROWS + x * 64 + warp * 16 + lane / 4;
@@ -649,37 +700,29 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
 #pragma unroll
         for (int h = 0; h < 2; h++) {
           long long r = r0 + 8 * h;
-          /* BCAST: the same row into every destination, one after the
-           * other (the count is the same in every lane: the quads' shuffles
-           * stay convergent) */
-          const int outs = BCAST ? hooks.bcast_peers : 1;
-          for (int o = 0; o < outs; o++) {
-            if constexpr ((HOOKS & TD_GEMM_HOOK_ACCUMULATE) == 0 && BN % 32 == 0) {
-              /* 16-byte stores after a transpose inside each quad of lanes */
-              const bool valid = r < m;
-              td__gemm_u16 *rowp = !valid ? c
-                                   : BCAST ? (td__gemm_u16 *)hooks.dst[o] + r * (long long)n
-                                           : td__gemm_out_row<DTYPE, HOOKS>(c, hooks, n, r);
-              const bool v16 = (n % 8) == 0 && ((unsigned long long)rowp & 15ull) == 0;
+          if constexpr ((HOOKS & TD_GEMM_HOOK_ACCUMULATE) == 0 && BN % 32 == 0) {
+            /* 16-byte stores after a transpose inside each quad of lanes */
+            const bool valid = r < m;
+            td__gemm_u16 *rowp = valid ? td__gemm_out_row<DTYPE, HOOKS>(c, hooks, n, r) : c;
+            const bool v16 = (n % 8) == 0 && ((unsigned long long)rowp & 15ull) == 0;
 #pragma unroll
-              for (int jj = 0; jj < BN / 32; jj++) {
-                const float *a4 = &acc[x][16 * jj + 2 * h];
-                td__gemm_put_quad<DTYPE>(rowp, tn * BN + 32 * jj, n, valid, v16,
-                                         td__gemm_pack2<DTYPE>(a4[0], a4[1]),
-                                         td__gemm_pack2<DTYPE>(a4[4], a4[5]),
-                                         td__gemm_pack2<DTYPE>(a4[8], a4[9]),
-                                         td__gemm_pack2<DTYPE>(a4[12], a4[13]));
-              }
-            } else if (r < m) {
-              td__gemm_u16 *rowp = BCAST ? (td__gemm_u16 *)hooks.dst[o] + r * (long long)n
-                                         : td__gemm_out_row<DTYPE, HOOKS>(c, hooks, n, r);
-#pragma unroll
-              for (int j = 0; j < BN / 8; j++)
-                td__gemm_put2<DTYPE, HOOKS>(rowp, col0 + 8 * j, n, vec, acc[x][4 * j + 2 * h],
-                                            acc[x][4 * j + 2 * h + 1]);
+            for (int jj = 0; jj < BN / 32; jj++) {
+              const float *a4 = &acc[x][16 * jj + 2 * h];
+              td__gemm_put_quad<DTYPE>(rowp, tn * BN + 32 * jj, n, valid, v16,
+                                       td__gemm_pack2<DTYPE>(a4[0], a4[1]),
+                                       td__gemm_pack2<DTYPE>(a4[4], a4[5]),
+                                       td__gemm_pack2<DTYPE>(a4[8], a4[9]),
+                                       td__gemm_pack2<DTYPE>(a4[12], a4[13]));
             }
+          } else if (r < m) {
+            td__gemm_u16 *rowp = td__gemm_out_row<DTYPE, HOOKS>(c, hooks, n, r);
+#pragma unroll
+            for (int j = 0; j < BN / 8; j++)
+              td__gemm_put2<DTYPE, HOOKS>(rowp, col0 + 8 * j, n, vec, acc[x][4 * j + 2 * h],
+                                          acc[x][4 * j + 2 * h + 1]);
           }
         }
+      }
       }
       if (stamper)
         td__gemm_xv_stamp<XV>(hooks, TD__XV_C_STORED);
@@ -724,6 +767,9 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
         }
       }
     }
+    if constexpr (BCAST) /* the staged rows are the CTA's: every store is done before it leaves */
+      if (tid == 0)
+        asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
     if (stamper)
       td__gemm_xv_stamp<XV>(hooks, TD__XV_C_END);
   }

@@ -46,8 +46,10 @@ static PFN_cuTensorMapEncodeTiled_v12000 td__encode_fn(void) {
 }
 
 /* A 2-D row-major [rows, cols] 16-bit tensor, box of box_cols x box_rows, 128B swizzle. */
+/* swizzle: 128-byte swizzle (the loads' operand layout for wgmma), else
+ * none (BCAST's staged rows, row-major in shared memory). */
 static td_status td__make_map(td__tensor_map *out, const void *base, int dtype, long long rows,
-                              long long cols, int box_cols, int box_rows, const char *what) {
+                              long long cols, int box_cols, int box_rows, const char *what, int swizzle = 1) {
   PFN_cuTensorMapEncodeTiled_v12000 enc = td__encode_fn();
   if (!enc)
     return td__error(TD_ERR_CUDA, "gemm: cuTensorMapEncodeTiled is not available from the driver");
@@ -59,7 +61,7 @@ static td_status td__make_map(td__tensor_map *out, const void *base, int dtype, 
                    dtype == TD_GEMM_DT_BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
                                             : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
                    2, (void *)base, dims, strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                   CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                   swizzle ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
                    CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS)
     return td__error(TD_ERR_CUDA,
@@ -319,9 +321,10 @@ static td_status td__run(const td_gemm_problem *p, const td_gemm_config *cfg, un
   if ((flags & TD_GEMM_HOOK_GATHER) && !a_src) /* the sources' maps are built by the GATHER entry point only */
     return td__error(TD_ERR_INVALID_ARG, "gemm: the GATHER hook (0x%x) runs through td__gemm_cuda_run_gather, "
                      "which builds the sources' tensor maps; td__gemm_cuda_run takes the other hooks", flags);
-  if ((flags & TD_GEMM_HOOK_KGATHER) && (!a_src || !b_src))
-    return td__error(TD_ERR_INVALID_ARG, "gemm: the KGATHER hook (0x%x) runs through td__gemm_cuda_run_kgather, "
-                     "which builds the sources' tensor maps; td__gemm_cuda_run takes the other hooks", flags);
+  if ((flags & (TD_GEMM_HOOK_KGATHER | TD_GEMM_HOOK_BCAST)) && (!a_src || !b_src))
+    return td__error(TD_ERR_INVALID_ARG, "gemm: the %s hook (0x%x) runs through td__gemm_cuda_run_kgather, "
+                     "which builds the sources' (and BCAST's destinations') tensor maps; td__gemm_cuda_run takes "
+                     "the other hooks", (flags & TD_GEMM_HOOK_KGATHER) ? "KGATHER" : "BCAST", flags);
   if (cfg->arch == TD_GEMM_CUBLAS) {
     if (sm_cap > 0)
       return td__error(TD_ERR_UNSUPPORTED, "gemm: cuBLAS cannot be limited to %d multiprocessors", sm_cap);
@@ -403,13 +406,18 @@ static td_status td__run(const td_gemm_problem *p, const td_gemm_config *cfg, un
       TD_CHECK(td__upload_maps(maps, sources, h.a_maps, stream, "GATHER"));
       ma = maps[0];
     } else if (flags & TD_GEMM_HOOK_KGATHER) {
-      /* A maps of every source, then B maps, in one table and one upload */
-      td__tensor_map maps[2 * TD_GEMM_MAX_SOURCES];
+      /* A maps of every source, then B maps, then BCAST's C maps (box: one
+       * consumer warpgroup's rows of a tile), in one table and one upload */
+      td__tensor_map maps[2 * TD_GEMM_MAX_SOURCES + TD_GEMM_MAX_PEERS];
       for (int s = 0; s < sources; s++) {
         TD_CHECK(td__make_map(&maps[s], a_src[s], dtype, m, h.k_src, 64, e->bm, "A (a KGATHER source)"));
         TD_CHECK(td__make_map(&maps[sources + s], b_src[s], dtype, h.k_src, n, 64, 64, "B (a KGATHER source)"));
       }
-      TD_CHECK(td__upload_maps(maps, 2 * sources, h.a_maps, stream, "KGATHER"));
+      const int cmaps = (flags & TD_GEMM_HOOK_BCAST) ? h.bcast_peers : 0;
+      for (int o = 0; o < cmaps; o++)
+        TD_CHECK(td__make_map(&maps[2 * sources + o], h.dst[o], dtype, m, n, e->bn, e->bm >= 128 ? e->bm / 2 : e->bm,
+                              "C (a BCAST destination)", 0));
+      TD_CHECK(td__upload_maps(maps, 2 * sources + cmaps, h.a_maps, stream, "KGATHER"));
       ma = maps[0], mb = maps[sources];
     } else {
       TD_CHECK(td__make_map(&ma, p->a, dtype, m, k, 64, e->bm, "A"));
@@ -562,6 +570,7 @@ extern "C" td_status td__gemm_cuda_run_kgather(const td_gemm_problem *p, const t
   }
   h.a_maps = map_buf;
   h.b_maps = (const char *)map_buf + (size_t)sources * TD_GEMM_MAP_BYTES;
+  h.c_maps = (const char *)map_buf + 2 * (size_t)sources * TD_GEMM_MAP_BYTES;
   h.k_src = k_src;
   return td__run(p, cfg, TD_GEMM_HOOK_KGATHER | route, &h, stream, 0, a_src, sources, b_src);
 }
