@@ -201,9 +201,12 @@ int td__tp_fused_ag_gather(int multi, int64_t m, int n, int64_t nb, size_t esz, 
  * partial GEMMs with none of their partials, reductions or all-gathers.
  * Measured on one H200 with 8 ranks (2026-12-01, docs/perf.md "kgather"),
  * gemm_rs with each rank's own launch over its rows: 0.95-1.00x of the
- * ranks' GEMM-only time at M >= 4096 where pull took 1.12-1.40x, but
- * 1.31-1.47x at M = 1024, each rank streaming all of B for 128 rows; one
- * launch for every rank reads B once. What it gives up is the partials'
+ * ranks' GEMM-only time at M >= 4096 (pull: 1.11-1.97x), but 1.32-1.47x
+ * at M = 1024, each rank streaming all of B for 128 rows. One launch for
+ * every rank reads B once: 0.67-1.04x in 14 of 16 shapes (llama3.1-8b and
+ * qwen2-72b at M = 1024: 1.10x, 1.21x), 1.51-7.98x faster than the
+ * sequential baseline; gemm_ar, every row stored into each rank's C,
+ * 1.04-1.30x of its GEMM (pull: 1.54-2.27x), 1.55-5.20x faster. What it gives up is the partials'
  * parallelism: n launches of M x N, one of M x N over n times the K. With
  * fewer 128 x 256 tiles than SMs (decode-size M) part of the GPU would idle
  * through the long K, where the partial GEMMs fill it, so AUTO keeps the
