@@ -413,7 +413,7 @@ typedef struct kg_inputs {
   double *ref; /* [M, N] */
   void *da[8], *dbs[8];
   const void *as[8], *bs[8];
-  void *maps; /* the map table, 2 * sources maps (reused launch after launch on one stream) */
+  void *maps; /* the map table: 2 * sources maps and 8 of BCAST (reused launch after launch on one stream) */
 } kg_inputs;
 
 static kg_inputs kg_make(int sources, long long k_src, int m, int n) {
@@ -575,6 +575,36 @@ static void test_kgather(void **state) {
   }
 }
 
+/* A routed KGATHER launch of `in` (C poisoned and passed when with_c, so
+ * that a routed launch can be seen to leave it alone), checked and finished;
+ * returns that C (NULL without it). */
+static void *kg_run_routed(const td_gemm_config *cfg, const kg_inputs *in, unsigned route, const td_gemm_hooks *out,
+                           int with_c) {
+  void *dc = with_c ? gt_device_copy(NULL, (size_t)in->m * in->n * 2) : NULL;
+  td_gemm_problem p = {in->m, in->n, in->k, TD_BF16, TD_GEMM_B_KN, NULL, NULL, dc, NULL};
+  td_status st = td__gemm_cuda_run_kgather(&p, cfg, in->as, in->bs, in->sources, in->k_src, in->maps, route, out,
+                                           NULL);
+  if (st != TD_OK)
+    fprintf(stderr, "%s\n", td_last_error());
+  assert_int_equal(st, TD_OK);
+  assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
+  return dc;
+}
+
+/* The buffers a routed launch must not write: the spare destination past
+ * the used ones (when there is one) and C (when passed); both freed. */
+static void kg_untouched(const char *spare_what, kg_dest *spare, size_t spare_elems, const char *c_what, void *dc,
+                         size_t c_elems) {
+  if (spare->base) {
+    kg_expect_poisoned(spare_what, spare->base, spare_elems);
+    cudaFree(spare->base);
+  }
+  if (dc) {
+    kg_expect_poisoned(c_what, dc, c_elems);
+    cudaFree(dc);
+  }
+}
+
 /* KGATHER | PUSH (the fused gemm_rs of ranks sharing a GPU, every rank's rows
  * in one launch): row r lands in its owner's buffer under td_chunk_range's
  * split of M over `peers` (rows_per_peer = ceil(M / peers), push_long_peers =
@@ -601,14 +631,7 @@ static void kgather_push_case(const td_gemm_config *cfg, const kg_inputs *in, in
     spare = kg_dest_make(1, n);
     out.dst[peers] = kg_dest_rows(&spare, n);
   }
-  void *dc = with_c ? gt_device_copy(NULL, (size_t)m * n * 2) : NULL;
-  td_gemm_problem p = {m, n, in->k, TD_BF16, TD_GEMM_B_KN, NULL, NULL, dc, NULL};
-  td_status st = td__gemm_cuda_run_kgather(&p, cfg, in->as, in->bs, in->sources, in->k_src, in->maps,
-                                           TD_GEMM_HOOK_PUSH, &out, NULL);
-  if (st != TD_OK)
-    fprintf(stderr, "%s\n", td_last_error());
-  assert_int_equal(st, TD_OK);
-  assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
+  void *dc = kg_run_routed(cfg, in, TD_GEMM_HOOK_PUSH, &out, with_c);
   char what[256];
   for (int q = 0; q < peers; q++) {
     snprintf(what, sizeof what, "kgather|push %dx%d s%d: M=%d N=%d %d sources of K %lld, rows_per_peer=%lld "
@@ -616,14 +639,8 @@ static void kgather_push_case(const td_gemm_config *cfg, const kg_inputs *in, in
              in->sources, in->k_src, out.rows_per_peer, out.push_long_peers, q, peers, off[q], d[q].rows);
     kg_dest_check(what, &d[q], in->ref + off[q] * (size_t)n, n, in->k);
   }
-  if (spare.base) {
-    kg_expect_poisoned("kgather|push: dst[peers], past the owners", spare.base, (size_t)(1 + 2 * KG_GUARD) * n);
-    cudaFree(spare.base);
-  }
-  if (dc) {
-    kg_expect_poisoned("kgather|push: C, which a routed launch ignores", dc, (size_t)m * n);
-    cudaFree(dc);
-  }
+  kg_untouched("kgather|push: dst[peers], past the owners", &spare, (size_t)(1 + 2 * KG_GUARD) * n,
+               "kgather|push: C, which a routed launch ignores", dc, (size_t)m * n);
 }
 
 static void test_kgather_push(void **state) {
@@ -688,29 +705,15 @@ static void kgather_bcast_case(const td_gemm_config *cfg, const kg_inputs *in, i
     spare = kg_dest_make(m, n);
     out.dst[peers] = kg_dest_rows(&spare, n);
   }
-  void *dc = with_c ? gt_device_copy(NULL, (size_t)m * n * 2) : NULL;
-  td_gemm_problem p = {m, n, in->k, TD_BF16, TD_GEMM_B_KN, NULL, NULL, dc, NULL};
-  td_status st = td__gemm_cuda_run_kgather(&p, cfg, in->as, in->bs, in->sources, in->k_src, in->maps,
-                                           TD_GEMM_HOOK_BCAST, &out, NULL);
-  if (st != TD_OK)
-    fprintf(stderr, "%s\n", td_last_error());
-  assert_int_equal(st, TD_OK);
-  assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
+  void *dc = kg_run_routed(cfg, in, TD_GEMM_HOOK_BCAST, &out, with_c);
   char what[256];
   for (int q = 0; q < peers; q++) {
     snprintf(what, sizeof what, "kgather|bcast %dx%d s%d: M=%d N=%d %d sources of K %lld: destination %d of %d",
              cfg->bm, cfg->bn, cfg->stages, m, n, in->sources, in->k_src, q, peers);
     kg_dest_check(what, &d[q], in->ref, n, in->k);
   }
-  if (spare.base) {
-    kg_expect_poisoned("kgather|bcast: dst[bcast_peers], past the destinations", spare.base,
-                       (size_t)(m + 2 * KG_GUARD) * n);
-    cudaFree(spare.base);
-  }
-  if (dc) {
-    kg_expect_poisoned("kgather|bcast: C, which a routed launch ignores", dc, (size_t)m * n);
-    cudaFree(dc);
-  }
+  kg_untouched("kgather|bcast: dst[bcast_peers], past the destinations", &spare, (size_t)(m + 2 * KG_GUARD) * n,
+               "kgather|bcast: C, which a routed launch ignores", dc, (size_t)m * n);
 }
 
 static void test_kgather_bcast(void **state) {
