@@ -91,6 +91,14 @@ typedef enum td_tp_variant {
                             kernels, ll_all_reduce one-shot/two-shot reduction
                             kernels reading the peers' buffers, all outside the
                             executor (src/ops/cuda/, docs/architecture.md).
+                            On one shared GPU, gemm_rs / gemm_ar in bf16 with
+                            K / ranks % 64 == 0 may run as one launch by rank 0
+                            for every rank (kgather: every row over the whole K,
+                            stored at its owner's C or at every rank's; no
+                            partial sums), where TD_OPS_FUSED_RS / _AR ask for
+                            it or AUTO's rule takes it; each rank's call still
+                            returns once its C is complete, and a launch that
+                            failed is reported on every rank.
                             The GEMM operators need bf16 or f16, the GEMM library
                             linked in, a compute capability 9.x GPU and shapes
                             its kernels take (K % 8 == 0, N / ranks % 8 == 0;
