@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
+#include <limits.h>
 #include <stdint.h>
 #include <cmocka.h>
 #include <string.h>
@@ -22,7 +23,10 @@ static td_gemm_problem good(void) {
 static void expect(const td_gemm_problem *p, const td_gemm_config *c, unsigned flags,
                    const td_gemm_hooks *h, td_status want, const char *text) {
   td_clear_error();
-  assert_int_equal(td__gemm_cuda_run(p, c, flags, h, NULL), want);
+  td_status got = td__gemm_cuda_run(p, c, flags, h, NULL);
+  if (got != want)
+    print_error("got %d '%s', want %d '%s'\n", (int)got, td_last_error(), (int)want, text);
+  assert_int_equal(got, want);
   assert_non_null(strstr(td_last_error(), text));
 }
 
@@ -146,6 +150,8 @@ static void test_gather(void **state) {
   gather_expect(&p, &c, src, 4, 128, NULL, TD_ERR_INVALID_ARG, "map_buf");
   gather_expect(&p, &c, src, 4, 0, maps, TD_ERR_INVALID_ARG, "src_rows=0");
   gather_expect(&p, &c, src, 3, 128, maps, TD_ERR_INVALID_ARG, "needs 4 sources (at most 64); 3 given");
+  /* src_rows near LLONG_MAX (a multiple of BM): M + src_rows - 1 must not wrap to "0 sources needed" */
+  gather_expect(&p, &c, src, 0, LLONG_MAX - 127, maps, TD_ERR_INVALID_ARG, "needs 1 sources (at most 64); 0 given");
   gather_expect(&p, &c, src, 4, 128, maps + 8, TD_ERR_INVALID_ARG, "not 64-byte aligned");
   p.m = 4 * 96;
   gather_expect(&p, &c, src, 4, 96, maps, TD_ERR_SHAPE, "src_rows=96 is not a multiple of BM=128");
@@ -206,6 +212,13 @@ static void test_kgather(void **state) {
   kg_expect(&p, &c, as, bs, 65, 128, maps, TD_ERR_INVALID_ARG, "sources=65; 1..64");
   kg_expect(&p, &c, as, bs, 4, 96, maps, TD_ERR_SHAPE, "k_src=96 is not a positive multiple of 64");
   kg_expect(&p, &c, as, bs, 4, 64, maps, TD_ERR_INVALID_ARG, "needs K=256; K=512 given");
+  /* k_src x sources past any int K, here wrapping to exactly K = 4096 (2^64 + 4096): refused, not
+   * taken for K's split (each source's maps would span 2^62 columns) */
+  td_gemm_problem big = p;
+  big.k = 4096;
+  kg_expect(&big, &c, as, bs, 4, (1LL << 62) + 1024, maps, TD_ERR_INVALID_ARG,
+            "KGATHER with 4 sources of k_src=4611686018427388928 needs K above 2147483647; K=4096 given");
+  kg_expect(&big, &c, as, bs, 4, LLONG_MAX - 63, maps, TD_ERR_INVALID_ARG, "needs K above 2147483647");
   kg_expect(&p, &c, as, bs, 4, 128, maps + 8, TD_ERR_INVALID_ARG, "not 64-byte aligned");
   bs[3] = NULL;
   kg_expect(&p, &c, as, bs, 4, 128, maps, TD_ERR_INVALID_ARG, "source 3 of 4 has a NULL B");
@@ -236,7 +249,10 @@ static void kr_expect(const td_gemm_problem *p, const td_gemm_config *c, unsigne
   static _Alignas(64) char maps[8 * TD_GEMM_MAP_BYTES];
   const void *as[4] = {buf, buf, buf, buf}, *bs[4] = {buf, buf, buf, buf};
   td_clear_error();
-  assert_int_equal(td__gemm_cuda_run_kgather(p, c, as, bs, 4, p->k / 4, maps, route, out, NULL), want);
+  td_status got = td__gemm_cuda_run_kgather(p, c, as, bs, 4, p->k / 4, maps, route, out, NULL);
+  if (got != want)
+    print_error("got %d '%s', want %d '%s'\n", (int)got, td_last_error(), (int)want, text);
+  assert_int_equal(got, want);
   if (!strstr(td_last_error(), text))
     print_error("got '%s', want '%s'\n", td_last_error(), text);
   assert_non_null(strstr(td_last_error(), text));
@@ -315,6 +331,26 @@ static void test_kgather_route(void **state) {
   h.dst[4] = NULL;
   kr_expect(&small, &cfg90, TD_GEMM_HOOK_PUSH, &h, TD_ERR_INVALID_ARG, "PUSH needs dst[4] for the rows it owns");
 
+  /* rows_per_peer past any M (an int): M + rows_per_peer - 1 and push_long_peers x rows_per_peer,
+   * in the check and in the kernel's row split, would overflow, the check would count no owner and
+   * let a NULL dst[0] through to the kernel */
+  h = routes(LLONG_MAX, 0, 0);
+  h.dst[0] = NULL;
+  kr_expect(&p, &cfg90, TD_GEMM_HOOK_PUSH, &h, TD_ERR_INVALID_ARG,
+            "PUSH rows_per_peer=9223372036854775807; 1..2147483647 are allowed");
+  h = routes(LLONG_MAX / 4, 8, 0);
+  h.dst[0] = NULL;
+  kr_expect(&p, &cfg90, TD_GEMM_HOOK_PUSH, &h, TD_ERR_INVALID_ARG, "PUSH rows_per_peer=2305843009213693951;");
+  h = routes((long long)INT_MAX + 1, 1, 0);
+  kr_expect(&p, &cfg90, TD_GEMM_HOOK_PUSH, &h, TD_ERR_INVALID_ARG, "PUSH rows_per_peer=2147483648;");
+  /* the largest one allowed: one owner, dst[0], of every row */
+  h = routes(INT_MAX, 8, 0);
+  h.dst[0] = NULL;
+  kr_expect(&p, &cfg90, TD_GEMM_HOOK_PUSH, &h, TD_ERR_INVALID_ARG, "PUSH needs dst[0] for the rows it owns");
+  h = routes(INT_MAX, 0, 0);
+  h.dst[0] = NULL;
+  kr_expect(&p, &cfg90, TD_GEMM_HOOK_PUSH, &h, TD_ERR_INVALID_ARG, "PUSH needs dst[0] for the rows it owns");
+
   /* Accepted routes, seen by where they are refused next: a configuration
    * compiled without the hooks (128x192) is refused by the kernel lookup,
    * after every argument check, with the list of the configurations compiled
@@ -333,6 +369,11 @@ static void test_kgather_route(void **state) {
   q.m = 259;
   h = routes(33, 3, 0);
   kr_expect(&q, &c192, TD_GEMM_HOOK_PUSH, &h, TD_ERR_UNSUPPORTED, push_list);
+  /* rows_per_peer = INT_MAX: dst[0] owns every row, the other destinations may be NULL */
+  h = routes(INT_MAX, 8, 0);
+  for (int i = 1; i < TD_GEMM_MAX_PEERS; i++)
+    h.dst[i] = NULL;
+  kr_expect(&p, &c192, TD_GEMM_HOOK_PUSH, &h, TD_ERR_UNSUPPORTED, push_list);
   /* push_long_peers = 8 with 8 * rows_per_peer rows: every peer long, the even split */
   h = routes(32, 8, 0);
   kr_expect(&p, &c192, TD_GEMM_HOOK_PUSH, &h, TD_ERR_UNSUPPORTED, push_list);
@@ -360,7 +401,7 @@ static void test_kgather_route(void **state) {
   h = routes(32, 0, 0);
   kr_expect(&q, &cfg90, TD_GEMM_HOOK_PUSH, &h, TD_ERR_INVALID_ARG, "reads B as [K,N] sources");
 
-  /* Through td__gemm_cuda_run: BCAST only alone or with KGATHER */
+  /* Through td__gemm_cuda_run: BCAST only with KGATHER, and that only through td__gemm_cuda_run_kgather */
   td_gemm_problem g = good();
   h = routes(64, 0, 1);
   h.wait_signals = (const td__gemm_u64 *)buf;
@@ -368,11 +409,16 @@ static void test_kgather_route(void **state) {
   h.raise_signals[0] = (td__gemm_u64 *)buf;
   h.raise_rows = 64;
   const char *bcast_alone = "combine BCAST with hooks other than KGATHER; BCAST (0x40) stores every row to every "
-                            "destination, alone or with KGATHER";
+                            "destination, with KGATHER only (through td__gemm_cuda_run_kgather)";
   expect(&g, &cfg90, TD_GEMM_HOOK_BCAST | TD_GEMM_HOOK_WAIT, &h, TD_ERR_UNSUPPORTED, bcast_alone);
   expect(&g, &cfg90, TD_GEMM_HOOK_BCAST | TD_GEMM_HOOK_RAISE, &h, TD_ERR_UNSUPPORTED, bcast_alone);
   expect(&g, &cfg90, TD_GEMM_HOOK_BCAST | TD_GEMM_HOOK_PUSH, &h, TD_ERR_UNSUPPORTED, bcast_alone);
   expect(&g, &cfg90, TD_GEMM_HOOK_BCAST | TD_GEMM_HOOK_ACCUMULATE, &h, TD_ERR_UNSUPPORTED, bcast_alone);
+  /* BCAST alone passes the combination rule but has no maps to store through: the same entry point named */
+  g.b_layout = TD_GEMM_B_KN;
+  expect(&g, &cfg90, TD_GEMM_HOOK_BCAST, &h, TD_ERR_INVALID_ARG,
+         "the BCAST hook (0x40) runs through td__gemm_cuda_run_kgather");
+  g.b_layout = TD_GEMM_B_NK;
   /* KGATHER with both routes at once: refused as a KGATHER combination */
   expect(&g, &cfg90, TD_GEMM_HOOK_KGATHER | TD_GEMM_HOOK_PUSH | TD_GEMM_HOOK_BCAST, &h, TD_ERR_UNSUPPORTED,
          "KGATHER (0x20) runs alone or with PUSH (0x4) or BCAST (0x40)");
@@ -385,6 +431,16 @@ static void test_kgather_route(void **state) {
   expect(&g, &cfg90, TD_GEMM_HOOK_PUSH | TD_GEMM_HOOK_RAISE, &h, TD_ERR_UNSUPPORTED,
          "PUSH with push_long_peers=1 cannot RAISE");
   expect(&g, &cfg90, TD_GEMM_HOOK_ALL, &h, TD_ERR_UNSUPPORTED, "PUSH with push_long_peers=1 cannot RAISE");
+  /* without RAISE the split is taken by plain PUSH too (gemm.h): refused only at the kernel lookup */
+  td_gemm_problem g259 = good();
+  g259.m = 259;
+  td_gemm_config c40 = cfg90;
+  c40.bn = 40;
+  h = routes(33, 3, 0);
+  h.wait_signals = (const td__gemm_u64 *)buf;
+  h.wait_rows = 64;
+  expect(&g259, &c40, TD_GEMM_HOOK_PUSH, &h, TD_ERR_UNSUPPORTED, "no sm_90 kernel compiled for 128x40x64");
+  expect(&g259, &c40, TD_GEMM_HOOK_PUSH | TD_GEMM_HOOK_WAIT, &h, TD_ERR_UNSUPPORTED, "hooks=0x5");
   /* KGATHER with a route, with good routing fields, still runs only through td__gemm_cuda_run_kgather
    * (it builds the sources' maps) */
   g.b_layout = TD_GEMM_B_KN;

@@ -78,7 +78,8 @@
  * rows (the last may own fewer); with push_long_peers = L > 0 the first L
  * peers own rows_per_peer rows and the others rows_per_peer - 1, which is
  * td_chunk_range's split of M over the peers (L = M % peers). The second
- * form is for KGATHER's routing only: RAISE refuses it.
+ * form is what KGATHER's routing uses; RAISE refuses it (its signals follow
+ * rows_per_peer alone), the other hooks take it.
  *
  * Scope of the hooks' synchronisation (td_gemm_hooks.scope): system scope by
  * default (0), which is right whatever reads or writes the signals: the host,
@@ -155,7 +156,7 @@ typedef struct td_gemm_hooks {
   long long raise_rows;                      /* RAISE: rows covered by one signal */
   td__gemm_u64 raise_value;                       /* RAISE: added per finished tile */
   void *dst[TD_GEMM_MAX_PEERS]; /* PUSH: output base of each peer, [rows_per_peer, N] */
-  long long rows_per_peer;      /* PUSH: rows owned by each peer */
+  long long rows_per_peer;      /* PUSH: rows owned by each peer, 1..2^31 - 1 (M is an int) */
   td__gemm_u64 *diag;                /* WAIT: TD_GEMM_DIAG_WORDS device words, zeroed by the host */
   unsigned scope;                    /* TD_GEMM_SCOPE_* bits; 0 (memset) = system scope */
   const void *a_maps;                /* GATHER, KGATHER: device array, one TD_GEMM_MAP_BYTES map per source */
@@ -260,9 +261,10 @@ td_status td__gemm_cuda_run_gather(const td_gemm_problem *problem, const td_gemm
  * row-major [k_src, N] matrix, all read in place; K = problem->k must equal
  * sources * k_src. problem->a and problem->b are ignored; C, M, N, dtype as
  * for td__gemm_cuda_run; B's layout must be TD_GEMM_B_KN. Builds 2 x sources
- * tensor maps on the host and copies them into `map_buf` (device, at least
- * (2 * sources + b) * TD_GEMM_MAP_BYTES bytes, b = out->bcast_peers with
- * BCAST and 0 otherwise, 64-byte aligned) on `stream`, then launches.
+ * tensor maps (and one per BCAST destination) on the host and copies them
+ * into `map_buf` (device, at least (2 * sources + b) * TD_GEMM_MAP_BYTES
+ * bytes, b = out->bcast_peers with BCAST and 0 otherwise, 64-byte aligned) on
+ * `stream`, then launches.
  * `route` picks where the rows go: 0 (C; `out` may be NULL),
  * TD_GEMM_HOOK_PUSH (row r to its owner's buffer out->dst[peer], split by
  * out->rows_per_peer and out->push_long_peers; problem->c ignored) or
@@ -271,9 +273,10 @@ td_status td__gemm_cuda_run_gather(const td_gemm_problem *problem, const td_gemm
  * td__gemm_cuda_run; TD_ERR_INVALID_ARG (NULL tables, entries or map_buf,
  * sources outside 1..TD_GEMM_MAX_SOURCES, K != sources * k_src, a misaligned
  * map_buf, B not [K,N], route not one of the three, `out` NULL with a route,
- * a NULL dst the rows need, a split that leaves rows without an owner or
- * needs more than TD_GEMM_MAX_PEERS, bcast_peers outside
- * 1..TD_GEMM_MAX_PEERS), TD_ERR_SHAPE (k_src not a multiple of 64),
+ * a NULL dst the rows need, rows_per_peer outside 1..2^31 - 1, a split that
+ * leaves rows without an owner or needs more than TD_GEMM_MAX_PEERS,
+ * bcast_peers outside 1..TD_GEMM_MAX_PEERS), TD_ERR_SHAPE (k_src not a
+ * multiple of 64),
  * TD_ERR_UNSUPPORTED (not an sm_90a configuration compiled with KGATHER and
  * that route). Thread-safe. */
 td_status td__gemm_cuda_run_kgather(const td_gemm_problem *problem, const td_gemm_config *config,

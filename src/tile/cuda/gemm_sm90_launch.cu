@@ -204,8 +204,8 @@ static td_status td__check(const td_gemm_problem *p, const td_gemm_config *cfg, 
                      TD_GEMM_HOOK_PUSH, TD_GEMM_HOOK_BCAST);
   if ((flags & TD_GEMM_HOOK_BCAST) && (flags & ~(TD_GEMM_HOOK_BCAST | TD_GEMM_HOOK_KGATHER)))
     return td__error(TD_ERR_UNSUPPORTED, "gemm: hook flags 0x%x combine BCAST with hooks other than KGATHER; "
-                     "BCAST (0x%x) stores every row to every destination, alone or with KGATHER", flags,
-                     TD_GEMM_HOOK_BCAST);
+                     "BCAST (0x%x) stores every row to every destination, with KGATHER only (through "
+                     "td__gemm_cuda_run_kgather)", flags, TD_GEMM_HOOK_BCAST);
   if (flags && !hooks)
     return td__error(TD_ERR_INVALID_ARG, "gemm: hook flags 0x%x given without a hooks description",
                      flags);
@@ -237,6 +237,11 @@ static td_status td__check(const td_gemm_problem *p, const td_gemm_config *cfg, 
     const long long rpp = hooks->rows_per_peer, longs = hooks->push_long_peers;
     if (rpp < 1)
       return td__error(TD_ERR_INVALID_ARG, "gemm: the PUSH hook needs rows_per_peer >= 1");
+    /* M is an int, so no split needs more; a larger value overflows M + rpp - 1 below and
+     * push_long_peers x rpp here and in the kernel's row split (dst[0] unchecked, rows misrouted) */
+    if (rpp > INT32_MAX)
+      return td__error(TD_ERR_INVALID_ARG, "gemm: PUSH rows_per_peer=%lld; 1..%d are allowed (M is an int: "
+                       "%d rows per peer give every row to dst[0])", rpp, INT32_MAX, INT32_MAX);
     if (longs < 0 || longs > TD_GEMM_MAX_PEERS)
       return td__error(TD_ERR_INVALID_ARG, "gemm: PUSH push_long_peers=%lld; 0..%d are allowed", longs,
                        TD_GEMM_MAX_PEERS);
@@ -504,7 +509,7 @@ extern "C" td_status td__gemm_cuda_run_gather(const td_gemm_problem *p, const td
     return td__error(TD_ERR_INVALID_ARG, "gemm: GATHER needs the source table a_src and a device map_buf");
   if (src_rows < 1)
     return td__error(TD_ERR_INVALID_ARG, "gemm: GATHER src_rows=%lld; at least 1 row per source", src_rows);
-  long long need = p->m > 0 ? (p->m + src_rows - 1) / src_rows : 0;
+  long long need = p->m > 0 ? (p->m - 1) / src_rows + 1 : 0; /* M + src_rows - 1 could wrap */
   if (sources != need || sources > TD_GEMM_MAX_SOURCES)
     return td__error(TD_ERR_INVALID_ARG, "gemm: GATHER with M=%d and src_rows=%lld needs %lld sources "
                      "(at most %d); %d given", p->m, src_rows, need, TD_GEMM_MAX_SOURCES, sources);
@@ -545,6 +550,9 @@ extern "C" td_status td__gemm_cuda_run_kgather(const td_gemm_problem *p, const t
   if (k_src < 1 || k_src % 64 != 0)
     return td__error(TD_ERR_SHAPE, "gemm: KGATHER k_src=%lld is not a positive multiple of 64 (BK), so a k-block "
                      "would straddle two sources", k_src);
+  if (k_src > INT32_MAX / sources) /* before the product, which could wrap onto K */
+    return td__error(TD_ERR_INVALID_ARG, "gemm: KGATHER with %d sources of k_src=%lld needs K above %d; K=%d given",
+                     sources, k_src, INT32_MAX, p->k);
   if ((long long)p->k != k_src * sources)
     return td__error(TD_ERR_INVALID_ARG, "gemm: KGATHER with %d sources of k_src=%lld needs K=%lld; K=%d given",
                      sources, k_src, k_src * sources, p->k);
