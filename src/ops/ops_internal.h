@@ -91,11 +91,18 @@ int td__tp_fused_ag_gather(int multi, int64_t m, int n, int64_t nb, size_t esz, 
 /** Fused gemm_rs / gemm_ar, whether a shape can run the kgather schedule
  * (rank 0's one launch of our tile over every rank's A and B in place,
  * m x n x k with k split over the ranks) and whether AUTO takes it: ranks
- * on one GPU (multi == 0), 1..8 ranks, k / ranks a whole multiple of 64,
- * n % 8 == 0 and -- for AUTO (forced == 0) -- at least as many 128 x 256
- * tiles as the GPU has SMs (sms). 1: it runs. Pure (tp_fused_check.c;
- * measured rule in its comment). */
+ * on one GPU (multi == 0), 1..8 ranks, m, n, k in 1..INT32_MAX (the
+ * launch's int sizes), k / ranks a whole multiple of 64, n % 8 == 0 and
+ * -- for AUTO (forced == 0) -- at least as many 128 x 256 tiles as the GPU
+ * has SMs (sms). 1: it runs. Pure (tp_fused_check.c; measured rule in its
+ * comment). */
 int td__tp_fused_kgather(int multi, int64_t m, int64_t n, int64_t k, int ranks, int sms, int forced);
+/** Fused gemm_rs (rs = 1) / gemm_ar (rs = 0): what the checked values of
+ * TD_OPS_FUSED_RS and TD_OPS_FUSED_AR (NULL = unset) say of kgather: 1
+ * forced (the schedule's own value, kgather), 0 left to AUTO's rule
+ * (td__tp_fused_kgather), -1 another schedule asked for (for gemm_ar also
+ * TD_OPS_FUSED_RS=pull or push under TD_OPS_FUSED_AR=auto). Pure. */
+int td__tp_fused_kgather_mode(int rs, const char *rs_mode, const char *ar_mode);
 /** Fused gemm_ar above the one-shot size, auto: whether all-push (every row
  * block of the partial pushed to every peer) beats two-shot: 2 ranks on
  * different GPUs (multi) and m > 4096. Pure (tp_fused_check.c). */

@@ -212,13 +212,30 @@ int td__tp_fused_ag_gather(int multi, int64_t m, int n, int64_t nb, size_t esz, 
  * through the long K, where the partial GEMMs fill it, so AUTO keeps the
  * reductions there. */
 int td__tp_fused_kgather(int multi, int64_t m, int64_t n, int64_t k, int ranks, int sms, int forced) {
-  if (multi || ranks < 1 || ranks > 8 || m < 1 || n < 8 || n % 8 != 0 || k < 1 || k % ranks != 0 ||
-      (k / ranks) % 64 != 0)
+  /* the launch's problem holds M, N, K as int */
+  if (multi || ranks < 1 || ranks > 8 || m < 1 || m > INT32_MAX || n < 8 || n > INT32_MAX || n % 8 != 0 || k < 1 ||
+      k > INT32_MAX || k % ranks != 0 || (k / ranks) % 64 != 0)
     return 0;
   if (forced)
     return 1;
   const int64_t tiles = (m + 127) / 128 * ((n + 255) / 256);
   return tiles >= (sms > 0 ? sms : 1);
+}
+
+/* What TD_OPS_FUSED_RS / TD_OPS_FUSED_AR (their checked values; NULL =
+ * unset) say of kgather: gemm_rs follows TD_OPS_FUSED_RS; gemm_ar follows
+ * TD_OPS_FUSED_AR, whose auto leaves kgather to AUTO's rule unless
+ * TD_OPS_FUSED_RS asks for a reduction schedule (pull or push; its kgather,
+ * which names gemm_rs's schedule, is no such request). */
+int td__tp_fused_kgather_mode(int rs, const char *rs_mode, const char *ar_mode) {
+  const char *mode = rs ? rs_mode : ar_mode;
+  if (mode && !strcmp(mode, "kgather"))
+    return 1;
+  if (mode && strcmp(mode, "auto"))
+    return -1;
+  if (!rs && rs_mode && (!strcmp(rs_mode, "pull") || !strcmp(rs_mode, "push")))
+    return -1;
+  return 0;
 }
 
 /* All-push for two ranks on two GPUs moves the same bytes as two-shot (the

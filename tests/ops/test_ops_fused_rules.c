@@ -127,8 +127,41 @@ static void test_kgather(void **state) {
     assert_false(td__tp_fused_kgather(0, 0, 14336, 4096, 8, H200_SMS, forced)); /* no rows */
     assert_false(td__tp_fused_kgather(0, 8192, 14336, 4096, 0, H200_SMS, forced));
   }
+  /* the launch takes int M, N, K: past INT32_MAX it cannot run (and M + 127, N + 255 must not overflow) */
+  for (int forced = 0; forced < 2; forced++) {
+    assert_false(td__tp_fused_kgather(0, INT64_MAX, 14336, 4096, 8, H200_SMS, forced));
+    assert_false(td__tp_fused_kgather(0, 8192, INT64_MAX - 7, 4096, 8, H200_SMS, forced)); /* a multiple of 8 */
+    assert_false(td__tp_fused_kgather(0, (int64_t)INT32_MAX + 1, 14336, 4096, 8, H200_SMS, forced));
+    assert_false(td__tp_fused_kgather(0, 8192, (int64_t)INT32_MAX + 1, 4096, 8, H200_SMS, forced));
+    assert_false(td__tp_fused_kgather(0, 8192, 14336, (int64_t)1 << 32, 8, H200_SMS, forced)); /* K / 8 % 64 == 0 */
+  }
+  assert_true(td__tp_fused_kgather(0, INT32_MAX, 14336, 4096, 8, H200_SMS, 0)); /* the largest M */
+  assert_true(td__tp_fused_kgather(0, 8192, INT32_MAX - 7, 4096, 8, H200_SMS, 0)); /* the largest N */
   assert_true(td__tp_fused_kgather(0, 5, 64, 512, 8, H200_SMS, 1)); /* M < ranks: some own no rows */
   assert_true(td__tp_fused_kgather(0, 77, 136, 64, 1, H200_SMS, 1)); /* one rank */
+}
+
+/* what TD_OPS_FUSED_RS / TD_OPS_FUSED_AR say of kgather: 1 forced, 0 AUTO's rule, -1 another schedule */
+static void test_kgather_mode(void **state) {
+  (void)state;
+  /* gemm_rs: TD_OPS_FUSED_RS alone */
+  assert_int_equal(td__tp_fused_kgather_mode(1, NULL, NULL), 0);
+  assert_int_equal(td__tp_fused_kgather_mode(1, "auto", "two-shot"), 0);
+  assert_int_equal(td__tp_fused_kgather_mode(1, "kgather", NULL), 1);
+  assert_int_equal(td__tp_fused_kgather_mode(1, "pull", "kgather"), -1);
+  assert_int_equal(td__tp_fused_kgather_mode(1, "push", NULL), -1);
+  /* gemm_ar: TD_OPS_FUSED_AR, and under its auto TD_OPS_FUSED_RS's pull or push */
+  assert_int_equal(td__tp_fused_kgather_mode(0, NULL, NULL), 0);
+  assert_int_equal(td__tp_fused_kgather_mode(0, NULL, "kgather"), 1);
+  assert_int_equal(td__tp_fused_kgather_mode(0, "pull", "kgather"), 1);
+  assert_int_equal(td__tp_fused_kgather_mode(0, NULL, "two-shot"), -1);
+  assert_int_equal(td__tp_fused_kgather_mode(0, NULL, "all-push"), -1);
+  assert_int_equal(td__tp_fused_kgather_mode(0, "pull", "auto"), -1);
+  assert_int_equal(td__tp_fused_kgather_mode(0, "push", NULL), -1);
+  /* TD_OPS_FUSED_RS=kgather names gemm_rs's schedule: gemm_ar's auto still takes kgather where it pays
+   * (the variables' descriptions: "unless TD_OPS_FUSED_RS asks for pull or push") */
+  assert_int_equal(td__tp_fused_kgather_mode(0, "kgather", NULL), 0);
+  assert_int_equal(td__tp_fused_kgather_mode(0, "kgather", "auto"), 0);
 }
 
 int main(void) {
@@ -138,6 +171,7 @@ int main(void) {
       cmocka_unit_test(test_ar_all_push),
       cmocka_unit_test(test_ag_gather),
       cmocka_unit_test(test_kgather),
+      cmocka_unit_test(test_kgather_mode),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -127,12 +127,37 @@ static void test_byte_suffix_once(void **state) {
   unsetenv("TD_SYMM_HEAP_SIZE");
 }
 
+/* TD_OPS_FUSED_RS / TD_OPS_FUSED_AR take kgather exactly: no other case, no space around it, no list */
+static void test_fused_kgather_values(void **state) {
+  (void)state;
+  const char *names[2] = {"TD_OPS_FUSED_RS", "TD_OPS_FUSED_AR"};
+  const char *lists[2] = {"allowed: auto,pull,push,kgather", "allowed: auto,two-shot,all-push,kgather"};
+  const char *bad[] = {"KGATHER", "Kgather", "kgather ", " kgather", "kgather,push", "k-gather", "kgathe"};
+  for (int v = 0; v < 2; v++) {
+    const char *s = NULL;
+    setenv(names[v], "kgather", 1);
+    assert_int_equal(td_config_str(names[v], &s), TD_OK);
+    assert_string_equal(s, "kgather");
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+      char want[160];
+      setenv(names[v], bad[i], 1);
+      assert_int_equal(td_config_str(names[v], &s), TD_ERR_INVALID_ARG);
+      snprintf(want, sizeof want, "%s='%s' is not allowed; %s", names[v], bad[i], lists[v]);
+      if (!strstr(td_last_error(), want))
+        fprintf(stderr, "got '%s', want '%s'\n", td_last_error(), want);
+      assert_non_null(strstr(td_last_error(), want));
+    }
+    unsetenv(names[v]);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_listed_int_quotes_list),
       cmocka_unit_test(test_target_sm_real_versions),
       cmocka_unit_test(test_empty_shown_as_empty),
       cmocka_unit_test(test_byte_suffix_once),
+      cmocka_unit_test(test_fused_kgather_values),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -389,17 +389,15 @@ static td_status td__f_rs_mode(td__tp_fused *f) {
  * it runs. The same verdict on every rank: it depends on the environment,
  * the checked shape, the agreed placement and the GPU they share. */
 static int td__f_kgather_config(const td_tp_op *op, td__tp_fused *f) {
-  const char *mode = NULL;
+  const char *rmode = NULL, *amode = NULL;
   const int rs = op->d.kind == TD_TP_GEMM_RS;
-  if (td_config_str(rs ? "TD_OPS_FUSED_RS" : "TD_OPS_FUSED_AR", &mode) != TD_OK)
-    return 0;
-  const int forced = mode && !strcmp(mode, "kgather");
-  if ((mode && !forced && strcmp(mode, "auto")) || (!rs && op->d.kind != TD_TP_GEMM_AR) ||
-      !td__gemm_cuda_run_kgather || op->d.dtype != TD_BF16)
+  /* checked before this by td__f_rs_mode (both) and td__f_ar_mode (gemm_ar, the one that reads AR) */
+  if (td_config_str("TD_OPS_FUSED_RS", &rmode) != TD_OK ||
+      (!rs && td_config_str("TD_OPS_FUSED_AR", &amode) != TD_OK))
     return 0;
   /* a forced pull / push for gemm_ar keeps the reduction schedules too */
-  const char *rmode = NULL;
-  if (!rs && !forced && (td_config_str("TD_OPS_FUSED_RS", &rmode) != TD_OK || (rmode && strcmp(rmode, "auto"))))
+  const int want = td__tp_fused_kgather_mode(rs, rmode, amode), forced = want == 1;
+  if (want < 0 || (!rs && op->d.kind != TD_TP_GEMM_AR) || !td__gemm_cuda_run_kgather || op->d.dtype != TD_BF16)
     return 0;
   if (!td__tp_fused_kgather(f->multi, op->d.m, op->d.n, op->d.k, f->n, f->sms, forced))
     return 0;
