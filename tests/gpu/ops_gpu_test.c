@@ -317,6 +317,9 @@ static void test_fused_kgather(void **state) {
   fused_sched("gemm_rs pull", TD_TP_GEMM_RS, TD_TP_FUSED, TD_BF16, 301, 264, 32 * 4, 2, 4); /* K/ranks = 32 */
   fused_sched("gemm_rs pull", TD_TP_GEMM_RS, TD_TP_FUSED, TD_F16, 301, 264, 128 * 4, 2, 4); /* f16: none compiled */
   fused_sched("!kgather", TD_TP_GEMM_AR, TD_TP_FUSED, TD_BF16, 1031, 520, 256, 2, 4); /* gemm_ar: its own knob */
+  /* ... which it does not turn off either: AUTO's rule still takes kgather for gemm_ar where it pays (only
+   * pull or push keep gemm_ar's reductions; td__tp_fused_kgather_mode) */
+  fused_sched_rows("gemm_ar kgather", TD_TP_GEMM_AR, TD_TP_AUTO, TD_BF16, 2048 + 3, 2304, 512, 2, 16, 8);
   unsetenv("TD_OPS_FUSED_RS");
   /* gemm_ar kgather: the same launch stores every row into every rank's C; one-shot and two-shot sizes, M
    * not divisible, M < ranks, 100 calls, K / ranks = 32 and f16 fall back */
