@@ -38,7 +38,7 @@ typedef struct td__region_header {
   int32_t world_size;
   int32_t creator_pid;
   _Atomic int32_t attached; /* ranks attached so far */
-  _Atomic int32_t unlinked; /* 1 once the creator removed the name */
+  _Atomic int32_t unlinked; /* 1 once the creator removed the name; -pid: a dead job's, pid removes it */
   _Atomic int32_t refused;  /* rank + 1 of a rank that found the region unusable: stop waiting for it */
 } td__region_header;
 

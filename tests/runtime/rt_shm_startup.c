@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0
  * Runtime test: start-up of an shm world without tdrun to clean up. A rank 0
  * killed after creating the job's shared memory (or while creating it): the
- * joiner removes the segment and says its creator died. A rank killed after attaching: the
+ * joiner removes the segment and says its creator died (unless another live process claimed
+ * its removal, which joiners and rank 0 then leave to it). A rank killed after attaching: the
  * others stop at once and remove the name. Start-up has its own deadline
  * (TD_ATTACH_TIMEOUT_MS), not TD_TIMEOUT_MS. A heap larger than /dev/shm's
  * free space is refused naming both numbers. A torchrun-style start without
@@ -120,6 +121,73 @@ static void test_half_made_segment_removed(void **state) {
   td_status st = td_world_init(NULL, &w);
   assert_int_equal(st, TD_ERR_TIMEOUT);
   if (!strstr(td_last_error(), "that its creator never finished making") || !strstr(td_last_error(), "removed it"))
+    fail_msg("message: %s", td_last_error());
+  assert_false(shm_exists(job));
+  clear_env(NULL);
+}
+
+/* A dead job's leftover whose removal a live process has claimed (unlinked = -pid: a joiner about to remove
+ * it) is left to that process, by joiners and by a rank 0 that would replace it: had both removed it by name,
+ * one could remove the new job's object created meanwhile under it (rt_shm's test_stale_segment_replaced
+ * timed out so now and then). Once the claimer is gone, the next one takes the claim over. */
+static void plant_claimed(const char *job, int32_t creator, int32_t claimer) {
+  char name[96];
+  snprintf(name, sizeof name, "/tdist-%s", job);
+  int fd = shm_open(name, O_CREAT | O_RDWR | O_TRUNC, 0600);
+  assert_true(fd >= 0);
+  assert_int_equal(ftruncate(fd, 4096), 0);
+  td__region_header *h = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  assert_true(h != MAP_FAILED);
+  h->world_size = 2;
+  h->creator_pid = creator;
+  h->region_bytes = 4096;
+  atomic_store(&h->unlinked, -claimer);
+  atomic_store(&h->magic, TD__REGION_MAGIC);
+  munmap(h, 4096);
+  close(fd);
+}
+
+static void test_claimed_leftover_left_to_claimer(void **state) {
+  (void)state;
+  char job[64];
+  snprintf(job, sizeof job, "rt-claim-%ld", (long)getpid());
+  pid_t dead = fork();
+  if (dead == 0)
+    _exit(0);
+  waitpid(dead, NULL, 0);
+  pid_t claimer = fork();
+  if (claimer == 0) {
+    pause();
+    _exit(0);
+  }
+  /* a joiner: says its creator died, leaves the object to the claimer */
+  plant_claimed(job, (int32_t)dead, (int32_t)claimer);
+  set_rank(1, 2, job);
+  setenv("TD_ATTACH_TIMEOUT_MS", "300", 1);
+  td_world *w = NULL;
+  if (td_world_init(NULL, &w) != TD_ERR_TIMEOUT || !strstr(td_last_error(), "had died") || !shm_exists(job)) {
+    kill_rank(claimer);
+    fail_msg("joiner: %s (object %s)", td_last_error(), shm_exists(job) ? "kept" : "removed");
+  }
+  /* rank 0: waits for the claimer to remove it, to its deadline */
+  set_rank(0, 2, job);
+  td_status st = td_world_init(NULL, &w);
+  kill_rank(claimer); /* whatever happened: no process left behind */
+  assert_int_equal(st, TD_ERR_TIMEOUT);
+  if (!strstr(td_last_error(), "stayed in use past the deadline"))
+    fail_msg("message: %s", td_last_error());
+  assert_true(shm_exists(job));
+  /* the claimer gone: rank 0 takes the claim over and replaces the object (then waits for rank 1, which
+   * never comes, and removes the name) */
+  assert_int_equal(td_world_init(NULL, &w), TD_ERR_TIMEOUT);
+  if (!strstr(td_last_error(), "for all 2 ranks to attach") || !strstr(td_last_error(), "never arrived: rank 1"))
+    fail_msg("message: %s", td_last_error());
+  assert_false(shm_exists(job));
+  /* and a joiner takes over a dead claimer's claim too */
+  plant_claimed(job, (int32_t)dead, (int32_t)claimer);
+  set_rank(1, 2, job);
+  assert_int_equal(td_world_init(NULL, &w), TD_ERR_TIMEOUT);
+  if (!strstr(td_last_error(), "had died") || !strstr(td_last_error(), "removed it"))
     fail_msg("message: %s", td_last_error());
   assert_false(shm_exists(job));
   clear_env(NULL);
@@ -278,6 +346,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup(test_dead_creator_removed, clear_env),
       cmocka_unit_test_setup(test_half_made_segment_removed, clear_env),
+      cmocka_unit_test_setup(test_claimed_leftover_left_to_claimer, clear_env),
       cmocka_unit_test_setup(test_rank_dies_after_attach, clear_env),
       cmocka_unit_test_setup(test_attach_deadline_separate, clear_env),
       cmocka_unit_test_setup(test_heap_larger_than_dev_shm, clear_env),

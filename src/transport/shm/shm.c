@@ -67,6 +67,47 @@ static int td__shm_is_stale(const char *name, int64_t first_seen_ms, int32_t *ow
   return stale;
 }
 
+/* One remover for each dead job's object: whoever finds one (rank 0 about to
+ * replace it, a joiner, a joiner that cannot map it) claims its removal in its
+ * header (unlinked = -pid) before removing the name, and leaves it alone when
+ * another live process holds the claim. Without it a joiner's check, then
+ * remove (td__shm_unlink_if) could span rank 0 removing the same object and
+ * creating the new job's under the name, and remove that one: no joiner could
+ * then open the region (rt_shm's test_stale_segment_replaced timed out so, 2
+ * runs in 80 on a loaded 2-core machine). 1: this process may remove it. */
+static int td__shm_claim_removal(td__region_header *h) {
+  const int32_t me = -(int32_t)getpid();
+  int32_t cur = atomic_load_explicit(&h->unlinked, memory_order_acquire);
+  for (;;) {
+    if (cur == me)
+      return 1;
+    if (cur > 0 || (cur < 0 && !td__creator_gone(-cur))) /* removed by its creator, or claimed by a live one */
+      return 0;
+    if (atomic_compare_exchange_weak_explicit(&h->unlinked, &cur, me, memory_order_acq_rel, memory_order_acquire))
+      return 1;
+  }
+}
+
+/* td__shm_claim_removal for the object `name` names now (rank 0's view):
+ * 1 when this process may remove it, also when it is too short to hold a
+ * header (no joiner removes such an object) or has vanished. */
+static int td__shm_claim_name(const char *name) {
+  int fd = shm_open(name, O_RDWR, 0);
+  if (fd < 0)
+    return 1;
+  struct stat st;
+  int mine = 1;
+  if (fstat(fd, &st) == 0 && (size_t)st.st_size >= sizeof(td__region_header)) {
+    td__region_header *h = mmap(NULL, sizeof *h, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (h != MAP_FAILED) {
+      mine = td__shm_claim_removal(h);
+      munmap(h, sizeof *h);
+    }
+  }
+  close(fd);
+  return mine;
+}
+
 /* Removes `name` if it still refers to object `ino` (not a newer job's). */
 static void td__shm_unlink_if(const char *name, ino_t ino) {
   int fd = shm_open(name, O_RDONLY, 0);
@@ -110,7 +151,7 @@ static td_status td__shm_create(const td__job *job, const char *name, int64_t de
       first_seen = td__shm_now_ms();
     int32_t owner = 0;
     int stale = td__shm_is_stale(name, first_seen, &owner);
-    if (stale == 1) {
+    if (stale == 1 && td__shm_claim_name(name)) { /* else a joiner is removing it: look again */
       shm_unlink(name); /* a dead job's leftover: replace it */
       continue;
     }
@@ -170,8 +211,10 @@ static int32_t td__shm_refuse_unmappable(const td__job *job, const char *name, i
   int ready = atomic_load_explicit(&h->magic, memory_order_acquire) == TD__REGION_MAGIC;
   int32_t creator = h->creator_pid;
   if (ready && td__creator_gone(creator)) {
+    int mine = td__shm_claim_removal(h);
     munmap(h, sizeof *h);
-    td__shm_unlink_if(name, st->st_ino);
+    if (mine)
+      td__shm_unlink_if(name, st->st_ino);
     return creator;
   }
   int32_t none = 0;
@@ -245,7 +288,8 @@ static td_status td__shm_join(const td__job *job, const char *name, int64_t dead
       /* A dead creator's object (this job's rank 0 died, or an older job's):
        * nobody will ever remove it but us. */
       dead_creator = h->creator_pid;
-      td__shm_unlink_if(name, st.st_ino);
+      if (td__shm_claim_removal(h))
+        td__shm_unlink_if(name, st.st_ino);
       munmap(base, map_bytes);
       continue;
     }
@@ -257,7 +301,8 @@ static td_status td__shm_join(const td__job *job, const char *name, int64_t dead
        * object; one that has not after a second died doing it (rank 0
        * replaces such an object the same way). */
       dead_creator = -1;
-      td__shm_unlink_if(name, st.st_ino);
+      if (td__shm_claim_removal(h))
+        td__shm_unlink_if(name, st.st_ino);
       pending = 0;
       munmap(base, map_bytes);
       continue;
