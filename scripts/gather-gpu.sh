@@ -52,6 +52,8 @@ lane_kg() { # gemm_rs and gemm_ar on a shared GPU as AUTO runs them (kgather, on
 lane_kgtile() { # the two gemm_rs cases AUTO runs on 128x128 (1.10x and 1.21x of GEMM only), on 128x256 instead
   TD_OPS_FUSED_TILE=128x256 bench kg_rs256 gemm_rs --variants none --models llama3.1-8b,qwen2-72b --m 1024
   TD_OPS_FUSED_TILE=128x256 bench kg_ar256 gemm_ar --variants none --models llama3.1-8b,qwen2-72b --m 1024
+  # gemm_ar's n copies stored with an L2 evict-first policy, against lane kg's kg_ar (no hint)
+  TD_OPS_FUSED_BCAST_HINT=evict_first bench kg_ar_ef gemm_ar --variants none --models all --m 1024,4096,8192
 }
 lane_optests() { # the fused operators' GPU tests, the two groups at once (two processes on the GPU)
   TD_GPU_TEST_FILTER='test_fused_direct' TD_GPU_TEST_VERBOSE=1 run ops_gpu_direct 300 "$BIN/ops_gpu_test" &
@@ -117,7 +119,7 @@ for f in "$OUT"/*.log; do # the failures' tails
   n=$(basename "$f" .log)
   grep -q "rc=0 " <(grep -h "^$n " "$OUT"/summary.* 2>/dev/null) || { echo "--- $n:"; tail -n 12 "$f"; }
 done
-for b in ag_auto ag_copy1024 ag_batched rs_auto rs_kgather kg_rs kg_ar kg_rs256 kg_ar256 mg_ag_gemm mg_gemm_rs mg_gemm_ar; do
+for b in ag_auto ag_copy1024 ag_batched rs_auto rs_kgather kg_rs kg_ar kg_rs256 kg_ar256 kg_ar_ef mg_ag_gemm mg_gemm_rs mg_gemm_ar; do
   echo "== $b"; grep -E "^\| " "$OUT/$b.log" 2>/dev/null | grep -v -- "---" | cut -c1-150
 done
 grep -E "^\[  (PASSED|FAILED) |^\[  FAILED  \]|^\[       OK \]|^\[  SKIPPED \]|schedule \"" "$OUT"/*.log | head -60

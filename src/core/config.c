@@ -114,6 +114,10 @@ static const td__cfg_var td__vars[] = {
      "128x256 tiles as the GPU has SMs (unless TD_OPS_FUSED_RS asks for pull or push), else all-push for 2 ranks "
      "on 2 GPUs and M > 4096, else two-shot (one-shot up to 1 MiB of output)",
      NULL},
+    {"TD_OPS_FUSED_BCAST_HINT", TD__CFG_STR, "none", 0, 0, "none,evict_first",
+     "fused gemm_ar kgather: the L2 policy of the TMA stores that put every row into each rank's output: none, or "
+     "evict_first (the copies leave L2 before the operands the next tiles read); a measurement knob, not yet "
+     "measured on a GPU, so none stays the default", NULL},
     {"TD_OPS_FUSED_RS", TD__CFG_STR, "auto", 0, 0, "auto,pull,push,kgather",
      "fused gemm_rs / gemm_ar: pull (each rank reduces its rows from the peers' whole partials), push (row blocks "
      "pushed to their owner as each is computed) or, for gemm_rs of ranks sharing one GPU, kgather (one launch of "

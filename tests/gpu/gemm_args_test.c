@@ -299,6 +299,12 @@ static void test_kgather_route(void **state) {
   h = routes(0, 0, 8);
   h.dst[7] = NULL; /* the last of eight */
   kr_expect(&p, &cfg90, TD_GEMM_HOOK_BCAST, &h, TD_ERR_INVALID_ARG, "BCAST needs dst[7] (bcast_peers=8)");
+  h = routes(64, 0, 3); /* the store hint: 0 or 1 */
+  h.bcast_hint = 2;
+  kr_expect(&p, &cfg90, TD_GEMM_HOOK_BCAST, &h, TD_ERR_INVALID_ARG,
+            "BCAST bcast_hint=2; 0 (plain stores) or 1 (L2 evict-first) are allowed");
+  h.bcast_hint = -1;
+  kr_expect(&p, &cfg90, TD_GEMM_HOOK_BCAST, &h, TD_ERR_INVALID_ARG, "BCAST bcast_hint=-1;");
 
   /* PUSH's split */
   h = routes(0, 0, 0);

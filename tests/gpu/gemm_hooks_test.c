@@ -690,10 +690,11 @@ static void test_kgather_push(void **state) {
  * sum stored into each of `peers` destinations of M x N, each guarded and
  * checked in full; a spare buffer at dst[peers] (when peers < 8) and C must
  * stay poisoned. */
-static void kgather_bcast_case(const td_gemm_config *cfg, const kg_inputs *in, int peers, int with_c) {
+static void kgather_bcast_case(const td_gemm_config *cfg, const kg_inputs *in, int peers, int with_c, int hint) {
   const int m = in->m, n = in->n;
   td_gemm_hooks out = kg_route_junk();
   out.bcast_peers = peers;
+  out.bcast_hint = hint; /* 1: the stores carry an L2 evict-first policy (the same bytes land) */
   out.rows_per_peer = 0; /* PUSH's fields, not BCAST's */
   out.push_long_peers = -1;
   kg_dest d[TD_GEMM_MAX_PEERS], spare = {NULL, 0};
@@ -725,11 +726,12 @@ static void test_kgather_bcast(void **state) {
   assert_true(nc >= 2); /* 128x256 s3 and 128x128 s6 */
   kg_inputs a = kg_make(3, 128, 301, 520), b = kg_make(8, 64, 257, 264), c = kg_make(2, 64, 1003, 264);
   for (int i = 0; i < nc && i < 16; i++) {
-    kgather_bcast_case(&cfgs[i], &a, 1, 1);
-    kgather_bcast_case(&cfgs[i], &a, 3, 0);
-    kgather_bcast_case(&cfgs[i], &a, 8, 1);
-    kgather_bcast_case(&cfgs[i], &b, 8, 0); /* eight sources of one k-block, 3 tile rows (the last of 1 row) */
-    kgather_bcast_case(&cfgs[i], &c, 3, 1);
+    kgather_bcast_case(&cfgs[i], &a, 1, 1, 0);
+    kgather_bcast_case(&cfgs[i], &a, 3, 0, 0);
+    kgather_bcast_case(&cfgs[i], &a, 8, 1, 0);
+    kgather_bcast_case(&cfgs[i], &a, 8, 0, 1);
+    kgather_bcast_case(&cfgs[i], &b, 8, 0, 0); /* eight sources of one k-block, 3 tile rows (the last of 1 row) */
+    kgather_bcast_case(&cfgs[i], &c, 3, 1, 1);
   }
   kg_free(&a);
   kg_free(&b);

@@ -333,6 +333,11 @@ static void test_fused_kgather(void **state) {
   assert_non_null(strstr(g_sched, "gemm_ar kgather"));
   fused_sched("!kgather", TD_TP_GEMM_AR, TD_TP_FUSED, TD_BF16, 1031, 520, 32 * 4, 2, 4); /* K/ranks = 32 */
   fused_sched("!kgather", TD_TP_GEMM_AR, TD_TP_FUSED, TD_F16, 1031, 520, 256, 2, 4);     /* f16: none compiled */
+  setenv("TD_OPS_FUSED_BCAST_HINT", "evict_first", 1); /* the stores' L2 policy changes no byte */
+  for (int r = 0; r < 3; r++)
+    fused_sched("kgather, one launch for every rank, stores L2 evict-first", TD_TP_GEMM_AR, TD_TP_FUSED, TD_BF16,
+                1031, 520, 64 * ranks[r], 3, ranks[r]);
+  unsetenv("TD_OPS_FUSED_BCAST_HINT");
   setenv("TD_OPS_FUSED_TILE", "128x128", 1); /* a named tile compiled with the route */
   fused_sched("kgather, one launch for every rank, sm90 128x128", TD_TP_GEMM_AR, TD_TP_FUSED, TD_BF16, 1031, 520,
               256, 2, 4);

@@ -151,6 +151,29 @@ static void test_fused_kgather_values(void **state) {
   }
 }
 
+/* TD_OPS_FUSED_BCAST_HINT: none (the default) or evict_first, exactly */
+static void test_fused_bcast_hint_values(void **state) {
+  (void)state;
+  const char *s = NULL;
+  unsetenv("TD_OPS_FUSED_BCAST_HINT");
+  assert_int_equal(td_config_str("TD_OPS_FUSED_BCAST_HINT", &s), TD_OK);
+  assert_string_equal(s, "none");
+  setenv("TD_OPS_FUSED_BCAST_HINT", "evict_first", 1);
+  assert_int_equal(td_config_str("TD_OPS_FUSED_BCAST_HINT", &s), TD_OK);
+  assert_string_equal(s, "evict_first");
+  const char *bad[] = {"evict-first", "EVICT_FIRST", "evict_first ", "first", "1"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    char want[160];
+    setenv("TD_OPS_FUSED_BCAST_HINT", bad[i], 1);
+    assert_int_equal(td_config_str("TD_OPS_FUSED_BCAST_HINT", &s), TD_ERR_INVALID_ARG);
+    snprintf(want, sizeof want, "TD_OPS_FUSED_BCAST_HINT='%s' is not allowed; allowed: none,evict_first", bad[i]);
+    if (!strstr(td_last_error(), want))
+      fprintf(stderr, "got '%s', want '%s'\n", td_last_error(), want);
+    assert_non_null(strstr(td_last_error(), want));
+  }
+  unsetenv("TD_OPS_FUSED_BCAST_HINT");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_listed_int_quotes_list),
@@ -158,6 +181,7 @@ int main(void) {
       cmocka_unit_test(test_empty_shown_as_empty),
       cmocka_unit_test(test_byte_suffix_once),
       cmocka_unit_test(test_fused_kgather_values),
+      cmocka_unit_test(test_fused_bcast_hint_values),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

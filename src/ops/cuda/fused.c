@@ -519,6 +519,9 @@ static td_status td__f_alloc(td_tp_op *op, td__tp_fused *f) {
       TD_CHECK(td__f_ar_mode(op, f));
     if (td__f_kgather_config(op, f)) { /* no partial, no slots: the tensor maps only */
       f->kgather = 1, f->rs_push = 0, f->ar_all_push = 0, f->one_shot = 0;
+      const char *hint = NULL;
+      TD_CHECK(td_config_str("TD_OPS_FUSED_BCAST_HINT", &hint));
+      f->bcast_hint = hint && !strcmp(hint, "evict_first");
       TD_CHECK(td__f_cu(cudaMalloc(&f->kmaps, 3 * (size_t)f->n * TD_GEMM_MAP_BYTES), "cudaMalloc (tensor maps)"));
       TD_CHECK(td__f_cu(cudaMalloc((void **)&f->ctl, TD__CTL_WORDS * 8), "cudaMalloc (progress words)"));
       TD_CHECK(td__f_cu(cudaMemsetAsync(f->ctl, 0, TD__CTL_WORDS * 8, f->s), "cudaMemsetAsync"));
@@ -806,7 +809,8 @@ void td__tp_fused_describe(const td_tp_op *op, char *buf, size_t cap) {
     break;
   default:
     snprintf(buf, cap, "%s %s, %s", td_tp_kind_name(op->d.kind),
-             f->kgather                                 ? "kgather, one launch for every rank"
+             f->kgather && f->bcast_hint                ? "kgather, one launch for every rank, stores L2 evict-first"
+             : f->kgather                               ? "kgather, one launch for every rank"
              : op->d.kind == TD_TP_GEMM_AR && f->one_shot ? "one-shot"
              : f->ar_all_push                           ? "all-push"
              : op->d.kind == TD_TP_GEMM_AR              ? (f->rs_push ? "two-shot push" : "two-shot pull")

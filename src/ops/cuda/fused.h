@@ -36,6 +36,7 @@ struct td__tp_fused {
   int kgather;    /* gemm_rs / gemm_ar, one GPU: rank 0's one launch over every rank's A and B (KGATHER) stores
                    * each row at its owner's C (rs) or at every rank's (ar) */
   void *kmaps;    /* kgather: device table of 3n tensor maps (A, B, C of each rank; rank 0's is used) */
+  int bcast_hint; /* gemm_ar kgather: TD_OPS_FUSED_BCAST_HINT (1 = evict_first), read at creation */
   int ar_all_push; /* gemm_ar: every row block pushed to every peer as computed; each rank reduces all rows */
   int ar_blocks;   /* gemm_ar all-push: row blocks of the partial GEMM (<= TD__MAXR) */
   int pdev[TD__MAXR]; /* every rank's device */

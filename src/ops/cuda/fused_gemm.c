@@ -305,8 +305,10 @@ static td_status td__f_kgather(td_tp_op *op, td__tp_fused *f, void *c, const voi
     if (rs) { /* td_chunk_range's split: the first M % n ranks own one row more */
       out.rows_per_peer = f->rows[0] > 0 ? f->rows[0] : 1;
       out.push_long_peers = f->rows[0] > f->rows[n - 1] ? op->d.m % n : 0;
-    } else
+    } else {
       out.bcast_peers = n;
+      out.bcast_hint = f->bcast_hint;
+    }
     td_gemm_problem pr = {(int)op->d.m, (int)op->d.n, (int)op->d.k, op->d.dtype, TD_GEMM_B_KN, NULL, NULL, c, NULL};
     gst = td__gemm_cuda_run_kgather(&pr, &f->cfg, as, bs, n, op->d.k / n, f->kmaps,
                                     rs ? TD_GEMM_HOOK_PUSH : TD_GEMM_HOOK_BCAST, &out, f->s);

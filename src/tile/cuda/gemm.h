@@ -166,6 +166,8 @@ typedef struct td_gemm_hooks {
   long long push_long_peers;         /* PUSH: peers owning rows_per_peer rows, the rest one fewer; 0 = all */
   int bcast_peers;                   /* BCAST: rows go to each of dst[0..bcast_peers), 1..TD_GEMM_MAX_PEERS */
   const void *c_maps;                /* BCAST: device array, one C map per destination (the launcher builds them) */
+  int bcast_hint;                    /* BCAST: 0 = plain TMA stores; 1 = with an L2 evict-first policy, so the
+                                      * n copies of the output leave L2 before the operands the next tiles read */
 } td_gemm_hooks;
 
 #if !defined(__CUDACC_RTC__)
@@ -268,8 +270,9 @@ td_status td__gemm_cuda_run_gather(const td_gemm_problem *problem, const td_gemm
  * `route` picks where the rows go: 0 (C; `out` may be NULL),
  * TD_GEMM_HOOK_PUSH (row r to its owner's buffer out->dst[peer], split by
  * out->rows_per_peer and out->push_long_peers; problem->c ignored) or
- * TD_GEMM_HOOK_BCAST (every row to each of out->dst[0..out->bcast_peers));
- * only those fields of `out` are read. Asynchronous. Errors: those of
+ * TD_GEMM_HOOK_BCAST (every row to each of out->dst[0..out->bcast_peers),
+ * out->bcast_hint 0 or 1 as in td_gemm_hooks); only those fields of `out`
+ * are read. Asynchronous. Errors: those of
  * td__gemm_cuda_run; TD_ERR_INVALID_ARG (NULL tables, entries or map_buf,
  * sources outside 1..TD_GEMM_MAX_SOURCES, K != sources * k_src, a misaligned
  * map_buf, B not [K,N], route not one of the three, `out` NULL with a route,

@@ -685,10 +685,19 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
             const td__tensor_map *cm = (const td__tensor_map *)hooks.c_maps + o;
             if (i == 0) /* the table was written by a copy before the launch */
               asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" ::"l"(cm) : "memory");
-            asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];" ::"l"(
-                             (td__gemm_u64)cm),
-                         "r"(mine), "r"(col0), "r"(row0)
-                         : "memory");
+            if (hooks.bcast_hint) { /* the copies are not read again here: first out of L2 */
+              td__gemm_u64 pol;
+              asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
+              asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group.L2::cache_hint [%0, {%2, %3}], "
+                           "[%1], %4;" ::"l"((td__gemm_u64)cm),
+                           "r"(mine), "r"(col0), "r"(row0), "l"(pol)
+                           : "memory");
+            } else {
+              asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];" ::"l"(
+                               (td__gemm_u64)cm),
+                           "r"(mine), "r"(col0), "r"(row0)
+                           : "memory");
+            }
           }
           asm volatile("cp.async.bulk.commit_group;" ::: "memory");
         }

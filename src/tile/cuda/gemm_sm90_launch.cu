@@ -271,6 +271,9 @@ static td_status td__check(const td_gemm_problem *p, const td_gemm_config *cfg, 
     if (hooks->bcast_peers < 1 || hooks->bcast_peers > TD_GEMM_MAX_PEERS)
       return td__error(TD_ERR_INVALID_ARG, "gemm: BCAST bcast_peers=%d; 1..%d are allowed", hooks->bcast_peers,
                        TD_GEMM_MAX_PEERS);
+    if (hooks->bcast_hint != 0 && hooks->bcast_hint != 1)
+      return td__error(TD_ERR_INVALID_ARG, "gemm: BCAST bcast_hint=%d; 0 (plain stores) or 1 (L2 evict-first) "
+                       "are allowed", hooks->bcast_hint);
     for (int i = 0; i < hooks->bcast_peers; i++)
       if (!hooks->dst[i])
         return td__error(TD_ERR_INVALID_ARG, "gemm: BCAST needs dst[%d] (bcast_peers=%d)", i, hooks->bcast_peers);
@@ -575,6 +578,7 @@ extern "C" td_status td__gemm_cuda_run_kgather(const td_gemm_problem *p, const t
     h.rows_per_peer = out->rows_per_peer;
     h.push_long_peers = out->push_long_peers;
     h.bcast_peers = out->bcast_peers;
+    h.bcast_hint = out->bcast_hint;
   }
   h.a_maps = map_buf;
   h.b_maps = (const char *)map_buf + (size_t)sources * TD_GEMM_MAP_BYTES;
