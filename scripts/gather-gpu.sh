@@ -2,8 +2,11 @@
 # SPDX-License-Identifier: Apache-2.0
 # GPU machine, ONE call: the zero-copy ag_gemm (GATHER hook) checked and
 # measured, and the GPU tests of the changes not yet run on a GPU (the
-# executor's root-cause agreement, exec_gemm_queue_test); lane rs (not in
-# the default lanes): gemm_rs pull against kgather (KGATHER hook). Binaries from
+# executor's root-cause agreement, exec_gemm_queue_test). Lanes not in the
+# default list: rs (gemm_rs AUTO against pull), kg (gemm_rs and gemm_ar as
+# AUTO runs them, kgather where it pays), kgtile (kgather's tile and store
+# policy knobs), kgtests (the routed KGATHER tile tests and the operators'
+# kgather cases), optests (the fused operators' GPU tests). Binaries from
 # scripts/gpu-final-prep.sh (.gpubin); carry .gpubin and .debs:
 #   . scripts/gpu-env.sh >/dev/null 2>&1; scripts/gather-gpu.sh
 # Lanes (each a list of steps under `timeout`): on a machine of >= 4 GPUs
@@ -41,9 +44,9 @@ lane_bench() {
   TD_OPS_FUSED_AG=copy bench ag_copy1024 ag_gemm --variants none --models all --m 1024
   TD_OPS_FUSED_AG=batched bench ag_batched ag_gemm --variants none --models all --m 4096,8192
 }
-lane_rs() { # gemm_rs on a shared GPU: pull (auto) against kgather (no partials), every model
+lane_rs() { # gemm_rs on a shared GPU: AUTO (kgather where it pays) against pull, every model
   bench rs_auto gemm_rs --variants none --models all --m 1024,4096,8192
-  TD_OPS_FUSED_RS=kgather bench rs_kgather gemm_rs --variants none --models all --m 1024,4096,8192
+  TD_OPS_FUSED_RS=pull bench rs_pull gemm_rs --variants none --models all --m 1024,4096,8192
 }
 lane_kg() { # gemm_rs and gemm_ar on a shared GPU as AUTO runs them (kgather, one launch for every rank)
   bench kg_rs gemm_rs --variants none --models all --m 1024,4096,8192
@@ -119,7 +122,7 @@ for f in "$OUT"/*.log; do # the failures' tails
   n=$(basename "$f" .log)
   grep -q "rc=0 " <(grep -h "^$n " "$OUT"/summary.* 2>/dev/null) || { echo "--- $n:"; tail -n 12 "$f"; }
 done
-for b in ag_auto ag_copy1024 ag_batched rs_auto rs_kgather kg_rs kg_ar kg_rs256 kg_ar256 kg_ar_ef mg_ag_gemm mg_gemm_rs mg_gemm_ar; do
+for b in ag_auto ag_copy1024 ag_batched rs_auto rs_pull kg_rs kg_ar kg_rs256 kg_ar256 kg_ar_ef mg_ag_gemm mg_gemm_rs mg_gemm_ar; do
   echo "== $b"; grep -E "^\| " "$OUT/$b.log" 2>/dev/null | grep -v -- "---" | cut -c1-150
 done
 grep -E "^\[  (PASSED|FAILED) |^\[  FAILED  \]|^\[       OK \]|^\[  SKIPPED \]|schedule \"" "$OUT"/*.log | head -60
