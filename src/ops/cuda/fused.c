@@ -665,7 +665,7 @@ td_status td__tp_fused_create(td_tp_op *op) {
  * reaches and tells every rank on the host: peers still in that call may
  * finish it on incomplete data, so their next call check answers
  * TD_ERR_PEER_FAILED instead of a result. */
-void td__f_poison(td__tp_fused *f) {
+static void td__f_poison(td__tp_fused *f) {
   for (int p = 0; p < f->n; p++)
     __atomic_store_n(&f->peer[p]->poisoned, 1, __ATOMIC_SEQ_CST);
   uint64_t big[TD__CTL_WORDS];
@@ -744,6 +744,21 @@ td_status td__f_sync_mid(td_tp_op *op, td__tp_fused *f) {
   if (st != TD_OK) {
     char msg[512];
     snprintf(msg, sizeof msg, "%s", td_last_error());
+    td__f_finish(op, f);
+    return td__error(st, "%s", msg);
+  }
+  return TD_OK;
+}
+
+td_status td__f_gather_mid(td_tp_op *op, td__tp_fused *f, int64_t mine, int64_t *all) {
+  all[0] = mine;
+  if (f->n < 2)
+    return TD_OK;
+  td_status st = td_all_gather(op->team, all, &mine, 1, TD_I64);
+  if (st != TD_OK) { /* as td__f_sync_mid: peers told, this rank's streams waited for */
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", td_last_error());
+    td__f_poison(f);
     td__f_finish(op, f);
     return td__error(st, "%s", msg);
   }

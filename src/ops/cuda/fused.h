@@ -72,9 +72,6 @@ int td__fused_reduce(void *dst, const void *const *src, int nsrc, long long elem
 td_status td__f_cu(cudaError_t e, const char *what);
 void td__f_keep(td_status *first, td_status st);
 td_status td__f_sync(td_tp_op *op, td__tp_fused *f);
-/* Marks every rank's state poisoned and their progress words (a failed
- * barrier or exchange: later calls are refused, waits stop). */
-void td__f_poison(td__tp_fused *f);
 td_status td__f_finish(td_tp_op *op, td__tp_fused *f);
 /** A host barrier in the middle of a call (work of this call already
  * enqueued): td__f_sync, and when it fails, waits for this rank's streams
@@ -82,6 +79,9 @@ td_status td__f_finish(td_tp_op *op, td__tp_fused *f);
  * before returning the barrier's error, so the caller never gets its buffers
  * back while GPU work may still read or write them. */
 td_status td__f_sync_mid(td_tp_op *op, td__tp_fused *f);
+/** td__f_sync_mid that also exchanges one value: all[p] = rank p's `mine`
+ * (all holds f->n values; with one rank all[0] = mine). */
+td_status td__f_gather_mid(td_tp_op *op, td__tp_fused *f, int64_t mine, int64_t *all);
 td_status td__f_setv(cudaStream_t s, uint64_t *addr, uint64_t v);
 int td__f_dt(td_dtype dt);
 /* ar all-push: the receive slot of rank p's partial at rank q (p != q). */

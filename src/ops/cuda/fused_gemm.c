@@ -38,12 +38,10 @@
  *           as it is computed, and each rank reduces all rows locally.
  * Reductions sum in f32 in rank order (td__fused_reduce), push or pull. */
 #include <cuda_runtime.h>
-#include <stdio.h>
 #include <string.h>
 
 #include "core/error.h"
 #include "ops/cuda/fused.h"
-#include "tdist/coll.h"
 
 /* Bound in programs that link the GEMM library (fused.c says why they are
  * weak; creation refuses the GEMM operators where it is missing, and uses the
@@ -316,20 +314,13 @@ static td_status td__f_kgather(td_tp_op *op, td__tp_fused *f, void *c, const voi
   }
   /* the middle barrier carries rank 0's enqueue status: a launch that
    * failed leaves every rank's C unwritten, so every rank says so */
-  int64_t mine = gst != TD_OK ? (int64_t)gst : (int64_t)st, all[TD__MAXR];
-  td_status xs = n > 1 ? td_all_gather(op->team, all, &mine, 1, TD_I64) : TD_OK;
-  if (xs != TD_OK) {
-    char msg[512];
-    snprintf(msg, sizeof msg, "%s", td_last_error());
-    td__f_poison(f);
-    td__f_finish(op, f);
-    return td__error(xs, "%s", msg);
-  }
+  int64_t all[TD__MAXR];
+  TD_CHECK(td__f_gather_mid(op, f, gst != TD_OK ? (int64_t)gst : (int64_t)st, all));
   if (r != 0)
     td__f_keep(&st, td__f_cu(cudaStreamWaitEvent(f->s, f->peer[0]->ev_gdone, 0), "cudaStreamWaitEvent"));
   td__f_keep(&st, td__f_setv(f->s, f->ctl + TD__CTL_FIN, e));
   td_status fin = td__f_finish(op, f);
-  if (r != 0 && n > 1 && all[0] != TD_OK && st == TD_OK)
+  if (r != 0 && all[0] != TD_OK && st == TD_OK)
     st = td__error((td_status)all[0], "fused: rank %d: rank 0's %s launch for every rank failed (its error says "
                    "why), so this call wrote no output", r, td_tp_kind_name(op->d.kind));
   return gst != TD_OK ? gst : st != TD_OK ? st : fin;

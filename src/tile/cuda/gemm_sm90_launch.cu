@@ -45,9 +45,9 @@ static PFN_cuTensorMapEncodeTiled_v12000 td__encode_fn(void) {
   return td__encode_ptr;
 }
 
-/* A 2-D row-major [rows, cols] 16-bit tensor, box of box_cols x box_rows, 128B swizzle. */
-/* swizzle: 128-byte swizzle (the loads' operand layout for wgmma), else
- * none (BCAST's staged rows, row-major in shared memory). */
+/* A 2-D row-major [rows, cols] 16-bit tensor, box of box_cols x box_rows;
+ * swizzle: 128-byte swizzle (the loads' operand layout for wgmma), else none
+ * (BCAST's staged rows, row-major in shared memory). */
 static td_status td__make_map(td__tensor_map *out, const void *base, int dtype, long long rows,
                               long long cols, int box_cols, int box_rows, const char *what, int swizzle = 1) {
   PFN_cuTensorMapEncodeTiled_v12000 enc = td__encode_fn();
