@@ -58,6 +58,18 @@ lane_kgtile() { # the two gemm_rs cases AUTO runs on 128x128 (1.10x and 1.21x of
   # gemm_ar's n copies stored with an L2 evict-first policy, against lane kg's kg_ar (no hint)
   TD_OPS_FUSED_BCAST_HINT=evict_first bench kg_ar_ef gemm_ar --variants none --models all --m 1024,4096,8192
 }
+lane_ag1() { # ag_gemm on a shared GPU: AUTO (gather, one launch for every rank) against each rank's gather launch
+  bench ag1_auto ag_gemm --variants none --models all --m 1024,4096,8192
+  TD_OPS_FUSED_AG=gather bench ag1_rank ag_gemm --variants none --models all --m 1024,4096,8192
+  # gemm_rs's two M = 1024 cases under the kgather tile rule that now prefers 128x256
+  bench kg_rs1024 gemm_rs --variants none --models llama3.1-8b,qwen2-72b --m 1024
+}
+lane_agtests() { # the GATHER | NSPLIT tile and the operator's one launch for every rank
+  run gemm_args_test 60 "$BIN/gemm_args_test"
+  run gemm_hooks_test 120 "$BIN/gemm_hooks_test"
+  TD_GPU_TEST_FILTER='test_fused_ag_one' TD_GPU_TEST_VERBOSE=1 run ops_gpu_ag_one 150 "$BIN/ops_gpu_test"
+  TD_GPU_TEST_FILTER='test_fused_direct' TD_GPU_TEST_VERBOSE=1 run ops_gpu_direct 200 "$BIN/ops_gpu_test"
+}
 lane_optests() { # the fused operators' GPU tests, the two groups at once (two processes on the GPU)
   TD_GPU_TEST_FILTER='test_fused_direct' TD_GPU_TEST_VERBOSE=1 run ops_gpu_direct 300 "$BIN/ops_gpu_test" &
   TD_GPU_TEST_FILTER='test_fused' TD_GPU_TEST_VERBOSE=1 run ops_gpu_fused 300 "$BIN/ops_gpu_test" &
@@ -122,7 +134,7 @@ for f in "$OUT"/*.log; do # the failures' tails
   n=$(basename "$f" .log)
   grep -q "rc=0 " <(grep -h "^$n " "$OUT"/summary.* 2>/dev/null) || { echo "--- $n:"; tail -n 12 "$f"; }
 done
-for b in ag_auto ag_copy1024 ag_batched rs_auto rs_pull kg_rs kg_ar kg_rs256 kg_ar256 kg_ar_ef mg_ag_gemm mg_gemm_rs mg_gemm_ar; do
+for b in ag1_auto ag1_rank kg_rs1024 ag_auto ag_copy1024 ag_batched rs_auto rs_pull kg_rs kg_ar kg_rs256 kg_ar256 kg_ar_ef mg_ag_gemm mg_gemm_rs mg_gemm_ar; do
   echo "== $b"; grep -E "^\| " "$OUT/$b.log" 2>/dev/null | grep -v -- "---" | cut -c1-150
 done
 grep -E "^\[  (PASSED|FAILED) |^\[  FAILED  \]|^\[       OK \]|^\[  SKIPPED \]|schedule \"" "$OUT"/*.log | head -60

@@ -94,13 +94,14 @@ static const td__cfg_var td__vars[] = {
      "default: the tuning cache's entry, else cuBLAS", td__check_fused_tile},
     {"TD_OPS_FUSED_AG_GEMMS", TD__CFG_INT, "0", 0, 8, "0,1,3,8",
      "fused ag_gemm: GEMMs per call, 1 (all rows), 3 (own, after, before) or 8 (one per rank); 0 = by shape", NULL},
-    {"TD_OPS_FUSED_AG", TD__CFG_STR, "auto", 0, 0, "auto,copy,direct,batched,gather",
+    {"TD_OPS_FUSED_AG", TD__CFG_STR, "auto", 0, 0, "auto,copy,direct,batched,gather,gather-one",
      "fused ag_gemm: copy (gather the peers' A rows, then GEMM), direct (a GEMM per rank reading its A in place, "
      "no copy; for ranks sharing one GPU), batched (direct as one cuBLAS batched launch when the parts are "
      "equal) or gather (one launch of our tile reading every rank's A in place, for equal parts of a multiple "
-     "of 128 rows in bf16 on one shared GPU with a tile compiled for it; where it cannot run: batched, else "
-     "direct); batched, direct and gather are for ranks sharing one GPU: across GPUs they read the peers' A over "
-     "the links (direct), slower than copy there; auto = gather on one shared GPU where it can run, except parts "
+     "of 128 rows in bf16 on one shared GPU with a tile compiled for it, each rank its own launch; where it cannot "
+     "run: batched, else direct) or gather-one (the same as rank 0's one launch for every rank, each rank's B "
+     "and C a column source); batched, direct and gather are for ranks sharing one GPU: across GPUs they read the peers' A over "
+     "the links (direct), slower than copy there; auto = gather-one on one shared GPU where it can run, except parts "
      "of >= 512 rows whose B rows are not whole 128-byte lines, which take batched (direct for unequal parts) "
      "like any part of >= 512 rows, unless TD_OPS_FUSED_AG_GEMMS is set; else copy",
      NULL},

@@ -7,6 +7,7 @@
 #include <limits.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "tdist/types.h"
@@ -27,6 +28,8 @@ static void expect(const td_gemm_problem *p, const td_gemm_config *c, unsigned f
   if (got != want)
     print_error("got %d '%s', want %d '%s'\n", (int)got, td_last_error(), (int)want, text);
   assert_int_equal(got, want);
+  if (!strstr(td_last_error(), text))
+    print_error("want '%s' in '%s'\n", text, td_last_error());
   assert_non_null(strstr(td_last_error(), text));
 }
 
@@ -67,8 +70,8 @@ static void test_hooks(void **state) {
   td_gemm_problem p = good();
   td_gemm_hooks h;
   memset(&h, 0, sizeof h);
-  /* 0x80: the first bit past TD_GEMM_HOOK_KNOWN (0x40 is BCAST now) */
-  expect(&p, &cfg90, 0x80, &h, TD_ERR_INVALID_ARG, "hook flags 0x80 name unknown hooks (known: 0x7f)");
+  /* 0x100: the first bit past TD_GEMM_HOOK_KNOWN (0x80 is NSPLIT now) */
+  expect(&p, &cfg90, 0x100, &h, TD_ERR_INVALID_ARG, "hook flags 0x100 name unknown hooks (known: 0xff)");
   expect(&p, &cfg90, TD_GEMM_HOOK_RAISE, NULL, TD_ERR_INVALID_ARG, "without a hooks description");
   h.scope = 0x4; /* only TD_GEMM_SCOPE_WAIT_GPU | TD_GEMM_SCOPE_RAISE_GPU exist */
   expect(&p, &cfg90, TD_GEMM_HOOK_RAISE, &h, TD_ERR_INVALID_ARG, "scope 0x4 has unknown bits");
@@ -186,6 +189,69 @@ static void test_gather(void **state) {
   for (int i = 0; i < n; i++)
     assert_int_equal(out[i].bm % 64, 0);
   assert_int_equal(td__gemm_cuda_configs_hooked(TD_BF16, TD_GEMM_B_NK, TD_GEMM_HOOK_GATHER, NULL, 0), 0);
+}
+
+/* td__gemm_cuda_run_gather_cols's refusals (GATHER with column sources): before any CUDA call. */
+static void gc_expect(const td_gemm_problem *p, const td_gemm_config *c, const void *const *src, int sources,
+                      long long rows, const void *const *bs, void *const *cs, int cols, void *maps, td_status want,
+                      const char *text) {
+  td_clear_error();
+  assert_int_equal(td__gemm_cuda_run_gather_cols(p, c, src, sources, rows, bs, cs, cols, maps, NULL), want);
+  if (!strstr(td_last_error(), text))
+    fprintf(stderr, "want \"%s\" in: %s\n", text, td_last_error());
+  assert_non_null(strstr(td_last_error(), text));
+}
+
+static void test_gather_nsplit(void **state) {
+  (void)state;
+  static _Alignas(64) char maps[12 * TD_GEMM_MAP_BYTES];
+  const void *src[4] = {buf, buf, buf, buf}, *bs[9] = {buf, buf, buf, buf, buf, buf, buf, buf, buf};
+  void *cs[9] = {buf, buf, buf, buf, buf, buf, buf, buf, buf};
+  /* B and C in the problem are ignored (NULL allowed): the column sources hold them */
+  td_gemm_problem p = {512, 256, 64, TD_BF16, TD_GEMM_B_KN, NULL, NULL, NULL, NULL};
+  td_gemm_config c = cfg90;
+  /* GATHER's own checks first */
+  gc_expect(NULL, &c, src, 4, 128, bs, cs, 2, maps, TD_ERR_INVALID_ARG, "must not be NULL");
+  gc_expect(&p, &c, src, 3, 128, bs, cs, 2, maps, TD_ERR_INVALID_ARG, "needs 4 sources (at most 64); 3 given");
+  gc_expect(&p, &c, src, 4, 128, bs, cs, 2, maps + 8, TD_ERR_INVALID_ARG, "not 64-byte aligned");
+  /* then the column sources' */
+  gc_expect(&p, &c, src, 4, 128, NULL, cs, 2, maps, TD_ERR_INVALID_ARG, "tables b_src and c_dst");
+  gc_expect(&p, &c, src, 4, 128, bs, NULL, 2, maps, TD_ERR_INVALID_ARG, "tables b_src and c_dst");
+  gc_expect(&p, &c, src, 4, 128, bs, cs, 0, maps, TD_ERR_INVALID_ARG, "NSPLIT col_srcs=0; 1..8 are allowed");
+  gc_expect(&p, &c, src, 4, 128, bs, cs, 9, maps, TD_ERR_INVALID_ARG, "NSPLIT col_srcs=9; 1..8 are allowed");
+  gc_expect(&p, &c, src, 4, 128, bs, cs, -1, maps, TD_ERR_INVALID_ARG, "NSPLIT col_srcs=-1; 1..8 are allowed");
+  bs[5] = NULL;
+  gc_expect(&p, &c, src, 4, 128, bs, cs, 8, maps, TD_ERR_INVALID_ARG, "column source 5 of 8 has a NULL B");
+  bs[5] = buf;
+  cs[2] = NULL;
+  gc_expect(&p, &c, src, 4, 128, bs, cs, 8, maps, TD_ERR_INVALID_ARG, "column source 2 of 8 has a NULL C");
+  cs[2] = buf;
+  p.b_layout = TD_GEMM_B_NK;
+  gc_expect(&p, &c, src, 4, 128, bs, cs, 2, maps, TD_ERR_INVALID_ARG, "NSPLIT reads B as [K,N]");
+  p.b_layout = TD_GEMM_B_KN;
+  p.n = 60; /* each source's B rows must be whole 16-byte vectors */
+  gc_expect(&p, &c, src, 4, 128, bs, cs, 2, maps, TD_ERR_SHAPE, "N=60 is not a multiple of 8");
+  p.n = 256;
+  c.bn = 64; /* not compiled with GATHER | NSPLIT: the message lists those that are */
+  gc_expect(&p, &c, src, 4, 128, bs, cs, 2, maps, TD_ERR_UNSUPPORTED, "hooks=0x90; compiled: 128x256x64/s4/g8");
+  c = cfg90;
+  c.arch = TD_GEMM_CUBLAS;
+  gc_expect(&p, &c, src, 4, 128, bs, cs, 2, maps, TD_ERR_UNSUPPORTED, "sm_90a configurations only, not cuBLAS");
+  /* NSPLIT through the general entry point: alone, with GATHER (no tables), with another hook */
+  td_gemm_hooks h;
+  memset(&h, 0, sizeof h);
+  td_gemm_problem q = good();
+  expect(&q, &cfg90, TD_GEMM_HOOK_NSPLIT, &h, TD_ERR_UNSUPPORTED, "NSPLIT (0x80) runs with GATHER (0x10) only");
+  expect(&q, &cfg90, TD_GEMM_HOOK_NSPLIT | TD_GEMM_HOOK_KGATHER, &h, TD_ERR_UNSUPPORTED, "flags 0xa0: NSPLIT (0x80) runs with GATHER");
+  expect(&q, &cfg90, TD_GEMM_HOOK_NSPLIT | TD_GEMM_HOOK_GATHER | TD_GEMM_HOOK_PUSH, &h, TD_ERR_UNSUPPORTED,
+         "runs alone or with NSPLIT");
+  td_gemm_problem g = {512, 256, 64, TD_BF16, TD_GEMM_B_KN, NULL, buf, buf, NULL};
+  expect(&g, &cfg90, TD_GEMM_HOOK_NSPLIT | TD_GEMM_HOOK_GATHER, &h, TD_ERR_INVALID_ARG,
+         "runs through td__gemm_cuda_run_gather_cols");
+  /* listed: B [K,N] only */
+  assert_true(td__gemm_cuda_configs_hooked(TD_BF16, TD_GEMM_B_KN, TD_GEMM_HOOK_GATHER | TD_GEMM_HOOK_NSPLIT, NULL, 0) >= 1);
+  assert_int_equal(td__gemm_cuda_configs_hooked(TD_BF16, TD_GEMM_B_NK, TD_GEMM_HOOK_GATHER | TD_GEMM_HOOK_NSPLIT, NULL, 0),
+                   0);
 }
 
 /* td__gemm_cuda_run_kgather's refusals (K from several sources): before any CUDA call. */
@@ -482,7 +548,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_null_and_sizes),  cmocka_unit_test(test_dtype_layout_alignment),
       cmocka_unit_test(test_hooks),           cmocka_unit_test(test_unknown_config),
-      cmocka_unit_test(test_config_listing),  cmocka_unit_test(test_gather),
+      cmocka_unit_test(test_config_listing),  cmocka_unit_test(test_gather), cmocka_unit_test(test_gather_nsplit),
       cmocka_unit_test(test_kgather),         cmocka_unit_test(test_kgather_route),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

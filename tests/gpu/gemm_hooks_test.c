@@ -740,6 +740,85 @@ static void test_kgather_bcast(void **state) {
 
 static td_gemm_arch sm90 = TD_GEMM_SM90, sm80 = TD_GEMM_SM80;
 
+/* GATHER | NSPLIT: C_j = A * B_j for col_srcs column sources in one launch,
+ * A's rows read in place from their row sources, each B_j [K, nb] and C_j
+ * [M, nb] a separate allocation (ag_gemm's one launch for every rank). Each
+ * C_j lies between guards and is checked element by element against its
+ * columns of the f64 product; a destination past col_srcs stays poisoned.
+ * Round 1 hands the column sources over in reverse order (the map table
+ * rewritten in place), so a tile reading one source's B and storing at
+ * another's C shows. */
+static void gather_nsplit_case(const td_gemm_config *cfg, long long src_rows, int m, int nb, int k, int col_srcs) {
+  const int sources = (int)((m + src_rows - 1) / src_rows), n = nb * col_srcs;
+  uint16_t *a = gt_random(TD_BF16, (size_t)m * k), *b = gt_random(TD_BF16, (size_t)k * n);
+  double *ref = gt_reference(TD_BF16, a, b, m, n, k, TD_GEMM_B_KN);
+  const void *src[8];
+  void *dsrc[8], *dbj[8];
+  double *refj[8];
+  uint16_t *part = malloc((size_t)k * nb * 2 + 2);
+  for (int s = 0; s < sources; s++) {
+    long long r0 = s * src_rows, rows = m - r0 < src_rows ? m - r0 : src_rows;
+    dsrc[s] = gt_device_copy(a + (size_t)r0 * k, (size_t)rows * k * 2);
+    src[s] = dsrc[s];
+  }
+  for (int j = 0; j < col_srcs; j++) {
+    for (int r = 0; r < k; r++)
+      memcpy(part + (size_t)r * nb, b + (size_t)r * n + (size_t)j * nb, (size_t)nb * 2);
+    dbj[j] = gt_device_copy(part, (size_t)k * nb * 2);
+    refj[j] = malloc((size_t)m * nb * sizeof(double));
+    for (int r = 0; r < m; r++)
+      memcpy(refj[j] + (size_t)r * nb, ref + (size_t)r * n + (size_t)j * nb, (size_t)nb * sizeof(double));
+  }
+  void *maps = gt_device_copy(NULL, 16 * TD_GEMM_MAP_BYTES);
+  for (int round = 0; round < 2; round++) {
+    kg_dest d[8];
+    const void *bs[8];
+    void *cs[9];
+    for (int j = 0; j < col_srcs; j++) {
+      const int q = round ? col_srcs - 1 - j : j; /* table slot j holds source q */
+      d[q] = kg_dest_make(m, nb);
+      bs[j] = dbj[q], cs[j] = kg_dest_rows(&d[q], nb);
+    }
+    void *extra = gt_device_copy(NULL, (size_t)m * nb * 2); /* slot col_srcs: not to be written */
+    cs[col_srcs] = extra;
+    td_gemm_problem p = {m, nb, k, TD_BF16, TD_GEMM_B_KN, NULL, NULL, NULL, NULL};
+    td_status st = td__gemm_cuda_run_gather_cols(&p, cfg, src, sources, src_rows, bs, cs, col_srcs, maps, NULL);
+    if (st != TD_OK)
+      fprintf(stderr, "%s\n", td_last_error());
+    assert_int_equal(st, TD_OK);
+    assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
+    for (int q = 0; q < col_srcs; q++) {
+      char what[160];
+      snprintf(what, sizeof what, "gather+nsplit %dx%d s%d: M=%d nb=%d K=%d src_rows=%lld col_srcs=%d round %d C_%d",
+               cfg->bm, cfg->bn, cfg->stages, m, nb, k, src_rows, col_srcs, round, q);
+      kg_dest_check(what, &d[q], refj[q], nb, k);
+    }
+    kg_expect_poisoned("gather+nsplit: the destination past col_srcs", extra, (size_t)m * nb);
+    cudaFree(extra);
+  }
+  for (int s = 0; s < sources; s++)
+    cudaFree(dsrc[s]);
+  for (int j = 0; j < col_srcs; j++)
+    cudaFree(dbj[j]), free(refj[j]);
+  free(a), free(b), free(ref), free(part);
+  cudaFree(maps);
+}
+
+static void test_gather_nsplit(void **state) {
+  (void)state;
+  if (skip_arch(TD_GEMM_SM90))
+    skip();
+  td_gemm_config cfgs[16];
+  int n = td__gemm_cuda_configs_hooked(TD_BF16, TD_GEMM_B_KN, TD_GEMM_HOOK_GATHER | TD_GEMM_HOOK_NSPLIT, cfgs, 16);
+  assert_true(n >= 1);
+  for (int i = 0; i < n && i < 16; i++) {
+    gather_nsplit_case(&cfgs[i], 256, 3 * 256 + 77, 200, 136, 3); /* sources' last tiles clipped at nb = 200 */
+    gather_nsplit_case(&cfgs[i], 128, 8 * 128, 264, 192, 8);     /* 8 ranks' worth; nb over a tile */
+    gather_nsplit_case(&cfgs[i], 256, 512, 512, 64, 2);          /* whole tiles */
+    gather_nsplit_case(&cfgs[i], 128, 100, 8, 64, 1);            /* one source each way, tiny */
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_prestate(test_wait_raise, &sm90),
@@ -753,6 +832,7 @@ int main(void) {
       cmocka_unit_test(test_kgather),
       cmocka_unit_test(test_kgather_push),
       cmocka_unit_test(test_kgather_bcast),
+      cmocka_unit_test(test_gather_nsplit),
       cmocka_unit_test_prestate(test_wait_raise, &sm80),
       cmocka_unit_test_prestate(test_timeout, &sm80),
       cmocka_unit_test_prestate(test_push_accumulate, &sm80),

@@ -135,6 +135,18 @@ static void test_sm90_kgather_bcast(void **state) {
           "gemm_sm90.cuh", "sm_90a", "td_gemm_sm90");
 }
 
+/* GATHER with its column sources (NSPLIT, 16|128): ag_gemm's one launch for
+ * every rank, as compiled into the build (128x256 s4, 128x128 s6). */
+static void test_sm90_gather_nsplit(void **state) {
+  (void)state;
+  compile("#define TD_GEMM_BM 128\n#define TD_GEMM_BN 256\n#define TD_GEMM_STAGES 4\n#define TD_GEMM_HOOKS 144u\n"
+          "#define TD_GEMM_B_KN 1\n",
+          "gemm_sm90.cuh", "sm_90a", "td_gemm_sm90");
+  compile("#define TD_GEMM_BM 128\n#define TD_GEMM_BN 128\n#define TD_GEMM_STAGES 6\n#define TD_GEMM_HOOKS 144u\n"
+          "#define TD_GEMM_B_KN 1\n",
+          "gemm_sm90.cuh", "sm_90a", "td_gemm_sm90");
+}
+
 static void test_sm80(void **state) {
   (void)state;
   const char *d = "#define TD_GEMM_BM 128\n#define TD_GEMM_BN 128\n#define TD_GEMM_HOOKS 15u\n";
@@ -150,6 +162,7 @@ int main(void) {
       cmocka_unit_test(test_sm90_kgather),
       cmocka_unit_test(test_sm90_kgather_push),
       cmocka_unit_test(test_sm90_kgather_bcast),
+      cmocka_unit_test(test_sm90_gather_nsplit),
       cmocka_unit_test(test_sm80),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -250,12 +250,18 @@ static void test_fused_direct(void **state) {
     fused_case(TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 256, 128, 64, 0, 100, 0, 8);
   }
   /* gather: one launch of our tile reading every rank's A in place, where
-   * the parts are equal multiples of 128 rows in bf16 (AUTO's choice there) */
-  unsetenv("TD_OPS_FUSED_AG");
+   * the parts are equal multiples of 128 rows in bf16: each rank's own
+   * (TD_OPS_FUSED_AG=gather) and, AUTO's choice there, rank 0's one launch
+   * for every rank (test_fused_ag_one has its own cases) */
+  setenv("TD_OPS_FUSED_AG", "gather", 1);
   for (int r = 0; r < 3; r++) {
-    fused_sched("ag gather", TD_TP_AG_GEMM, TD_TP_AUTO, TD_BF16, 128 * ranks[r], 1024, 136, 3, ranks[r]);
-    fused_sched("ag gather", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 256 * ranks[r], 576, 64, 3, ranks[r]);
+    fused_sched("ag gather, sm90", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 128 * ranks[r], 1024, 136, 3, ranks[r]);
+    fused_sched("ag gather, sm90", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 256 * ranks[r], 576, 64, 3, ranks[r]);
   }
+  unsetenv("TD_OPS_FUSED_AG");
+  for (int r = 0; r < 3; r++)
+    fused_sched("ag gather, one launch for every rank", TD_TP_AG_GEMM, TD_TP_AUTO, TD_BF16, 128 * ranks[r], 1024,
+                136, 3, ranks[r]);
   /* M = 1024 on 8 ranks, 100 calls (8 rows of C checked a call: the f64 reference of every row takes seconds) */
   fused_case(TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 1024, 1792, 1024, 0, 100, 8, 8);
   assert_non_null(strstr(g_sched, "ag gather"));
@@ -266,14 +272,15 @@ static void test_fused_direct(void **state) {
   fused_sched("!gather", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 96 * 4, 1024, 136, 2, 4);   /* parts of 96 rows */
   fused_sched("!gather", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 128 * 4 + 1, 1024, 136, 2, 4); /* unequal */
   setenv("TD_OPS_FUSED_TILE", "128x128", 1); /* a named tile compiled with the hook */
-  fused_sched("ag gather, sm90 128x128", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 256 * 4, 1024, 136, 2, 4);
+  fused_sched("ag gather, one launch for every rank, sm90 128x128", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 256 * 4,
+              1024, 136, 2, 4);
   setenv("TD_OPS_FUSED_TILE", "cublas", 1); /* cuBLAS asked for: no gather */
   fused_sched("!gather", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 256 * 4, 1024, 136, 2, 4);
   unsetenv("TD_OPS_FUSED_TILE");
   setenv("TD_OPS_FUSED_AG", "gather", 1); /* forced where it cannot run: the other zero-copy launches */
   fused_sched("ag batched", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 96 * 4, 1024, 136, 2, 4);
   fused_sched("ag direct", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 333, 512, 136, 2, 4);
-  fused_sched("ag gather", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 128 * 2, 272, 64, 2, 2);
+  fused_sched("ag gather, sm90", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 128 * 2, 272, 64, 2, 2);
   setenv("TD_OPS_FUSED_AG", "copy", 1);
   fused_sched("ag copy", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 128 * 4, 1024, 136, 2, 4);
   fused_case(TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 333, 512, 136, 0, 3, 0, 4);
@@ -294,6 +301,43 @@ static void test_fused_direct(void **state) {
   for (int r = 0; r < 3; r++)
     fused_case(TD_TP_GEMM_AR, TD_TP_FUSED, TD_BF16, 4099, 520, 256, 0, 3, 0, ranks[r]);
   unsetenv("TD_OPS_FUSED_AR");
+  unsetenv("TD_CUDA_DEVICE");
+}
+
+/* ag_gemm's gather as rank 0's one launch for every rank (GATHER | NSPLIT:
+ * each rank's B and C a column source) on one shared GPU: forced and AUTO,
+ * 1-8 ranks, a rank's columns not a multiple of the tile (nb = 136, 72),
+ * 100 calls with no reset, the fallbacks where it cannot run, and a named
+ * tile. Every rank's C checked against the f64 reference (fused_case). */
+static void test_fused_ag_one(void **state) {
+  (void)state;
+  setenv("TD_CUDA_DEVICE", "0", 1);
+  setenv("TD_OPS_FUSED_AG", "gather-one", 1);
+  const int ranks[] = {1, 2, 3, 4, 8};
+  for (int r = 0; r < 5; r++) {
+    const int n = ranks[r];
+    fused_sched("ag gather, one launch for every rank", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 128 * n, 136 * n, 136,
+                3, n);
+    fused_sched("ag gather, one launch for every rank", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 256 * n, 72 * n, 64, 2, n);
+  }
+  /* 100 calls, 8 ranks, M = 1024 (8 rows of every C checked a call) */
+  fused_sched_rows("ag gather, one launch for every rank", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 1024, 1792, 1024,
+                   100, 8, 8);
+  /* where it cannot run, the other zero-copy launches (as forced gather) */
+  fused_sched("ag batched", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 96 * 4, 1024, 136, 2, 4); /* parts of 96 rows */
+  fused_sched("ag direct", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 333, 512, 136, 2, 4);     /* unequal parts */
+  fused_sched("!one launch", TD_TP_AG_GEMM, TD_TP_FUSED, TD_F16, 128 * 4, 1024, 136, 2, 4); /* f16: none compiled */
+  setenv("TD_OPS_FUSED_TILE", "128x128", 1);
+  fused_sched("ag gather, one launch for every rank, sm90 128x128", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 256 * 4,
+              1024, 136, 2, 4);
+  setenv("TD_OPS_FUSED_TILE", "128x192", 1); /* compiled for per-rank GATHER only: each rank's launch */
+  fused_sched("ag gather, sm90 128x192", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 256 * 4, 1536, 136, 2, 4);
+  unsetenv("TD_OPS_FUSED_TILE");
+  /* AUTO: one launch where gather runs, B rows of whole 128-byte lines or parts under 512 rows */
+  unsetenv("TD_OPS_FUSED_AG");
+  fused_sched_rows("ag gather, one launch for every rank", TD_TP_AG_GEMM, TD_TP_AUTO, TD_BF16, 512 * 4, 4 * 64, 64, 2,
+                   16, 4);
+  fused_sched("ag batched", TD_TP_AG_GEMM, TD_TP_AUTO, TD_BF16, 512 * 4, 4 * 72, 64, 2, 4);
   unsetenv("TD_CUDA_DEVICE");
 }
 
@@ -682,6 +726,7 @@ int main(void) {
       cmocka_unit_test(test_fused_user_stream),
       cmocka_unit_test(test_fused_direct),
       cmocka_unit_test(test_fused_kgather),
+      cmocka_unit_test(test_fused_ag_one),
       cmocka_unit_test(test_fused_gpus2),
       cmocka_unit_test(test_fused_gpus4),
   };

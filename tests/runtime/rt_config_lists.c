@@ -174,6 +174,30 @@ static void test_fused_bcast_hint_values(void **state) {
   unsetenv("TD_OPS_FUSED_BCAST_HINT");
 }
 
+/* TD_OPS_FUSED_AG: gather (each rank's launch) and gather-one (one launch for every rank) exactly */
+static void test_fused_ag_values(void **state) {
+  (void)state;
+  const char *s = NULL;
+  const char *good[] = {"gather", "gather-one"};
+  for (size_t i = 0; i < 2; i++) {
+    setenv("TD_OPS_FUSED_AG", good[i], 1);
+    assert_int_equal(td_config_str("TD_OPS_FUSED_AG", &s), TD_OK);
+    assert_string_equal(s, good[i]);
+  }
+  const char *bad[] = {"gather_one", "gather-1", "gatherone", "gather-one ", "gather-", "Gather-one", "one"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    char want[160];
+    setenv("TD_OPS_FUSED_AG", bad[i], 1);
+    assert_int_equal(td_config_str("TD_OPS_FUSED_AG", &s), TD_ERR_INVALID_ARG);
+    snprintf(want, sizeof want, "TD_OPS_FUSED_AG='%s' is not allowed; allowed: auto,copy,direct,batched,gather,gather-one",
+             bad[i]);
+    if (!strstr(td_last_error(), want))
+      fprintf(stderr, "got '%s', want '%s'\n", td_last_error(), want);
+    assert_non_null(strstr(td_last_error(), want));
+  }
+  unsetenv("TD_OPS_FUSED_AG");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_listed_int_quotes_list),
@@ -182,6 +206,7 @@ int main(void) {
       cmocka_unit_test(test_byte_suffix_once),
       cmocka_unit_test(test_fused_kgather_values),
       cmocka_unit_test(test_fused_bcast_hint_values),
+      cmocka_unit_test(test_fused_ag_values),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -69,6 +69,7 @@
 #pragma weak td__gemm_tune_lookup
 #pragma weak td__gemm_cublas_batched
 #pragma weak td__gemm_cuda_run_gather
+#pragma weak td__gemm_cuda_run_gather_cols
 #pragma weak td__gemm_cuda_run_kgather
 #pragma weak td__gemm_cuda_configs_hooked
 #pragma weak td__gemm_config_name
@@ -193,17 +194,24 @@ static void td__f_free(td__tp_fused *f) {
  * the GPU ran ~15% below 128x256 per unit of work (the gather launches,
  * qwen2-72b M = 1024 against llama3.1-70b M = 1024, 2026-11-29, docs/perf.md
  * "zero-copy ag_gemm"), so it counts 0.85 there, not the 0.96 of a lone GEMM
- * (kept for ranks on GPUs of their own, where it was not measured). */
-static double td__f_tile_eff(const td__tp_fused *f, const td_gemm_config *c) {
-  return c->bn >= 256 ? 1.0 : c->bn >= 192 ? (f->multi ? 0.96 : 0.85) : c->bn >= 128 ? 0.90 : 0.75;
+ * (kept for ranks on GPUs of their own, where it was not measured).
+ * gemm_rs's kgather launch (hooks KGATHER | PUSH) ran 128x128 s6 at ~0.78 of
+ * 128x256 s4's rate: forced to 128x256 where this rule had picked 128x128,
+ * llama3.1-8b M = 1024 went from 1.110x to 1.038x of the GEMM alone and
+ * qwen2-72b M = 1024 from 1.222x to 1.112x (8 ranks on one H200, 2026-12-01,
+ * docs/perf.md "kgather, second run"); with BCAST (128x256 at 3 stages) the
+ * 0.90 held (8b: 128x128 faster, qwen2 within 3%). */
+static double td__f_tile_eff(const td__tp_fused *f, const td_gemm_config *c, unsigned hooks) {
+  const double e128 = hooks == (TD_GEMM_HOOK_KGATHER | TD_GEMM_HOOK_PUSH) ? 0.78 : 0.90;
+  return c->bn >= 256 ? 1.0 : c->bn >= 192 ? (f->multi ? 0.96 : 0.85) : c->bn >= 128 ? e128 : 0.75;
 }
 
-/* Of cnt configurations, the one with the least work per SM for `launches`
- * launches of M x N running at once on the GPU (every rank's: ranks share
- * it): the waves of their tiles together, each weighted by its tile's size
- * over its efficiency. */
+/* Of cnt configurations (compiled with `hooks`), the one with the least work
+ * per SM for `launches` launches of M x N running at once on the GPU (every
+ * rank's: ranks share it): the waves of their tiles together, each weighted
+ * by its tile's size over its efficiency. */
 static int td__f_least_work(const td__tp_fused *f, const td_gemm_config *all, int cnt, int m, int n,
-                            int launches) {
+                            int launches, unsigned hooks) {
   int best = 0;
   double best_cost = -1;
   for (int i = 0; i < cnt; i++) {
@@ -211,7 +219,7 @@ static int td__f_least_work(const td__tp_fused *f, const td_gemm_config *all, in
       continue;
     double tiles = (double)((m + all[i].bm - 1) / all[i].bm) * (double)((n + all[i].bn - 1) / all[i].bn);
     double waves = (double)(int64_t)((tiles * launches + f->sms - 1) / f->sms);
-    double cost = waves * all[i].bm * all[i].bn / td__f_tile_eff(f, &all[i]);
+    double cost = waves * all[i].bm * all[i].bn / td__f_tile_eff(f, &all[i], hooks);
     if (best_cost < 0 || cost < best_cost)
       best_cost = cost, best = i;
   }
@@ -277,7 +285,7 @@ static td_status td__f_pick_config(td_tp_op *op, td__tp_fused *f, int m, int n, 
     *out = (td_gemm_config){TD_GEMM_CUBLAS, 0, 0, 0, 0, 1, 0, 1};
     return TD_OK;
   }
-  *out = all[td__f_least_work(f, all, cnt, m, n, f->n)];
+  *out = all[td__f_least_work(f, all, cnt, m, n, f->n, 0)];
   return TD_OK;
 }
 
@@ -307,11 +315,21 @@ static int td__f_hooked_configs(const td_tp_op *op, unsigned hooks, td_gemm_conf
   return usable;
 }
 
-static int td__f_gather_config(const td_tp_op *op, td__tp_fused *f, int forced) {
+/* per_rank (TD_OPS_FUSED_AG=gather): each rank's own launch; otherwise
+ * rank 0's one launch for every rank (GATHER | NSPLIT, f->ag_one) where a
+ * kernel is compiled for it and every rank's B and C fit its table. */
+static int td__f_gather_config(const td_tp_op *op, td__tp_fused *f, int forced, int per_rank) {
   if (!td__gemm_cuda_run_gather)
     return 0;
   td_gemm_config all[16];
-  int usable = td__f_hooked_configs(op, TD_GEMM_HOOK_GATHER, all), bms[16];
+  unsigned hooks = TD_GEMM_HOOK_GATHER;
+  int usable = 0, bms[16];
+  if (!per_rank && td__gemm_cuda_run_gather_cols && f->n <= TD_GEMM_MAX_PEERS) {
+    usable = td__f_hooked_configs(op, TD_GEMM_HOOK_GATHER | TD_GEMM_HOOK_NSPLIT, all);
+    hooks = usable > 0 ? TD_GEMM_HOOK_GATHER | TD_GEMM_HOOK_NSPLIT : hooks;
+  }
+  if (usable < 1)
+    usable = td__f_hooked_configs(op, TD_GEMM_HOOK_GATHER, all);
   for (int i = 0; i < usable; i++)
     bms[i] = all[i].bm;
   if (!td__tp_fused_ag_gather(f->multi, op->d.m, f->n, f->nb, f->esz, bms, usable, forced))
@@ -321,7 +339,9 @@ static int td__f_gather_config(const td_tp_op *op, td__tp_fused *f, int forced) 
     if (f->rows[0] % all[i].bm == 0)
       all[fit++] = all[i];
   usable = fit;
-  f->cfg = all[td__f_least_work(f, all, usable, (int)op->d.m, (int)f->nb, f->n)];
+  /* one launch over every rank's columns has the same tiles as n launches of M x nb */
+  f->cfg = all[td__f_least_work(f, all, usable, (int)op->d.m, (int)f->nb, f->n, hooks)];
+  f->ag_one = hooks != TD_GEMM_HOOK_GATHER;
   return 1;
 }
 
@@ -353,7 +373,7 @@ static td_status td__f_ag_mode(const td_tp_op *op, td__tp_fused *f) {
   if (v != 0 && v != 1 && v != 3 && v != 8)
     return td__error(TD_ERR_INVALID_ARG, "fused: TD_OPS_FUSED_AG_GEMMS=%" PRId64 ": use 0 (by shape), 1, 3 or 8",
                      v);
-  f->ag_direct = mode && (!strcmp(mode, "direct") || !strcmp(mode, "batched") || !strcmp(mode, "gather")) ? 1
+  f->ag_direct = mode && (!strcmp(mode, "direct") || !strcmp(mode, "batched") || !strncmp(mode, "gather", 6)) ? 1
                 : mode && !strcmp(mode, "copy")                                 ? 0
                                                 : !f->multi && v == 0 && op->d.m / f->n >= 512;
   if (v == 0)
@@ -402,10 +422,11 @@ static int td__f_kgather_config(const td_tp_op *op, td__tp_fused *f) {
   if (!td__tp_fused_kgather(f->multi, op->d.m, op->d.n, op->d.k, f->n, f->sms, forced))
     return 0;
   td_gemm_config all[16];
-  int cnt = td__f_hooked_configs(op, TD_GEMM_HOOK_KGATHER | (rs ? TD_GEMM_HOOK_PUSH : TD_GEMM_HOOK_BCAST), all);
+  const unsigned hooks = TD_GEMM_HOOK_KGATHER | (rs ? TD_GEMM_HOOK_PUSH : TD_GEMM_HOOK_BCAST);
+  int cnt = td__f_hooked_configs(op, hooks, all);
   if (cnt < 1)
     return 0;
-  f->cfg = all[td__f_least_work(f, all, cnt, (int)op->d.m, (int)op->d.n, 1)];
+  f->cfg = all[td__f_least_work(f, all, cnt, (int)op->d.m, (int)op->d.n, 1, hooks)];
   return 1;
 }
 
@@ -488,8 +509,9 @@ static td_status td__f_alloc(td_tp_op *op, td__tp_fused *f) {
     /* one shared GPU, equal parts: one zero-copy launch of our tile (auto and
      * gather; batched and direct keep their own launches) */
     /* gather where td__tp_fused_ag_gather allows (AUTO: where it pays, tp_fused_check.c says why) */
-    const int forced_gather = mode && !strcmp(mode, "gather");
-    const int gather_ok = (forced_gather || !mode || !strcmp(mode, "auto")) && td__f_gather_config(op, f, forced_gather);
+    const int per_rank = mode && !strcmp(mode, "gather"), forced_gather = per_rank || (mode && !strcmp(mode, "gather-one"));
+    const int gather_ok = (forced_gather || !mode || !strcmp(mode, "auto")) &&
+                          td__f_gather_config(op, f, forced_gather, per_rank);
     if (gather_ok && (f->ag_direct || !mode || !strcmp(mode, "auto"))) {
       int64_t v = 0;
       TD_CHECK(td_config_int("TD_OPS_FUSED_AG_GEMMS", &v));
@@ -501,8 +523,11 @@ static td_status td__f_alloc(td_tp_op *op, td__tp_fused *f) {
     /* the gather buffer in global row order; this rank's own rows stay in A */
     if (!f->ag_direct)
       TD_CHECK(td__f_cu(cudaMalloc(&f->buf, m * (size_t)d->k * f->esz), "cudaMalloc (gather buffer)"));
+    if (!f->ag_gather)
+      f->ag_one = 0; /* an asked-for copy split keeps the copy path */
     if (f->ag_gather)
-      TD_CHECK(td__f_cu(cudaMalloc(&f->amaps, (size_t)f->n * TD_GEMM_MAP_BYTES), "cudaMalloc (tensor maps)"));
+      TD_CHECK(td__f_cu(cudaMalloc(&f->amaps, (f->ag_one ? 2 : 1) * (size_t)f->n * TD_GEMM_MAP_BYTES),
+                        "cudaMalloc (tensor maps)"));
     /* across GPUs the copy path pulls from every peer at once, one stream each */
     for (int j = 0; f->multi && !f->ag_direct && j < f->n - 1; j++)
       TD_CHECK(td__f_cu(cudaStreamCreateWithPriority(&f->cep[j], cudaStreamNonBlocking, hi),
@@ -812,7 +837,11 @@ void td__tp_fused_describe(const td_tp_op *op, char *buf, size_t cap) {
   switch (op->d.kind) {
   case TD_TP_AG_GEMM:
     if (f->ag_gather || f->ag_batched || f->ag_direct)
-      snprintf(buf, cap, "ag %s, %s", f->ag_gather ? "gather" : f->ag_batched ? "batched" : "direct",
+      snprintf(buf, cap, "ag %s, %s",
+               f->ag_one       ? "gather, one launch for every rank"
+               : f->ag_gather  ? "gather"
+               : f->ag_batched ? "batched"
+                               : "direct",
                f->ag_batched ? "cuBLAS batched" : eng);
     else if (f->ag_blocks == 1)
       snprintf(buf, cap, "ag copy, one GEMM launch, %s", eng);

@@ -31,7 +31,10 @@ struct td__tp_fused {
   void **ptrs;    /* ag batched: device table of 3 x n pointers (B, A, C per part) */
   int ag_blocks;  /* ag (copy): GEMMs per call: 1 (all rows), 3 (own, after, before) or n (one per source) */
   int ag_gather;  /* ag direct: one launch of our tile reading every rank's A in place (GATHER hook) */
-  void *amaps;    /* ag gather: device table of n tensor maps (td__gemm_cuda_run_gather uploads them) */
+  int ag_one;     /* ag gather: rank 0's one launch for every rank (GATHER | NSPLIT: each rank's B and C a
+                   * column source); the others wait on its event */
+  void *amaps;    /* ag gather: device table of n tensor maps (td__gemm_cuda_run_gather uploads them); ag_one:
+                   * 2n (A, then B) */
   int rs_push;    /* rs / ar two-shot: row blocks pushed to their owners' receive slots as they are computed */
   int kgather;    /* gemm_rs / gemm_ar, one GPU: rank 0's one launch over every rank's A and B (KGATHER) stores
                    * each row at its owner's C (rs) or at every rank's (ar) */

@@ -49,6 +49,7 @@
 #pragma weak td__gemm_cuda_run
 #pragma weak td__gemm_cublas_batched
 #pragma weak td__gemm_cuda_run_gather
+#pragma weak td__gemm_cuda_run_gather_cols
 #pragma weak td__gemm_cuda_run_kgather
 
 /* One GEMM of A rows [row0, row0 + rows) (read from a_rows) into C. */
@@ -165,7 +166,46 @@ static td_status td__f_ag_copy(td_tp_op *op, td__tp_fused *f, void *c, const voi
   return gst;
 }
 
+/* gather, one launch for every rank (one shared GPU): rank 0's launch of
+ * our tile computes C_p = gather(A) * B_p for every rank p at once, each
+ * tile reading its rows' A where they are (GATHER) and its columns' B from
+ * their rank, storing into that rank's C (NSPLIT): every rank's A is read
+ * once per tile row for all ranks, where n launches each read all of it.
+ * Synchronisation as kgather's (td__f_kgather): the opening exchange
+ * published every rank's A, B and C; the middle exchange carries rank 0's
+ * enqueue status, the other ranks' streams wait on its event, and no
+ * closing barrier is needed (nobody returns before the launch that reads
+ * its operands has ended). */
+static td_status td__f_ag_one(td_tp_op *op, td__tp_fused *f, void *c, const void *a, const void *b, uint64_t e) {
+  const int n = f->n, r = f->r;
+  td_status st = TD_OK, gst = TD_OK;
+  if (r == 0) {
+    const void *as[TD__MAXR], *bs[TD__MAXR];
+    void *cs[TD__MAXR];
+    for (int p = 0; p < n; p++) {
+      as[p] = p == r ? a : __atomic_load_n(&f->peer[p]->ar_src, __ATOMIC_ACQUIRE);
+      bs[p] = p == r ? b : __atomic_load_n(&f->peer[p]->ar_b, __ATOMIC_ACQUIRE);
+      cs[p] = p == r ? c : __atomic_load_n(&f->peer[p]->ar_dst, __ATOMIC_ACQUIRE);
+    }
+    td_gemm_problem pr = {(int)op->d.m, (int)f->nb, (int)op->d.k, op->d.dtype, TD_GEMM_B_KN, NULL, NULL, NULL, NULL};
+    gst = td__gemm_cuda_run_gather_cols(&pr, &f->cfg, as, n, f->rows[0], bs, cs, n, f->amaps, f->s);
+    td__f_keep(&st, td__f_cu(cudaEventRecord(f->ev_gdone, f->s), "cudaEventRecord"));
+  }
+  int64_t all[TD__MAXR];
+  TD_CHECK(td__f_gather_mid(op, f, gst != TD_OK ? (int64_t)gst : (int64_t)st, all));
+  if (r != 0)
+    td__f_keep(&st, td__f_cu(cudaStreamWaitEvent(f->s, f->peer[0]->ev_gdone, 0), "cudaStreamWaitEvent"));
+  td__f_keep(&st, td__f_setv(f->s, f->ctl + TD__CTL_FIN, e));
+  td_status fin = td__f_finish(op, f);
+  if (r != 0 && all[0] != TD_OK && st == TD_OK)
+    st = td__error((td_status)all[0], "fused: rank %d: rank 0's ag_gemm launch for every rank failed (its error "
+                   "says why), so this call wrote no output", r);
+  return gst != TD_OK ? gst : st != TD_OK ? st : fin;
+}
+
 td_status td__f_ag(td_tp_op *op, td__tp_fused *f, void *c, const void *a, const void *b, uint64_t e) {
+  if (f->ag_one)
+    return td__f_ag_one(op, f, c, a, b, e);
   td_status st = TD_OK;
   /* 1. the operand-check exchange (tp_op.c) was this call's opening
    * barrier: every rank's A of call e is published (td__tp_fused_publish)

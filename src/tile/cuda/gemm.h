@@ -73,6 +73,18 @@
  *                       c_maps) while the next tile computes. With KGATHER
  *                       only (td__gemm_cuda_run_kgather builds the maps; not
  *                       with WAIT, RAISE, PUSH or ACCUMULATE).
+ *   TD_GEMM_HOOK_NSPLIT the N dimension is split over n_src column sources
+ *                       in place: N (the kernel's n) is the columns of ONE
+ *                       source; source j holds B's columns as its own [K, N]
+ *                       matrix (b_maps[j]) and receives them in its own C,
+ *                       dst[j], [M, N] row-major. The tiles of every source
+ *                       run in one persistent launch, ceil(N / BN) column
+ *                       tiles each (a source's last tile is clipped at its N).
+ *                       With GATHER only, B as [K,N]: AllGather + GEMM of
+ *                       ranks that share a GPU as one launch for every rank,
+ *                       C_j = gather(A) * B_j, each rank's A read in place
+ *                       once per tile row, not once per rank's launch
+ *                       (td__gemm_cuda_run_gather_cols builds the maps).
  *
  * PUSH's row split: with push_long_peers = 0 every peer owns rows_per_peer
  * rows (the last may own fewer); with push_long_peers = L > 0 the first L
@@ -115,7 +127,8 @@ typedef unsigned long long td__gemm_u64;
 #define TD_GEMM_HOOK_GATHER 16u
 #define TD_GEMM_HOOK_KGATHER 32u
 #define TD_GEMM_HOOK_BCAST 64u
-#define TD_GEMM_HOOK_KNOWN 127u
+#define TD_GEMM_HOOK_NSPLIT 128u
+#define TD_GEMM_HOOK_KNOWN 255u
 /* Bytes of one tensor map in a GATHER table (a CUtensorMap). */
 #define TD_GEMM_MAP_BYTES 128
 /* Most sources a GATHER launch reads A from. */
@@ -155,19 +168,20 @@ typedef struct td_gemm_hooks {
   td__gemm_u64 *raise_signals[TD_GEMM_MAX_PEERS]; /* RAISE: per destination peer */
   long long raise_rows;                      /* RAISE: rows covered by one signal */
   td__gemm_u64 raise_value;                       /* RAISE: added per finished tile */
-  void *dst[TD_GEMM_MAX_PEERS]; /* PUSH: output base of each peer, [rows_per_peer, N] */
+  void *dst[TD_GEMM_MAX_PEERS]; /* PUSH: output base of each peer, [rows_per_peer, N]; BCAST, NSPLIT: [M, N] */
   long long rows_per_peer;      /* PUSH: rows owned by each peer, 1..2^31 - 1 (M is an int) */
   td__gemm_u64 *diag;                /* WAIT: TD_GEMM_DIAG_WORDS device words, zeroed by the host */
   unsigned scope;                    /* TD_GEMM_SCOPE_* bits; 0 (memset) = system scope */
   const void *a_maps;                /* GATHER, KGATHER: device array, one TD_GEMM_MAP_BYTES map per source */
   long long a_rows;                  /* GATHER: A rows per source (the last may hold fewer) */
-  const void *b_maps;                /* KGATHER: device array, one B map per source */
+  const void *b_maps;                /* KGATHER, NSPLIT: device array, one B map per source */
   long long k_src;                   /* KGATHER: K per source, a multiple of 64 */
   long long push_long_peers;         /* PUSH: peers owning rows_per_peer rows, the rest one fewer; 0 = all */
   int bcast_peers;                   /* BCAST: rows go to each of dst[0..bcast_peers), 1..TD_GEMM_MAX_PEERS */
   const void *c_maps;                /* BCAST: device array, one C map per destination (the launcher builds them) */
   int bcast_hint;                    /* BCAST: 0 = plain TMA stores; 1 = with an L2 evict-first policy, so the
                                       * n copies of the output leave L2 before the operands the next tiles read */
+  int n_src;                         /* NSPLIT: column sources, 1..TD_GEMM_MAX_PEERS (B maps in b_maps, C in dst) */
 } td_gemm_hooks;
 
 #if !defined(__CUDACC_RTC__)
@@ -257,6 +271,26 @@ td_status td__gemm_cuda_run_sms(const td_gemm_problem *problem, const td_gemm_co
 td_status td__gemm_cuda_run_gather(const td_gemm_problem *problem, const td_gemm_config *config,
                                    const void *const *a_src, int sources, long long src_rows,
                                    void *map_buf, void *stream);
+
+/** td__gemm_cuda_run_gather over `col_srcs` column sources at once
+ * (TD_GEMM_HOOK_GATHER | TD_GEMM_HOOK_NSPLIT): C_j = A * B_j for every j in
+ * 0..col_srcs, where A is gathered in place as above (a_src, sources,
+ * src_rows), b_src[j] is a row-major [K, N] matrix and c_dst[j] a row-major
+ * [M, N] output (N = problem->n, the columns of ONE source). problem->a,
+ * ->b and ->c are ignored (may be NULL); B's layout must be TD_GEMM_B_KN.
+ * One launch: the tiles of every source share the persistent grid, so
+ * col_srcs GEMMs of M x N run as one of M x (col_srcs * N) with no tile
+ * crossing a source. map_buf: device memory of at least (sources + col_srcs)
+ * * TD_GEMM_MAP_BYTES bytes, 64-byte aligned (A maps, then B maps), reused
+ * as for td__gemm_cuda_run_gather. Asynchronous. Errors: those of
+ * td__gemm_cuda_run_gather; TD_ERR_INVALID_ARG (NULL b_src or c_dst or an
+ * entry of them, col_srcs outside 1..TD_GEMM_MAX_PEERS, B not [K,N]).
+ * Thread-safe. AllGather + GEMM of ranks sharing one GPU as one launch for
+ * every rank (the ranks' B and C are the column sources). */
+td_status td__gemm_cuda_run_gather_cols(const td_gemm_problem *problem, const td_gemm_config *config,
+                                        const void *const *a_src, int sources, long long src_rows,
+                                        const void *const *b_src, void *const *c_dst, int col_srcs,
+                                        void *map_buf, void *stream);
 
 /** Runs C = sum over s of A_s * B_s (TD_GEMM_HOOK_KGATHER): a_src[s] is a
  * row-major [M, k_src] matrix (its rows k_src elements apart), b_src[s] a

@@ -107,8 +107,8 @@ __device__ __forceinline__ void td__gemm_sm80_body(const td__gemm_u16 *a, const 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   typedef td__gemm_sm80_shape<BM, BN, STAGES, B_KN> S;
   static_assert(S::MI >= 1 && S::NI % 2 == 0, "BM must be >= 32 and BN a multiple of 64");
-  static_assert((HOOKS & (TD_GEMM_HOOK_GATHER | TD_GEMM_HOOK_KGATHER | TD_GEMM_HOOK_BCAST)) == 0,
-                "GATHER, KGATHER and BCAST exist for the sm_90a kernel only");
+  static_assert((HOOKS & (TD_GEMM_HOOK_GATHER | TD_GEMM_HOOK_KGATHER | TD_GEMM_HOOK_BCAST | TD_GEMM_HOOK_NSPLIT)) == 0,
+                "GATHER, KGATHER, BCAST and NSPLIT exist for the sm_90a kernel only");
   extern __shared__ __align__(16) unsigned char td__smem80[];
   const td__gemm_u32 smem = (td__gemm_u32)__cvta_generic_to_shared(td__smem80);
   const td__gemm_u32 ring_b = smem + STAGES * S::A_ELEMS * 2;

@@ -257,7 +257,11 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
   static_assert(S::SMEM_BYTES <= 232448, "tile ring does not fit in shared memory");
   constexpr bool WAIT = (HOOKS & TD_GEMM_HOOK_WAIT) != 0, RAISE = (HOOKS & TD_GEMM_HOOK_RAISE) != 0;
   constexpr bool GATHER = (HOOKS & TD_GEMM_HOOK_GATHER) != 0, KGATHER = (HOOKS & TD_GEMM_HOOK_KGATHER) != 0;
-  static_assert(!GATHER || HOOKS == TD_GEMM_HOOK_GATHER, "GATHER is not combined with other hooks");
+  constexpr bool NSPLIT = (HOOKS & TD_GEMM_HOOK_NSPLIT) != 0;
+  static_assert(!GATHER || HOOKS == TD_GEMM_HOOK_GATHER || HOOKS == (TD_GEMM_HOOK_GATHER | TD_GEMM_HOOK_NSPLIT),
+                "GATHER runs alone or with NSPLIT");
+  static_assert(!NSPLIT || (GATHER && B_KN && CLUSTER == 1),
+                "NSPLIT runs with GATHER, with B as [K,N] and no cluster");
   constexpr bool BCAST = (HOOKS & TD_GEMM_HOOK_BCAST) != 0;
   static_assert(!KGATHER || ((HOOKS == TD_GEMM_HOOK_KGATHER || HOOKS == (TD_GEMM_HOOK_KGATHER | TD_GEMM_HOOK_PUSH) ||
                               HOOKS == (TD_GEMM_HOOK_KGATHER | TD_GEMM_HOOK_BCAST)) &&
@@ -276,7 +280,8 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
   if (threadIdx.x == 0)
     td__gemm_xv_stamp<XV>(hooks, TD__XV_START);
 
-  const int tiles_m = (m + BM - 1) / BM, tiles_n = (n + BN - 1) / BN;
+  /* NSPLIT: n is one column source's width; its tiles follow source by source */
+  const int tiles_m = (m + BM - 1) / BM, tpn = (n + BN - 1) / BN, tiles_n = NSPLIT ? tpn * hooks.n_src : tpn;
   const int rows_c = (tiles_m + CLUSTER - 1) / CLUSTER; /* tile rows of clusters */
   const int units = rows_c * tiles_n;
   const int first_unit = blockIdx.x / CLUSTER, unit_step = gridDim.x / CLUSTER;
@@ -372,6 +377,14 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
           }
         __syncwarp();
       }
+      if constexpr (NSPLIT) { /* the column sources' B maps, as KGATHER's above */
+        if (leader)
+          for (int j = 0; j < hooks.n_src; j++)
+            asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" ::"l"(
+                             (const td__tensor_map *)hooks.b_maps + j)
+                         : "memory");
+        __syncwarp();
+      }
       int stage = 0;
       td__gemm_u32 phase = 0;
       int i = 0;
@@ -419,6 +432,10 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
                 const int kx = kb * S::BK, ks = kx / ksrc;
                 td__tma_load_2d(sb + j * 64 * S::BK * 2, (const td__tensor_map *)hooks.b_maps + ks, f,
                                 tn * BN + 64 * j, kx - ks * ksrc);
+              } else if constexpr (NSPLIT) { /* column tile tn is source tn / tpn's */
+                const int js = tn / tpn;
+                td__tma_load_2d(sb + j * 64 * S::BK * 2, (const td__tensor_map *)hooks.b_maps + js, f,
+                                (tn - js * tpn) * BN + 64 * j, kb * S::BK);
               } else if constexpr (CLUSTER > 1)
                 td__tma_load_2d_multicast(sb + j * 64 * S::BK * 2, &map_b, f, tn * BN + 64 * j,
                                           kb * S::BK, (unsigned short)mask);
@@ -587,6 +604,9 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
       td__gemm_tile_coords(u, rows_c, tiles_n, group_c, &tc, &tn);
       const int tm = tc * CLUSTER + (int)crank;
       const bool raise_here = INLINE_RAISE && u + unit_step >= units; /* the CTA's last tile */
+      /* NSPLIT: the tile's column source, its C and the tile's column there */
+      const int js = NSPLIT ? tn / tpn : 0, tl = tn - js * tpn;
+      td__gemm_u16 *const cc = NSPLIT ? (td__gemm_u16 *)hooks.dst[js] : c;
       int prev = -1;
       for (int kb = 0; kb < nk; kb++) {
         td__mbar_wait(full + 8 * stage, phase);
@@ -705,26 +725,26 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
 #pragma unroll
       for (int x = 0; x < S::MI; x++) {
         long long r0 = (long long)tm * BM + cw * S::WG_ROWS + x * 64 + warp * 16 + lane / 4;
-        int col0 = tn * BN + (lane % 4) * 2;
+        int col0 = tl * BN + (lane % 4) * 2;
 #pragma unroll
         for (int h = 0; h < 2; h++) {
           long long r = r0 + 8 * h;
           if constexpr ((HOOKS & TD_GEMM_HOOK_ACCUMULATE) == 0 && BN % 32 == 0) {
             /* 16-byte stores after a transpose inside each quad of lanes */
             const bool valid = r < m;
-            td__gemm_u16 *rowp = valid ? td__gemm_out_row<DTYPE, HOOKS>(c, hooks, n, r) : c;
+            td__gemm_u16 *rowp = valid ? td__gemm_out_row<DTYPE, HOOKS>(cc, hooks, n, r) : cc;
             const bool v16 = (n % 8) == 0 && ((unsigned long long)rowp & 15ull) == 0;
 #pragma unroll
             for (int jj = 0; jj < BN / 32; jj++) {
               const float *a4 = &acc[x][16 * jj + 2 * h];
-              td__gemm_put_quad<DTYPE>(rowp, tn * BN + 32 * jj, n, valid, v16,
+              td__gemm_put_quad<DTYPE>(rowp, tl * BN + 32 * jj, n, valid, v16,
                                        td__gemm_pack2<DTYPE>(a4[0], a4[1]),
                                        td__gemm_pack2<DTYPE>(a4[4], a4[5]),
                                        td__gemm_pack2<DTYPE>(a4[8], a4[9]),
                                        td__gemm_pack2<DTYPE>(a4[12], a4[13]));
             }
           } else if (r < m) {
-            td__gemm_u16 *rowp = td__gemm_out_row<DTYPE, HOOKS>(c, hooks, n, r);
+            td__gemm_u16 *rowp = td__gemm_out_row<DTYPE, HOOKS>(cc, hooks, n, r);
 #pragma unroll
             for (int j = 0; j < BN / 8; j++)
               td__gemm_put2<DTYPE, HOOKS>(rowp, col0 + 8 * j, n, vec, acc[x][4 * j + 2 * h],

@@ -30,6 +30,9 @@ static const td__gemm_kernel_entry td__kn[] = {
     td__entry<128, 256, 4, 8, TD_GEMM_DT_BF16, TD_GEMM_HOOK_GATHER>(),
     td__entry<128, 192, 5, 8, TD_GEMM_DT_BF16, TD_GEMM_HOOK_GATHER>(),
     td__entry<128, 128, 6, 8, TD_GEMM_DT_BF16, TD_GEMM_HOOK_GATHER>(),
+    /* the same for every rank at once, each rank's B and C a column source: one launch */
+    td__entry<128, 256, 4, 8, TD_GEMM_DT_BF16, TD_GEMM_HOOK_GATHER | TD_GEMM_HOOK_NSPLIT>(),
+    td__entry<128, 128, 6, 8, TD_GEMM_DT_BF16, TD_GEMM_HOOK_GATHER | TD_GEMM_HOOK_NSPLIT>(),
     /* GEMM + ReduceScatter of ranks sharing a GPU without partial sums (fused gemm_rs kgather) */
     td__entry<128, 256, 4, 8, TD_GEMM_DT_BF16, TD_GEMM_HOOK_KGATHER>(),
     td__entry<128, 128, 6, 8, TD_GEMM_DT_BF16, TD_GEMM_HOOK_KGATHER>(),

@@ -194,9 +194,13 @@ static td_status td__check(const td_gemm_problem *p, const td_gemm_config *cfg, 
   if (flags & ~TD_GEMM_HOOK_KNOWN)
     return td__error(TD_ERR_INVALID_ARG, "gemm: hook flags 0x%x name unknown hooks (known: 0x%x)",
                      flags, TD_GEMM_HOOK_KNOWN);
-  if ((flags & TD_GEMM_HOOK_GATHER) && flags != TD_GEMM_HOOK_GATHER)
+  if ((flags & TD_GEMM_HOOK_GATHER) && flags != TD_GEMM_HOOK_GATHER &&
+      flags != (TD_GEMM_HOOK_GATHER | TD_GEMM_HOOK_NSPLIT))
     return td__error(TD_ERR_UNSUPPORTED, "gemm: hook flags 0x%x combine GATHER with other hooks; GATHER "
-                     "(0x%x) runs alone", flags, TD_GEMM_HOOK_GATHER);
+                     "(0x%x) runs alone or with NSPLIT (0x%x)", flags, TD_GEMM_HOOK_GATHER, TD_GEMM_HOOK_NSPLIT);
+  if ((flags & TD_GEMM_HOOK_NSPLIT) && flags != (TD_GEMM_HOOK_GATHER | TD_GEMM_HOOK_NSPLIT))
+    return td__error(TD_ERR_UNSUPPORTED, "gemm: hook flags 0x%x: NSPLIT (0x%x) runs with GATHER (0x%x) only "
+                     "(through td__gemm_cuda_run_gather_cols)", flags, TD_GEMM_HOOK_NSPLIT, TD_GEMM_HOOK_GATHER);
   if ((flags & TD_GEMM_HOOK_KGATHER) && flags != TD_GEMM_HOOK_KGATHER &&
       flags != (TD_GEMM_HOOK_KGATHER | TD_GEMM_HOOK_PUSH) && flags != (TD_GEMM_HOOK_KGATHER | TD_GEMM_HOOK_BCAST))
     return td__error(TD_ERR_UNSUPPORTED, "gemm: hook flags 0x%x combine KGATHER with other hooks; KGATHER "
@@ -225,10 +229,10 @@ static td_status td__check(const td_gemm_problem *p, const td_gemm_config *cfg, 
                      "rows); give B as [N,K] or pad N",
                      p->n);
   const unsigned in_place = TD_GEMM_HOOK_GATHER | TD_GEMM_HOOK_KGATHER; /* operands from source tables */
-  if ((!p->a && !(flags & in_place)) || (!p->b && !(flags & TD_GEMM_HOOK_KGATHER)) ||
-      (!p->c && !(flags & (TD_GEMM_HOOK_PUSH | TD_GEMM_HOOK_BCAST))))
-    return td__error(TD_ERR_INVALID_ARG, "gemm: A, B and C (unless the PUSH or BCAST hook) must be device pointers, "
-                     "not NULL");
+  if ((!p->a && !(flags & in_place)) || (!p->b && !(flags & (TD_GEMM_HOOK_KGATHER | TD_GEMM_HOOK_NSPLIT))) ||
+      (!p->c && !(flags & (TD_GEMM_HOOK_PUSH | TD_GEMM_HOOK_BCAST | TD_GEMM_HOOK_NSPLIT))))
+    return td__error(TD_ERR_INVALID_ARG, "gemm: A, B and C (unless the PUSH, BCAST or NSPLIT hook) must be device "
+                     "pointers, not NULL");
   if ((flags & TD_GEMM_HOOK_WAIT) && (!hooks->wait_signals || hooks->wait_rows < 1))
     return td__error(TD_ERR_INVALID_ARG, "gemm: the WAIT hook needs wait_signals and wait_rows >= 1");
   if ((flags & TD_GEMM_HOOK_RAISE) && (!hooks->raise_signals[0] || hooks->raise_rows < 1))
@@ -326,6 +330,9 @@ static td_status td__run(const td_gemm_problem *p, const td_gemm_config *cfg, un
     return td__error(TD_ERR_UNSUPPORTED, "gemm: hooks 0x%x asked of cuBLAS, which cannot wait or signal per "
                      "tile; use a compiled sm_90/sm_80 configuration", flags);
   TD_CHECK(td__check(p, cfg, flags, hooks));
+  if ((flags & TD_GEMM_HOOK_NSPLIT) && !b_src) /* built by td__gemm_cuda_run_gather_cols only */
+    return td__error(TD_ERR_INVALID_ARG, "gemm: the NSPLIT hook (0x%x) runs through td__gemm_cuda_run_gather_cols, "
+                     "which builds the column sources' tensor maps", flags);
   if ((flags & TD_GEMM_HOOK_GATHER) && !a_src) /* the sources' maps are built by the GATHER entry point only */
     return td__error(TD_ERR_INVALID_ARG, "gemm: the GATHER hook (0x%x) runs through td__gemm_cuda_run_gather, "
                      "which builds the sources' tensor maps; td__gemm_cuda_run takes the other hooks", flags);
@@ -374,6 +381,8 @@ static td_status td__run(const td_gemm_problem *p, const td_gemm_config *cfg, un
    * multiprocessor, never more blocks than tile units. */
   const int cl = e->cluster;
   long long tiles_m = (p->m + e->bm - 1) / e->bm, tiles_n = (p->n + e->bn - 1) / e->bn;
+  if (flags & TD_GEMM_HOOK_NSPLIT) /* every column source's tiles */
+    tiles_n *= h.n_src;
   long long units = ((tiles_m + cl - 1) / cl) * tiles_n; /* clusters' worth of tiles */
   td__prepared prep;
   cudaError_t err = td__prepare(e, &prep);
@@ -406,13 +415,19 @@ static td_status td__run(const td_gemm_problem *p, const td_gemm_config *cfg, un
     if (flags & TD_GEMM_HOOK_GATHER) {
       /* one map per source, uploaded in stream order before the kernel that
        * reads them (the kernel's own map_a is source 0's, unused) */
-      td__tensor_map maps[TD_GEMM_MAX_SOURCES];
+      td__tensor_map maps[TD_GEMM_MAX_SOURCES + TD_GEMM_MAX_PEERS];
       for (int s = 0; s < sources; s++) {
         long long r0 = (long long)s * h.a_rows, rows = m - r0 < h.a_rows ? m - r0 : h.a_rows;
         TD_CHECK(td__make_map(&maps[s], a_src[s], dtype, rows, k, 64, e->bm, "A (a GATHER source)"));
       }
-      TD_CHECK(td__upload_maps(maps, sources, h.a_maps, stream, "GATHER"));
+      /* NSPLIT: then each column source's B, [K, N] (the table holds A's maps, then these) */
+      const int bmaps = (flags & TD_GEMM_HOOK_NSPLIT) ? h.n_src : 0;
+      for (int j = 0; j < bmaps; j++)
+        TD_CHECK(td__make_map(&maps[sources + j], b_src[j], dtype, k, n, 64, 64, "B (an NSPLIT column source)"));
+      TD_CHECK(td__upload_maps(maps, sources + bmaps, h.a_maps, stream, bmaps ? "GATHER + NSPLIT" : "GATHER"));
       ma = maps[0];
+      if (bmaps)
+        mb = maps[sources];
     } else if (flags & TD_GEMM_HOOK_KGATHER) {
       /* A maps of every source, then B maps, then BCAST's C maps (box: one
        * consumer warpgroup's rows of a tile), in one table and one upload */
@@ -430,7 +445,7 @@ static td_status td__run(const td_gemm_problem *p, const td_gemm_config *cfg, un
     } else {
       TD_CHECK(td__make_map(&ma, p->a, dtype, m, k, 64, e->bm, "A"));
     }
-    if (flags & TD_GEMM_HOOK_KGATHER) {
+    if (flags & (TD_GEMM_HOOK_KGATHER | TD_GEMM_HOOK_NSPLIT)) {
       /* mb is source 0's B map, set above; the kernel reads the table */
     } else if (b_kn)
       TD_CHECK(td__make_map(&mb, p->b, dtype, k, n, 64, 64, "B[K,N]"));
@@ -500,9 +515,9 @@ extern "C" td_status td__gemm_cuda_run(const td_gemm_problem *p, const td_gemm_c
   return td__run(p, cfg, flags, hooks, stream, 0);
 }
 
-extern "C" td_status td__gemm_cuda_run_gather(const td_gemm_problem *p, const td_gemm_config *cfg,
-                                              const void *const *a_src, int sources, long long src_rows,
-                                              void *map_buf, void *stream) {
+/* The checks of GATHER's row sources, shared by both of its entry points. */
+static td_status td__check_gather(const td_gemm_problem *p, const td_gemm_config *cfg, const void *const *a_src,
+                                  int sources, long long src_rows, void *map_buf) {
   if (!p || !cfg)
     return td__error(TD_ERR_INVALID_ARG, "gemm: problem and config must not be NULL");
   if (cfg->arch != TD_GEMM_SM90)
@@ -525,11 +540,46 @@ extern "C" td_status td__gemm_cuda_run_gather(const td_gemm_problem *p, const td
   for (int s = 0; s < sources; s++)
     if (!a_src[s])
       return td__error(TD_ERR_INVALID_ARG, "gemm: GATHER source %d of %d is NULL", s, sources);
+  return TD_OK;
+}
+
+extern "C" td_status td__gemm_cuda_run_gather(const td_gemm_problem *p, const td_gemm_config *cfg,
+                                              const void *const *a_src, int sources, long long src_rows,
+                                              void *map_buf, void *stream) {
+  TD_CHECK(td__check_gather(p, cfg, a_src, sources, src_rows, map_buf));
   td_gemm_hooks h;
   memset(&h, 0, sizeof h);
   h.a_maps = map_buf;
   h.a_rows = src_rows;
   return td__run(p, cfg, TD_GEMM_HOOK_GATHER, &h, stream, 0, a_src, sources);
+}
+
+extern "C" td_status td__gemm_cuda_run_gather_cols(const td_gemm_problem *p, const td_gemm_config *cfg,
+                                                   const void *const *a_src, int sources, long long src_rows,
+                                                   const void *const *b_src, void *const *c_dst, int col_srcs,
+                                                   void *map_buf, void *stream) {
+  TD_CHECK(td__check_gather(p, cfg, a_src, sources, src_rows, map_buf));
+  if (!b_src || !c_dst)
+    return td__error(TD_ERR_INVALID_ARG, "gemm: NSPLIT needs the column sources' tables b_src and c_dst");
+  if (col_srcs < 1 || col_srcs > TD_GEMM_MAX_PEERS)
+    return td__error(TD_ERR_INVALID_ARG, "gemm: NSPLIT col_srcs=%d; 1..%d are allowed", col_srcs,
+                     TD_GEMM_MAX_PEERS);
+  if (p->b_layout != TD_GEMM_B_KN)
+    return td__error(TD_ERR_INVALID_ARG, "gemm: NSPLIT reads B as [K,N] sources (TD_GEMM_B_KN); b_layout %d given",
+                     p->b_layout);
+  for (int j = 0; j < col_srcs; j++)
+    if (!b_src[j] || !c_dst[j])
+      return td__error(TD_ERR_INVALID_ARG, "gemm: NSPLIT column source %d of %d has a NULL %s", j, col_srcs,
+                       !b_src[j] ? "B" : "C");
+  td_gemm_hooks h;
+  memset(&h, 0, sizeof h);
+  h.a_maps = map_buf;
+  h.a_rows = src_rows;
+  h.b_maps = (const char *)map_buf + (size_t)sources * TD_GEMM_MAP_BYTES;
+  h.n_src = col_srcs;
+  for (int j = 0; j < col_srcs; j++)
+    h.dst[j] = c_dst[j];
+  return td__run(p, cfg, TD_GEMM_HOOK_GATHER | TD_GEMM_HOOK_NSPLIT, &h, stream, 0, a_src, sources, b_src);
 }
 
 extern "C" td_status td__gemm_cuda_run_kgather(const td_gemm_problem *p, const td_gemm_config *cfg,
