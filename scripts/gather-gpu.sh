@@ -64,6 +64,10 @@ lane_ag1() { # ag_gemm on a shared GPU: AUTO (gather, one launch for every rank)
   # gemm_rs's two M = 1024 cases under the kgather tile rule that now prefers 128x256
   bench kg_rs1024 gemm_rs --variants none --models llama3.1-8b,qwen2-72b --m 1024
 }
+lane_ag1r() { # lane ag1's two ag_gemm benches in the other order (each rank's launch first)
+  TD_OPS_FUSED_AG=gather bench ag1_rank ag_gemm --variants none --models all --m 1024,4096,8192
+  bench ag1_auto ag_gemm --variants none --models all --m 1024,4096,8192
+}
 lane_agtests() { # the GATHER | NSPLIT tile and the operator's one launch for every rank
   run gemm_args_test 60 "$BIN/gemm_args_test"
   run gemm_hooks_test 120 "$BIN/gemm_hooks_test"
