@@ -101,7 +101,7 @@ static const td__cfg_var td__vars[] = {
      "of 128 rows in bf16 on one shared GPU with a tile compiled for it, each rank its own launch; where it cannot "
      "run: batched, else direct) or gather-one (the same as rank 0's one launch for every rank, each rank's B "
      "and C a column source); batched, direct and gather are for ranks sharing one GPU: across GPUs they read the peers' A over "
-     "the links (direct), slower than copy there; auto = gather-one on one shared GPU where it can run, except parts "
+     "the links (direct), slower than copy there; auto = gather on one shared GPU where it can run, except parts "
      "of >= 512 rows whose B rows are not whole 128-byte lines, which take batched (direct for unequal parts) "
      "like any part of >= 512 rows, unless TD_OPS_FUSED_AG_GEMMS is set; else copy",
      NULL},

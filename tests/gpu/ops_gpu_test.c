@@ -251,17 +251,12 @@ static void test_fused_direct(void **state) {
   }
   /* gather: one launch of our tile reading every rank's A in place, where
    * the parts are equal multiples of 128 rows in bf16: each rank's own
-   * (TD_OPS_FUSED_AG=gather) and, AUTO's choice there, rank 0's one launch
-   * for every rank (test_fused_ag_one has its own cases) */
-  setenv("TD_OPS_FUSED_AG", "gather", 1);
+   * (AUTO's choice there, and TD_OPS_FUSED_AG=gather); rank 0's one launch
+   * for every rank (gather-one) has its own cases in test_fused_ag_one */
   for (int r = 0; r < 3; r++) {
-    fused_sched("ag gather, sm90", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 128 * ranks[r], 1024, 136, 3, ranks[r]);
+    fused_sched("ag gather, sm90", TD_TP_AG_GEMM, TD_TP_AUTO, TD_BF16, 128 * ranks[r], 1024, 136, 3, ranks[r]);
     fused_sched("ag gather, sm90", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 256 * ranks[r], 576, 64, 3, ranks[r]);
   }
-  unsetenv("TD_OPS_FUSED_AG");
-  for (int r = 0; r < 3; r++)
-    fused_sched("ag gather, one launch for every rank", TD_TP_AG_GEMM, TD_TP_AUTO, TD_BF16, 128 * ranks[r], 1024,
-                136, 3, ranks[r]);
   /* M = 1024 on 8 ranks, 100 calls (8 rows of C checked a call: the f64 reference of every row takes seconds) */
   fused_case(TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 1024, 1792, 1024, 0, 100, 8, 8);
   assert_non_null(strstr(g_sched, "ag gather"));
@@ -272,8 +267,7 @@ static void test_fused_direct(void **state) {
   fused_sched("!gather", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 96 * 4, 1024, 136, 2, 4);   /* parts of 96 rows */
   fused_sched("!gather", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 128 * 4 + 1, 1024, 136, 2, 4); /* unequal */
   setenv("TD_OPS_FUSED_TILE", "128x128", 1); /* a named tile compiled with the hook */
-  fused_sched("ag gather, one launch for every rank, sm90 128x128", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 256 * 4,
-              1024, 136, 2, 4);
+  fused_sched("ag gather, sm90 128x128", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 256 * 4, 1024, 136, 2, 4);
   setenv("TD_OPS_FUSED_TILE", "cublas", 1); /* cuBLAS asked for: no gather */
   fused_sched("!gather", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 256 * 4, 1024, 136, 2, 4);
   unsetenv("TD_OPS_FUSED_TILE");
@@ -305,7 +299,8 @@ static void test_fused_direct(void **state) {
 }
 
 /* ag_gemm's gather as rank 0's one launch for every rank (GATHER | NSPLIT:
- * each rank's B and C a column source) on one shared GPU: forced and AUTO,
+ * each rank's B and C a column source) on one shared GPU: forced (AUTO keeps
+ * each rank's launch, measured faster),
  * 1-8 ranks, a rank's columns not a multiple of the tile (nb = 136, 72),
  * 100 calls with no reset, the fallbacks where it cannot run, and a named
  * tile. Every rank's C checked against the f64 reference (fused_case). */
@@ -333,11 +328,12 @@ static void test_fused_ag_one(void **state) {
   setenv("TD_OPS_FUSED_TILE", "128x192", 1); /* compiled for per-rank GATHER only: each rank's launch */
   fused_sched("ag gather, sm90 128x192", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 256 * 4, 1536, 136, 2, 4);
   unsetenv("TD_OPS_FUSED_TILE");
-  /* AUTO: one launch where gather runs, B rows of whole 128-byte lines or parts under 512 rows */
+  /* AUTO keeps each rank's launch (measured faster); gather asks for it too */
   unsetenv("TD_OPS_FUSED_AG");
-  fused_sched_rows("ag gather, one launch for every rank", TD_TP_AG_GEMM, TD_TP_AUTO, TD_BF16, 512 * 4, 4 * 64, 64, 2,
-                   16, 4);
-  fused_sched("ag batched", TD_TP_AG_GEMM, TD_TP_AUTO, TD_BF16, 512 * 4, 4 * 72, 64, 2, 4);
+  fused_sched("!one launch", TD_TP_AG_GEMM, TD_TP_AUTO, TD_BF16, 256 * 4, 1024, 136, 2, 4);
+  setenv("TD_OPS_FUSED_AG", "gather", 1);
+  fused_sched("!one launch", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 256 * 4, 1024, 136, 2, 4);
+  unsetenv("TD_OPS_FUSED_AG");
   unsetenv("TD_CUDA_DEVICE");
 }
 

@@ -315,9 +315,15 @@ static int td__f_hooked_configs(const td_tp_op *op, unsigned hooks, td_gemm_conf
   return usable;
 }
 
-/* per_rank (TD_OPS_FUSED_AG=gather): each rank's own launch; otherwise
- * rank 0's one launch for every rank (GATHER | NSPLIT, f->ag_one) where a
- * kernel is compiled for it and every rank's B and C fit its table. */
+/* per_rank (AUTO and TD_OPS_FUSED_AG=gather): each rank's own launch;
+ * otherwise (TD_OPS_FUSED_AG=gather-one) rank 0's one launch for every rank
+ * (GATHER | NSPLIT, f->ag_one) where a kernel is compiled for it and every
+ * rank's B and C fit its table, else each rank's. The one launch ran 0-4%
+ * slower than the n launches at once in 15 of 16 shapes (8 ranks on one
+ * H200, 2026-12-01, docs/perf.md "ag_gemm, one launch for every rank"):
+ * the ranks' launches already share A through L2 (they run the same tile
+ * rows at the same time) and overlap each other's prologue and tail, so
+ * AUTO keeps them. */
 static int td__f_gather_config(const td_tp_op *op, td__tp_fused *f, int forced, int per_rank) {
   if (!td__gemm_cuda_run_gather)
     return 0;
@@ -509,9 +515,9 @@ static td_status td__f_alloc(td_tp_op *op, td__tp_fused *f) {
     /* one shared GPU, equal parts: one zero-copy launch of our tile (auto and
      * gather; batched and direct keep their own launches) */
     /* gather where td__tp_fused_ag_gather allows (AUTO: where it pays, tp_fused_check.c says why) */
-    const int per_rank = mode && !strcmp(mode, "gather"), forced_gather = per_rank || (mode && !strcmp(mode, "gather-one"));
+    const int one = mode && !strcmp(mode, "gather-one"), forced_gather = one || (mode && !strcmp(mode, "gather"));
     const int gather_ok = (forced_gather || !mode || !strcmp(mode, "auto")) &&
-                          td__f_gather_config(op, f, forced_gather, per_rank);
+                          td__f_gather_config(op, f, forced_gather, !one);
     if (gather_ok && (f->ag_direct || !mode || !strcmp(mode, "auto"))) {
       int64_t v = 0;
       TD_CHECK(td_config_int("TD_OPS_FUSED_AG_GEMMS", &v));
