@@ -68,6 +68,11 @@ lane_ag1r() { # lane ag1's two ag_gemm benches in the other order (each rank's l
   TD_OPS_FUSED_AG=gather bench ag1_rank ag_gemm --variants none --models all --m 1024,4096,8192
   bench ag1_auto ag_gemm --variants none --models all --m 1024,4096,8192
 }
+lane_ar4() { # BCAST with half the tile staged (128x256 at 4 stages): its tile tests, gemm_ar AUTO, the operator tests
+  run gemm_hooks_test 120 "$BIN/gemm_hooks_test"
+  bench kg_ar4 gemm_ar --variants none --models all --m 1024,4096,8192
+  TD_GPU_TEST_FILTER='test_fused_kgather' TD_GPU_TEST_VERBOSE=1 run ops_gpu_kgather 160 "$BIN/ops_gpu_test"
+}
 lane_agtests() { # the GATHER | NSPLIT tile and the operator's one launch for every rank
   run gemm_args_test 60 "$BIN/gemm_args_test"
   run gemm_hooks_test 120 "$BIN/gemm_hooks_test"
@@ -138,7 +143,7 @@ for f in "$OUT"/*.log; do # the failures' tails
   n=$(basename "$f" .log)
   grep -q "rc=0 " <(grep -h "^$n " "$OUT"/summary.* 2>/dev/null) || { echo "--- $n:"; tail -n 12 "$f"; }
 done
-for b in ag1_auto ag1_rank kg_rs1024 ag_auto ag_copy1024 ag_batched rs_auto rs_pull kg_rs kg_ar kg_rs256 kg_ar256 kg_ar_ef mg_ag_gemm mg_gemm_rs mg_gemm_ar; do
+for b in kg_ar4 ag1_auto ag1_rank kg_rs1024 ag_auto ag_copy1024 ag_batched rs_auto rs_pull kg_rs kg_ar kg_rs256 kg_ar256 kg_ar_ef mg_ag_gemm mg_gemm_rs mg_gemm_ar; do
   echo "== $b"; grep -E "^\| " "$OUT/$b.log" 2>/dev/null | grep -v -- "---" | cut -c1-150
 done
 grep -E "^\[  (PASSED|FAILED) |^\[  FAILED  \]|^\[       OK \]|^\[  SKIPPED \]|schedule \"" "$OUT"/*.log | head -60

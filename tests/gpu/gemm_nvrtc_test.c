@@ -127,7 +127,7 @@ static void test_sm90_kgather_push(void **state) {
 
 static void test_sm90_kgather_bcast(void **state) {
   (void)state;
-  compile("#define TD_GEMM_BM 128\n#define TD_GEMM_BN 256\n#define TD_GEMM_STAGES 3\n#define TD_GEMM_HOOKS 96u\n"
+  compile("#define TD_GEMM_BM 128\n#define TD_GEMM_BN 256\n#define TD_GEMM_STAGES 4\n#define TD_GEMM_HOOKS 96u\n"
           "#define TD_GEMM_B_KN 1\n",
           "gemm_sm90.cuh", "sm_90a", "td_gemm_sm90");
   compile("#define TD_GEMM_BM 128\n#define TD_GEMM_BN 128\n#define TD_GEMM_STAGES 6\n#define TD_GEMM_HOOKS 96u\n"

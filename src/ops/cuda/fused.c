@@ -318,9 +318,10 @@ static int td__f_hooked_configs(const td_tp_op *op, unsigned hooks, td_gemm_conf
 /* per_rank (AUTO and TD_OPS_FUSED_AG=gather): each rank's own launch;
  * otherwise (TD_OPS_FUSED_AG=gather-one) rank 0's one launch for every rank
  * (GATHER | NSPLIT, f->ag_one) where a kernel is compiled for it and every
- * rank's B and C fit its table, else each rank's. The one launch ran 0-4%
- * slower than the n launches at once in 15 of 16 shapes (8 ranks on one
- * H200, 2026-12-01, docs/perf.md "ag_gemm, one launch for every rank"):
+ * rank's B and C fit its table, else each rank's. The one launch ran
+ * 0.6-5.4% slower than the n launches at once in all 13 shapes where both
+ * ran our tile (8 ranks on one H200, 2026-12-01, docs/perf.md "ag_gemm, one
+ * launch for every rank"):
  * the ranks' launches already share A through L2 (they run the same tile
  * rows at the same time) and overlap each other's prologue and tail, so
  * AUTO keeps them. */

@@ -144,6 +144,15 @@ struct td__gemm_sm90_shape {
   static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + NBARS * 8 + 1024;
 };
 
+/* BCAST's staged columns: the whole tile where it fits beside the ring, else
+ * half of it at a time (128x256 at 4 stages: 192 KiB of ring leave room for
+ * 32 KiB, not 64), so the ring keeps its depth; the launcher's C maps use
+ * this box width (gemm_sm90_registry.h, epi_cols). */
+template <int BM, int BN, int STAGES>
+struct td__gemm_sm90_bcast {
+  static constexpr int COLS = td__gemm_sm90_shape<BM, BN, STAGES>::SMEM_BYTES + BM * BN * 2 <= 232448 ? BN : BN / 2;
+};
+
 __device__ __forceinline__ td__gemm_u32 td__cluster_rank(void) {
   td__gemm_u32 r;
   asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
@@ -273,7 +282,8 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
    * memory once, and TMA stores them to every destination while the
    * consumers go on with the next tile (stores from registers, n times
    * over, held the tensor cores idle: 0.3-0.5 TB/s, docs/perf.md) */
-  constexpr int EPI_BYTES = BCAST ? BM * BN * 2 : 0;
+  constexpr int EPI_COLS = BCAST ? td__gemm_sm90_bcast<BM, BN, STAGES>::COLS : BN, HALVES = BN / EPI_COLS;
+  constexpr int EPI_BYTES = BCAST ? BM * EPI_COLS * 2 : 0;
   static_assert(S::SMEM_BYTES + EPI_BYTES <= 232448, "tile ring and staged tile do not fit in shared memory");
   constexpr bool EARLY_WAIT = WAIT && (XV & 16) == 0;   /* first tile's acquire before the set-up */
   constexpr bool INLINE_RAISE = RAISE && (XV & 32) == 0; /* last tile raised by the consumers */
@@ -670,10 +680,13 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
 
       /* ---- epilogue: registers -> C (or a peer's buffer); BCAST: -> staged tile -> every destination ---- */
       if constexpr (BCAST) {
-        const td__gemm_u32 mine = stg + (td__gemm_u32)(cw * S::WG_ROWS * BN * 2);
+        const td__gemm_u32 mine = stg + (td__gemm_u32)(cw * S::WG_ROWS * EPI_COLS * 2);
         const int bar = 2 + cw; /* named barriers 2.. (1 is the raise's), one per consumer warpgroup */
-        /* the previous tile's stores have read the staged rows before they are overwritten */
-        if (tid == 0 && i > 0)
+#pragma unroll
+        for (int hv = 0; hv < HALVES; hv++) { /* the staged columns [hv * EPI_COLS, (hv + 1) * EPI_COLS) */
+        /* the previous stores have read the staged rows before they are overwritten (with half
+         * the tile staged, the first half's stores are waited for here, inside the epilogue) */
+        if (tid == 0 && (i > 0 || hv > 0))
           asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
         asm volatile("bar.sync %0, 128;" ::"r"(bar) : "memory");
 #pragma unroll
@@ -682,13 +695,14 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
           for (int h = 0; h < 2; h++) {
             const int rl = x * 64 + warp * 16 + lane / 4 + 8 * h; /* row inside this warpgroup's part */
 #pragma unroll
-            for (int jj = 0; jj < BN / 32; jj++) {
+            for (int jj = hv * (EPI_COLS / 32); jj < (hv + 1) * (EPI_COLS / 32); jj++) {
               const float *a4 = &acc[x][16 * jj + 2 * h];
               td__gemm_u32 o[4];
               td__gemm_quad_transpose(td__gemm_pack2<DTYPE>(a4[0], a4[1]), td__gemm_pack2<DTYPE>(a4[4], a4[5]),
                                       td__gemm_pack2<DTYPE>(a4[8], a4[9]),
                                       td__gemm_pack2<DTYPE>(a4[12], a4[13]), o);
-              const td__gemm_u32 at = mine + (td__gemm_u32)((rl * BN + 32 * jj + 8 * (lane & 3)) * 2);
+              const td__gemm_u32 at =
+                  mine + (td__gemm_u32)((rl * EPI_COLS + 32 * (jj - hv * (EPI_COLS / 32)) + 8 * (lane & 3)) * 2);
               asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" ::"r"(at), "r"(o[0]), "r"(o[1]),
                            "r"(o[2]), "r"(o[3])
                            : "memory");
@@ -700,10 +714,10 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
         asm volatile("bar.sync %0, 128;" ::"r"(bar) : "memory");
         if (tid == 0) {
-          const int row0 = tm * BM + cw * S::WG_ROWS, col0 = tn * BN;
+          const int row0 = tm * BM + cw * S::WG_ROWS, col0 = tn * BN + hv * EPI_COLS;
           for (int o = 0; o < hooks.bcast_peers; o++) {
             const td__tensor_map *cm = (const td__tensor_map *)hooks.c_maps + o;
-            if (i == 0) /* the table was written by a copy before the launch */
+            if (i == 0 && hv == 0) /* the table was written by a copy before the launch */
               asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" ::"l"(cm) : "memory");
             if (hooks.bcast_hint) { /* the copies are not read again here: first out of L2 */
               td__gemm_u64 pol;
@@ -720,6 +734,7 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
             }
           }
           asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+        }
         }
       } else {
 #pragma unroll

@@ -8,12 +8,12 @@
 template <int BM, int BN, int STAGES, int GROUP_M, int DTYPE, unsigned HOOKS, int CLUSTER = 1>
 static td__gemm_kernel_entry td__entry(void) {
   typedef td__gemm_sm90_shape<BM, BN, STAGES> S;
-  /* BCAST stages the tile for its TMA stores beside the ring (gemm_sm90.cuh) */
-  const int staged = (HOOKS & TD_GEMM_HOOK_BCAST) ? BM * BN * 2 : 0;
+  /* BCAST stages the tile (or half of it) for its TMA stores beside the ring (gemm_sm90.cuh) */
+  const int cols = (HOOKS & TD_GEMM_HOOK_BCAST) ? td__gemm_sm90_bcast<BM, BN, STAGES>::COLS : 0;
   td__gemm_kernel_entry e = {90, BM, BN, S::BK, STAGES, GROUP_M, CLUSTER, DTYPE, TD_GEMM_B_KN, HOOKS,
                              (const void *)td__gemm_sm90_kernel<BM, BN, STAGES, GROUP_M, DTYPE,
                                                                 TD_GEMM_B_KN, HOOKS, CLUSTER>,
-                             S::THREADS, S::SMEM_BYTES + staged};
+                             S::THREADS, S::SMEM_BYTES + BM * cols * 2, cols};
   return e;
 }
 
@@ -40,7 +40,7 @@ static const td__gemm_kernel_entry td__kn[] = {
      * (gemm_rs) or at every rank's (gemm_ar): one launch, B read once */
     td__entry<128, 256, 4, 8, TD_GEMM_DT_BF16, TD_GEMM_HOOK_KGATHER | TD_GEMM_HOOK_PUSH>(),
     td__entry<128, 128, 6, 8, TD_GEMM_DT_BF16, TD_GEMM_HOOK_KGATHER | TD_GEMM_HOOK_PUSH>(),
-    td__entry<128, 256, 3, 8, TD_GEMM_DT_BF16, TD_GEMM_HOOK_KGATHER | TD_GEMM_HOOK_BCAST>(), /* + 64 KiB staged */
+    td__entry<128, 256, 4, 8, TD_GEMM_DT_BF16, TD_GEMM_HOOK_KGATHER | TD_GEMM_HOOK_BCAST>(), /* + 32 KiB: half staged */
     td__entry<128, 128, 6, 8, TD_GEMM_DT_BF16, TD_GEMM_HOOK_KGATHER | TD_GEMM_HOOK_BCAST>(),
 };
 

@@ -438,7 +438,8 @@ static td_status td__run(const td_gemm_problem *p, const td_gemm_config *cfg, un
       }
       const int cmaps = (flags & TD_GEMM_HOOK_BCAST) ? h.bcast_peers : 0;
       for (int o = 0; o < cmaps; o++)
-        TD_CHECK(td__make_map(&maps[2 * sources + o], h.dst[o], dtype, m, n, e->bn, e->bm >= 128 ? e->bm / 2 : e->bm,
+        TD_CHECK(td__make_map(&maps[2 * sources + o], h.dst[o], dtype, m, n, e->epi_cols > 0 ? e->epi_cols : e->bn,
+                              e->bm >= 128 ? e->bm / 2 : e->bm,
                               "C (a BCAST destination)", 0));
       TD_CHECK(td__upload_maps(maps, 2 * sources + cmaps, h.a_maps, stream, "KGATHER"));
       ma = maps[0], mb = maps[sources];

@@ -20,6 +20,7 @@ typedef struct td__gemm_kernel_entry {
   unsigned hooks;             /* TD_GEMM_HOOK_* mask compiled in */
   const void *fn;             /* the __global__ function */
   int threads, smem_bytes;    /* launch shape */
+  int epi_cols;               /* BCAST: columns of a staged tile (the C maps' box width); 0 = bn */
 } td__gemm_kernel_entry;
 
 /* Each returns its array and writes its length. */
