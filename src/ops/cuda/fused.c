@@ -195,14 +195,14 @@ static void td__f_free(td__tp_fused *f) {
  * qwen2-72b M = 1024 against llama3.1-70b M = 1024, 2026-11-29, docs/perf.md
  * "zero-copy ag_gemm"), so it counts 0.85 there, not the 0.96 of a lone GEMM
  * (kept for ranks on GPUs of their own, where it was not measured).
- * gemm_rs's kgather launch (hooks KGATHER | PUSH) ran 128x128 s6 at ~0.78 of
- * 128x256 s4's rate: forced to 128x256 where this rule had picked 128x128,
- * llama3.1-8b M = 1024 went from 1.110x to 1.038x of the GEMM alone and
- * qwen2-72b M = 1024 from 1.222x to 1.112x (8 ranks on one H200, 2026-12-01,
- * docs/perf.md "kgather, second run"); with BCAST (128x256 at 3 stages) the
- * 0.90 held (8b: 128x128 faster, qwen2 within 3%). */
+ * kgather's launches (KGATHER routed by PUSH or BCAST) ran 128x128 s6 at
+ * ~0.78 of 128x256's rate: forced to 128x256 where this rule had picked
+ * 128x128, gemm_rs at M = 1024 went from 1.110x to 1.038x of the GEMM alone
+ * (llama3.1-8b) and from 1.222x to 1.112x (qwen2-72b), gemm_ar (128x256 at 4
+ * stages, half the tile staged) from 1.249x to 1.211x and 1.289x to 1.230x
+ * (8 ranks on one H200, 2026-12-01, docs/perf.md "Seventh session"). */
 static double td__f_tile_eff(const td__tp_fused *f, const td_gemm_config *c, unsigned hooks) {
-  const double e128 = hooks == (TD_GEMM_HOOK_KGATHER | TD_GEMM_HOOK_PUSH) ? 0.78 : 0.90;
+  const double e128 = (hooks & TD_GEMM_HOOK_KGATHER) && (hooks & (TD_GEMM_HOOK_PUSH | TD_GEMM_HOOK_BCAST)) ? 0.78 : 0.90;
   return c->bn >= 256 ? 1.0 : c->bn >= 192 ? (f->multi ? 0.96 : 0.85) : c->bn >= 128 ? e128 : 0.75;
 }
 
