@@ -166,6 +166,37 @@ static td_status td__f_ag_copy(td_tp_op *op, td__tp_fused *f, void *c, const voi
   return gst;
 }
 
+/* Every rank's A, B and C of this call (published before the opening
+ * barrier), for rank 0's one launch for every rank. */
+static void td__f_operands(const td__tp_fused *f, const void *a, const void *b, void *c, const void **as,
+                           const void **bs, void **cs) {
+  for (int p = 0; p < f->n; p++) {
+    as[p] = p == f->r ? a : __atomic_load_n(&f->peer[p]->ar_src, __ATOMIC_ACQUIRE);
+    bs[p] = p == f->r ? b : __atomic_load_n(&f->peer[p]->ar_b, __ATOMIC_ACQUIRE);
+    cs[p] = p == f->r ? c : __atomic_load_n(&f->peer[p]->ar_dst, __ATOMIC_ACQUIRE);
+  }
+}
+
+/* The end of a call whose GEMM is rank 0's one launch for every rank (gst:
+ * rank 0's enqueue status, st: its other failures). The middle exchange
+ * carries rank 0's status: a launch that failed leaves every rank's C
+ * unwritten, so every rank says so. The other ranks' streams then wait on
+ * rank 0's event (recorded before the exchange, so it is this call's), and
+ * each returns only once the launch that read its operands has ended. */
+static td_status td__f_one_launch_end(td_tp_op *op, td__tp_fused *f, td_status gst, td_status st, uint64_t e) {
+  const int r = f->r;
+  int64_t all[TD__MAXR];
+  TD_CHECK(td__f_gather_mid(op, f, gst != TD_OK ? (int64_t)gst : (int64_t)st, all));
+  if (r != 0)
+    td__f_keep(&st, td__f_cu(cudaStreamWaitEvent(f->s, f->peer[0]->ev_gdone, 0), "cudaStreamWaitEvent"));
+  td__f_keep(&st, td__f_setv(f->s, f->ctl + TD__CTL_FIN, e));
+  td_status fin = td__f_finish(op, f);
+  if (r != 0 && all[0] != TD_OK && st == TD_OK)
+    st = td__error((td_status)all[0], "fused: rank %d: rank 0's %s launch for every rank failed (its error says "
+                   "why), so this call wrote no output", r, td_tp_kind_name(op->d.kind));
+  return gst != TD_OK ? gst : st != TD_OK ? st : fin;
+}
+
 /* gather, one launch for every rank (one shared GPU): rank 0's launch of
  * our tile computes C_p = gather(A) * B_p for every rank p at once, each
  * tile reading its rows' A where they are (GATHER) and its columns' B from
@@ -182,25 +213,12 @@ static td_status td__f_ag_one(td_tp_op *op, td__tp_fused *f, void *c, const void
   if (r == 0) {
     const void *as[TD__MAXR], *bs[TD__MAXR];
     void *cs[TD__MAXR];
-    for (int p = 0; p < n; p++) {
-      as[p] = p == r ? a : __atomic_load_n(&f->peer[p]->ar_src, __ATOMIC_ACQUIRE);
-      bs[p] = p == r ? b : __atomic_load_n(&f->peer[p]->ar_b, __ATOMIC_ACQUIRE);
-      cs[p] = p == r ? c : __atomic_load_n(&f->peer[p]->ar_dst, __ATOMIC_ACQUIRE);
-    }
+    td__f_operands(f, a, b, c, as, bs, cs);
     td_gemm_problem pr = {(int)op->d.m, (int)f->nb, (int)op->d.k, op->d.dtype, TD_GEMM_B_KN, NULL, NULL, NULL, NULL};
     gst = td__gemm_cuda_run_gather_cols(&pr, &f->cfg, as, n, f->rows[0], bs, cs, n, f->amaps, f->s);
     td__f_keep(&st, td__f_cu(cudaEventRecord(f->ev_gdone, f->s), "cudaEventRecord"));
   }
-  int64_t all[TD__MAXR];
-  TD_CHECK(td__f_gather_mid(op, f, gst != TD_OK ? (int64_t)gst : (int64_t)st, all));
-  if (r != 0)
-    td__f_keep(&st, td__f_cu(cudaStreamWaitEvent(f->s, f->peer[0]->ev_gdone, 0), "cudaStreamWaitEvent"));
-  td__f_keep(&st, td__f_setv(f->s, f->ctl + TD__CTL_FIN, e));
-  td_status fin = td__f_finish(op, f);
-  if (r != 0 && all[0] != TD_OK && st == TD_OK)
-    st = td__error((td_status)all[0], "fused: rank %d: rank 0's ag_gemm launch for every rank failed (its error "
-                   "says why), so this call wrote no output", r);
-  return gst != TD_OK ? gst : st != TD_OK ? st : fin;
+  return td__f_one_launch_end(op, f, gst, st, e);
 }
 
 td_status td__f_ag(td_tp_op *op, td__tp_fused *f, void *c, const void *a, const void *b, uint64_t e) {
@@ -335,11 +353,7 @@ static td_status td__f_kgather(td_tp_op *op, td__tp_fused *f, void *c, const voi
     const void *as[TD__MAXR], *bs[TD__MAXR];
     td_gemm_hooks out;
     memset(&out, 0, sizeof out);
-    for (int p = 0; p < n; p++) {
-      as[p] = p == r ? a : __atomic_load_n(&f->peer[p]->ar_src, __ATOMIC_ACQUIRE);
-      bs[p] = p == r ? b : __atomic_load_n(&f->peer[p]->ar_b, __ATOMIC_ACQUIRE);
-      out.dst[p] = p == r ? c : __atomic_load_n(&f->peer[p]->ar_dst, __ATOMIC_ACQUIRE);
-    }
+    td__f_operands(f, a, b, c, as, bs, out.dst);
     if (rs) { /* td_chunk_range's split: the first M % n ranks own one row more */
       out.rows_per_peer = f->rows[0] > 0 ? f->rows[0] : 1;
       out.push_long_peers = f->rows[0] > f->rows[n - 1] ? op->d.m % n : 0;
@@ -352,18 +366,7 @@ static td_status td__f_kgather(td_tp_op *op, td__tp_fused *f, void *c, const voi
                                     rs ? TD_GEMM_HOOK_PUSH : TD_GEMM_HOOK_BCAST, &out, f->s);
     td__f_keep(&st, td__f_cu(cudaEventRecord(f->ev_gdone, f->s), "cudaEventRecord"));
   }
-  /* the middle barrier carries rank 0's enqueue status: a launch that
-   * failed leaves every rank's C unwritten, so every rank says so */
-  int64_t all[TD__MAXR];
-  TD_CHECK(td__f_gather_mid(op, f, gst != TD_OK ? (int64_t)gst : (int64_t)st, all));
-  if (r != 0)
-    td__f_keep(&st, td__f_cu(cudaStreamWaitEvent(f->s, f->peer[0]->ev_gdone, 0), "cudaStreamWaitEvent"));
-  td__f_keep(&st, td__f_setv(f->s, f->ctl + TD__CTL_FIN, e));
-  td_status fin = td__f_finish(op, f);
-  if (r != 0 && all[0] != TD_OK && st == TD_OK)
-    st = td__error((td_status)all[0], "fused: rank %d: rank 0's %s launch for every rank failed (its error says "
-                   "why), so this call wrote no output", r, td_tp_kind_name(op->d.kind));
-  return gst != TD_OK ? gst : st != TD_OK ? st : fin;
+  return td__f_one_launch_end(op, f, gst, st, e);
 }
 
 td_status td__f_rs_ar(td_tp_op *op, td__tp_fused *f, void *c, const void *a, const void *b, uint64_t e) {
