@@ -73,6 +73,14 @@ lane_ar4() { # BCAST with half the tile staged (128x256 at 4 stages): its tile t
   bench kg_ar4 gemm_ar --variants none --models all --m 1024,4096,8192
   TD_GPU_TEST_FILTER='test_fused_kgather' TD_GPU_TEST_VERBOSE=1 run ops_gpu_kgather 160 "$BIN/ops_gpu_test"
 }
+lane_fin() { # the session's last state: the operator tests it changed, AUTO's M = 1024 tile picks, ag_gemm's 8b tile
+  TD_GPU_TEST_FILTER='test_fused_ag_one' TD_GPU_TEST_VERBOSE=1 run ops_gpu_ag_one 60 "$BIN/ops_gpu_test"
+  TD_GPU_TEST_FILTER='test_fused_kgather' TD_GPU_TEST_VERBOSE=1 run ops_gpu_kgather 150 "$BIN/ops_gpu_test"
+  bench fin_rs gemm_rs --variants none --models llama3.1-8b,qwen2-72b --m 1024
+  bench fin_ar gemm_ar --variants none --models llama3.1-8b,qwen2-72b --m 1024
+  bench fin_ag ag_gemm --variants none --models llama3.1-8b --m 1024
+  TD_OPS_FUSED_TILE=128x256 bench fin_ag256 ag_gemm --variants none --models llama3.1-8b --m 1024
+}
 lane_agtests() { # the GATHER | NSPLIT tile and the operator's one launch for every rank
   run gemm_args_test 60 "$BIN/gemm_args_test"
   run gemm_hooks_test 120 "$BIN/gemm_hooks_test"
@@ -143,7 +151,7 @@ for f in "$OUT"/*.log; do # the failures' tails
   n=$(basename "$f" .log)
   grep -q "rc=0 " <(grep -h "^$n " "$OUT"/summary.* 2>/dev/null) || { echo "--- $n:"; tail -n 12 "$f"; }
 done
-for b in kg_ar4 ag1_auto ag1_rank kg_rs1024 ag_auto ag_copy1024 ag_batched rs_auto rs_pull kg_rs kg_ar kg_rs256 kg_ar256 kg_ar_ef mg_ag_gemm mg_gemm_rs mg_gemm_ar; do
+for b in fin_rs fin_ar fin_ag fin_ag256 kg_ar4 ag1_auto ag1_rank kg_rs1024 ag_auto ag_copy1024 ag_batched rs_auto rs_pull kg_rs kg_ar kg_rs256 kg_ar256 kg_ar_ef mg_ag_gemm mg_gemm_rs mg_gemm_ar; do
   echo "== $b"; grep -E "^\| " "$OUT/$b.log" 2>/dev/null | grep -v -- "---" | cut -c1-150
 done
 grep -E "^\[  (PASSED|FAILED) |^\[  FAILED  \]|^\[       OK \]|^\[  SKIPPED \]|schedule \"" "$OUT"/*.log | head -60
