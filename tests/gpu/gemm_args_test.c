@@ -254,6 +254,35 @@ static void test_gather_nsplit(void **state) {
                    0);
 }
 
+/* Sizes whose tile counts overflow the kernels' int arithmetic (M + BM - 1, N + BN - 1, and with NSPLIT the tile
+ * units of every column source): refused before any CUDA call, not wrapped into a launch that runs no tile. */
+static void test_tile_count_overflow(void **state) {
+  (void)state;
+  td_gemm_problem p = good();
+  p.m = INT_MAX - 100; /* M + 127 wraps (A and C of K = N = 8 are 32 GiB each: fits an H200) */
+  p.n = 8;
+  p.k = 8;
+  expect(&p, &cfg90, 0, NULL, TD_ERR_SHAPE, "overflow the kernel's int tile counts");
+  p = good();
+  p.n = INT_MAX - 7; /* a multiple of 8; N + 255 wraps */
+  expect(&p, &cfg90, 0, NULL, TD_ERR_SHAPE, "overflow the kernel's int tile counts");
+  static _Alignas(64) char maps[12 * TD_GEMM_MAP_BYTES];
+  const void *src[1] = {buf}, *bs[8] = {buf, buf, buf, buf, buf, buf, buf, buf};
+  void *cs[8] = {buf, buf, buf, buf, buf, buf, buf, buf};
+  td_gemm_problem g = {INT_MAX - 100, 256, 64, TD_BF16, TD_GEMM_B_KN, NULL, NULL, NULL, NULL};
+  gc_expect(&g, &cfg90, src, 1, 1LL << 31, bs, cs, 2, maps, TD_ERR_SHAPE, "overflow the kernel's int tile counts");
+  /* every size an int, but tiles_m x tiles_n x col_srcs = 2^23 x 2^22 x 8 units */
+  g.m = 1 << 30;
+  g.n = 1 << 30;
+  gc_expect(&g, &cfg90, src, 1, 1LL << 30, bs, cs, 8, maps, TD_ERR_SHAPE, "tiles of every column source");
+  /* the largest M whose count fits passes these checks (then: no GPU here) */
+  g.m = INT_MAX - 127;
+  g.n = 256;
+  td_clear_error();
+  assert_int_not_equal(td__gemm_cuda_run_gather_cols(&g, &cfg90, src, 1, 1LL << 31, bs, cs, 8, maps, NULL),
+                       TD_ERR_SHAPE);
+}
+
 /* td__gemm_cuda_run_kgather's refusals (K from several sources): before any CUDA call. */
 static void kg_expect(const td_gemm_problem *p, const td_gemm_config *c, const void *const *as,
                       const void *const *bs, int sources, long long ks, void *maps, td_status want, const char *text) {
@@ -549,7 +578,7 @@ int main(void) {
       cmocka_unit_test(test_null_and_sizes),  cmocka_unit_test(test_dtype_layout_alignment),
       cmocka_unit_test(test_hooks),           cmocka_unit_test(test_unknown_config),
       cmocka_unit_test(test_config_listing),  cmocka_unit_test(test_gather), cmocka_unit_test(test_gather_nsplit),
-      cmocka_unit_test(test_kgather),         cmocka_unit_test(test_kgather_route),
+      cmocka_unit_test(test_kgather),         cmocka_unit_test(test_kgather_route),   cmocka_unit_test(test_tile_count_overflow),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

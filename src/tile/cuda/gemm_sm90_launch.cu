@@ -362,6 +362,20 @@ static td_status td__run(const td_gemm_problem *p, const td_gemm_config *cfg, un
                      td_dtype_name(p->dtype), b_kn ? "[K,N]" : "[N,K]", flags,
                      list[0] ? list : "none");
   }
+  {
+    /* The kernels count tiles in int: M + BM - 1 and N + BN - 1 (and, with
+     * NSPLIT, the tile units of every column source) must fit, or the counts
+     * wrap (UB; no tile runs, or tiles run at wrong places). Before any CUDA call. */
+    const long long tm = ((long long)p->m + e->bm - 1) / e->bm, tn = ((long long)p->n + e->bn - 1) / e->bn;
+    const long long cols = (flags & TD_GEMM_HOOK_NSPLIT) ? hooks->n_src : 1;
+    const int cl0 = e->cluster > 1 ? e->cluster : 1;
+    if ((long long)p->m + e->bm - 1 > INT32_MAX || (long long)p->n + e->bn - 1 > INT32_MAX ||
+        ((tm + cl0 - 1) / cl0) * tn * cols > INT32_MAX)
+      return td__error(TD_ERR_SHAPE, "gemm: M=%d N=%d%s with %dx%d tiles overflow the kernel's int tile counts "
+                       "(M + BM - 1, N + BN - 1 and the tiles%s must be at most %d); split the problem",
+                       p->m, p->n, cols > 1 ? " (per column source)" : "", e->bm, e->bn,
+                       cols > 1 ? " of every column source" : "", INT32_MAX);
+  }
   int major = 0, sms = td__sm_count(&major);
   if (sm_cap > 0 && sm_cap < sms)
     sms = sm_cap;
