@@ -723,7 +723,7 @@ static void test_kgather_bcast(void **state) {
     skip();
   td_gemm_config cfgs[16];
   int nc = td__gemm_cuda_configs_hooked(TD_BF16, TD_GEMM_B_KN, TD_GEMM_HOOK_KGATHER | TD_GEMM_HOOK_BCAST, cfgs, 16);
-  assert_true(nc >= 2); /* 128x256 s3 and 128x128 s6 */
+  assert_true(nc >= 2); /* 128x256 s4 (half staged) and 128x128 s6 */
   kg_inputs a = kg_make(3, 128, 301, 520), b = kg_make(8, 64, 257, 264), c = kg_make(2, 64, 1003, 264);
   for (int i = 0; i < nc && i < 16; i++) {
     kgather_bcast_case(&cfgs[i], &a, 1, 1, 0);
