@@ -103,6 +103,20 @@ int td__tp_fused_kgather(int multi, int64_t m, int64_t n, int64_t k, int ranks, 
  * (td__tp_fused_kgather), -1 another schedule asked for (for gemm_ar also
  * TD_OPS_FUSED_RS=pull or push under TD_OPS_FUSED_AR=auto). Pure. */
 int td__tp_fused_kgather_mode(int rs, const char *rs_mode, const char *ar_mode);
+/** Fused operators: relative throughput of a GEMM tile BN wide on the H200
+ * (1.0 for 256): multi = ranks on GPUs of their own; kgather_routed = the
+ * launch is kgather's (KGATHER with PUSH or BCAST), which measured its own
+ * 128x128 rate. Pure (tp_fused_check.c; measurements in its comment). */
+double td__tp_fused_tile_eff(int multi, int bn, int kgather_routed);
+/** Of cnt GEMM configurations (tile bm[i] x bn[i]; ok[i] == 0 or a size < 1
+ * skips one; ok may be NULL), the index of the one with the least work per
+ * SM for `launches` launches of m x n at once on a GPU of `sms`
+ * multiprocessors: the waves of all their tiles, each wave weighted by the
+ * tile's size over td__tp_fused_tile_eff. Ties go to the first. -1 when none
+ * is eligible or an argument is out of range (NULL arrays, sms or launches
+ * < 1, m or n < 0). Pure (tp_fused_check.c). */
+int td__tp_fused_least_work(int multi, int sms, const int *bm, const int *bn, const int *ok, int cnt, int64_t m,
+                            int64_t n, int launches, int kgather_routed);
 /** Fused gemm_ar above the one-shot size, auto: whether all-push (every row
  * block of the partial pushed to every peer) beats two-shot: 2 ranks on
  * different GPUs (multi) and m > 4096. Pure (tp_fused_check.c). */

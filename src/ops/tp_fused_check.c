@@ -249,3 +249,41 @@ int td__tp_fused_ar_all_push(int n, int multi, int64_t m) {
   return multi && n == 2 && m > 4096;
 }
 
+
+/* Relative throughput of one tile width on the H200 (docs/perf.md, "GEMM
+ * tiles"): wider tiles reuse A more. 128x192 with 8 ranks sharing the GPU
+ * ran ~15% below 128x256 per unit of work (the gather launches, qwen2-72b
+ * M = 1024 against llama3.1-70b M = 1024, 2026-11-29, docs/perf.md
+ * "zero-copy ag_gemm"), so it counts 0.85 there, not the 0.96 of a lone
+ * GEMM (kept for ranks on GPUs of their own, where it was not measured).
+ * kgather's launches (KGATHER routed by PUSH or BCAST) ran 128x128 s6 at
+ * ~0.78 of 128x256's rate: forced to 128x256 where the 0.90 had picked
+ * 128x128, gemm_rs at M = 1024 went from 1.110x to 1.038x of the GEMM alone
+ * (llama3.1-8b) and from 1.222x to 1.112x (qwen2-72b), gemm_ar (128x256 at 4
+ * stages, half the tile staged) from 1.249x to 1.211x and 1.289x to 1.230x
+ * (8 ranks on one H200, 2026-12-01, docs/perf.md "Seventh session"); the
+ * per-rank gather launches of ag_gemm did not gain (8b M = 1024: 1.129x on
+ * 128x256 against 1.112x on 128x128), so they keep the 0.90. */
+double td__tp_fused_tile_eff(int multi, int bn, int kgather_routed) {
+  const double e128 = kgather_routed ? 0.78 : 0.90;
+  return bn >= 256 ? 1.0 : bn >= 192 ? (multi ? 0.96 : 0.85) : bn >= 128 ? e128 : 0.75;
+}
+
+int td__tp_fused_least_work(int multi, int sms, const int *bm, const int *bn, const int *ok, int cnt, int64_t m,
+                            int64_t n, int launches, int kgather_routed) {
+  int best = -1;
+  double best_cost = -1;
+  if (!bm || !bn || sms < 1 || launches < 1 || m < 0 || n < 0)
+    return -1;
+  for (int i = 0; i < cnt; i++) {
+    if ((ok && !ok[i]) || bm[i] < 1 || bn[i] < 1)
+      continue;
+    /* in doubles: M + BM - 1 of an int M near INT32_MAX would wrap as an int */
+    const double tiles = (double)((m + bm[i] - 1) / bm[i]) * (double)((n + bn[i] - 1) / bn[i]);
+    const double waves = (double)(int64_t)((tiles * launches + sms - 1) / sms);
+    const double cost = waves * bm[i] * bn[i] / td__tp_fused_tile_eff(multi, bn[i], kgather_routed);
+    if (best_cost < 0 || cost < best_cost)
+      best_cost = cost, best = i;
+  }
+  return best;
+}

@@ -141,6 +141,43 @@ static void test_kgather(void **state) {
   assert_true(td__tp_fused_kgather(0, 77, 136, 64, 1, H200_SMS, 1)); /* one rank */
 }
 
+/* The tile rule on the shapes it was measured on (8 ranks on one H200, docs/perf.md "Seventh session"):
+ * kgather's launches (one for every rank) take 128x256 at M = 1024 where 128x128's fuller waves had won,
+ * ag_gemm's per-rank gather launches keep 128x128 there; and its edges. */
+static void test_tile_rule(void **state) {
+  (void)state;
+  const int bm[2] = {128, 128}, bn[2] = {256, 128};
+  /* llama3.1-8b M = 1024: 448 tiles of 128x256 (4 waves) against 896 of 128x128 (7 waves) */
+  assert_int_equal(td__tp_fused_least_work(0, H200_SMS, bm, bn, NULL, 2, 1024, 14336, 1, 1), 0);
+  assert_int_equal(td__tp_fused_least_work(0, H200_SMS, bm, bn, NULL, 2, 1024, 14336, 1, 0), 1);
+  /* qwen2-72b M = 1024: 928 tiles (8 waves, 4 tiles in the last) against 1848 (exactly 14) */
+  assert_int_equal(td__tp_fused_least_work(0, H200_SMS, bm, bn, NULL, 2, 1024, 29568, 1, 1), 0);
+  assert_int_equal(td__tp_fused_least_work(0, H200_SMS, bm, bn, NULL, 2, 1024, 29568, 1, 0), 1);
+  /* ag_gemm 8b M = 1024: 8 launches of 1024 x 1792 at once, per-rank gather: 128x128 (measured 1.112x vs 1.129x) */
+  assert_int_equal(td__tp_fused_least_work(0, H200_SMS, bm, bn, NULL, 2, 1024, 1792, 8, 0), 1);
+  /* llama3.1-70b M = 1024 and every M >= 4096 case: 128x256 either way */
+  assert_int_equal(td__tp_fused_least_work(0, H200_SMS, bm, bn, NULL, 2, 1024, 28672, 1, 0), 0);
+  assert_int_equal(td__tp_fused_least_work(0, H200_SMS, bm, bn, NULL, 2, 8192, 14336, 1, 0), 0);
+  /* ties go to the first listed; ok[] skips; none eligible or bad arguments: -1 */
+  const int bm2[2] = {128, 128}, bn2[2] = {256, 256}, skip0[2] = {0, 1}, none[2] = {0, 0};
+  assert_int_equal(td__tp_fused_least_work(0, H200_SMS, bm2, bn2, NULL, 2, 4096, 4096, 1, 0), 0);
+  assert_int_equal(td__tp_fused_least_work(0, H200_SMS, bm2, bn2, skip0, 2, 4096, 4096, 1, 0), 1);
+  assert_int_equal(td__tp_fused_least_work(0, H200_SMS, bm2, bn2, none, 2, 4096, 4096, 1, 0), -1);
+  assert_int_equal(td__tp_fused_least_work(0, 0, bm, bn, NULL, 2, 1024, 1024, 1, 0), -1);
+  assert_int_equal(td__tp_fused_least_work(0, H200_SMS, NULL, bn, NULL, 2, 1024, 1024, 1, 0), -1);
+  assert_int_equal(td__tp_fused_least_work(0, H200_SMS, bm, bn, NULL, 2, 1024, 1024, 0, 0), -1);
+  assert_int_equal(td__tp_fused_least_work(0, H200_SMS, bm, bn, NULL, 2, -1, 1024, 1, 0), -1);
+  const int zero[2] = {0, 128};
+  assert_int_equal(td__tp_fused_least_work(0, H200_SMS, zero, bn, NULL, 2, 1024, 1024, 1, 0), 1); /* BM 0: skipped */
+  /* an int M near INT32_MAX: no wrap, still a pick */
+  assert_true(td__tp_fused_least_work(0, H200_SMS, bm, bn, NULL, 2, INT32_MAX, 14336, 8, 0) >= 0);
+  /* the rates themselves */
+  assert_true(td__tp_fused_tile_eff(0, 256, 0) == 1.0 && td__tp_fused_tile_eff(1, 256, 1) == 1.0);
+  assert_true(td__tp_fused_tile_eff(0, 128, 1) < td__tp_fused_tile_eff(0, 128, 0));
+  assert_true(td__tp_fused_tile_eff(0, 192, 0) < td__tp_fused_tile_eff(1, 192, 0)); /* shared GPU: 0.85 */
+  assert_true(td__tp_fused_tile_eff(0, 64, 0) < td__tp_fused_tile_eff(0, 128, 1));
+}
+
 /* what TD_OPS_FUSED_RS / TD_OPS_FUSED_AR say of kgather: 1 forced, 0 AUTO's rule, -1 another schedule */
 static void test_kgather_mode(void **state) {
   (void)state;
@@ -172,6 +209,7 @@ int main(void) {
       cmocka_unit_test(test_ag_gather),
       cmocka_unit_test(test_kgather),
       cmocka_unit_test(test_kgather_mode),
+      cmocka_unit_test(test_tile_rule),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -186,44 +186,23 @@ static void td__f_free(td__tp_fused *f) {
   free(f);
 }
 
-/* Relative throughput of one tile shape on the H200 (docs/perf.md, "GEMM
- * tiles"): wider tiles reuse A more. Clusters of 2 (B shared by multicast)
- * gained nothing measurable with 8 ranks sharing the GPU and lose half a
- * cluster on launches of one tile row (ag_gemm's own rows at M = 1024), so
- * they only win a tie they are listed first in. 128x192 with 8 ranks sharing
- * the GPU ran ~15% below 128x256 per unit of work (the gather launches,
- * qwen2-72b M = 1024 against llama3.1-70b M = 1024, 2026-11-29, docs/perf.md
- * "zero-copy ag_gemm"), so it counts 0.85 there, not the 0.96 of a lone GEMM
- * (kept for ranks on GPUs of their own, where it was not measured).
- * kgather's launches (KGATHER routed by PUSH or BCAST) ran 128x128 s6 at
- * ~0.78 of 128x256's rate: forced to 128x256 where this rule had picked
- * 128x128, gemm_rs at M = 1024 went from 1.110x to 1.038x of the GEMM alone
- * (llama3.1-8b) and from 1.222x to 1.112x (qwen2-72b), gemm_ar (128x256 at 4
- * stages, half the tile staged) from 1.249x to 1.211x and 1.289x to 1.230x
- * (8 ranks on one H200, 2026-12-01, docs/perf.md "Seventh session"). */
-static double td__f_tile_eff(const td__tp_fused *f, const td_gemm_config *c, unsigned hooks) {
-  const double e128 = (hooks & TD_GEMM_HOOK_KGATHER) && (hooks & (TD_GEMM_HOOK_PUSH | TD_GEMM_HOOK_BCAST)) ? 0.78 : 0.90;
-  return c->bn >= 256 ? 1.0 : c->bn >= 192 ? (f->multi ? 0.96 : 0.85) : c->bn >= 128 ? e128 : 0.75;
-}
-
 /* Of cnt configurations (compiled with `hooks`), the one with the least work
  * per SM for `launches` launches of M x N running at once on the GPU (every
- * rank's: ranks share it): the waves of their tiles together, each weighted
- * by its tile's size over its efficiency. */
+ * rank's: ranks share it): td__tp_fused_least_work (tp_fused_check.c, the
+ * measured tile rates). Clusters of 2 (B shared by multicast) gained nothing
+ * measurable with 8 ranks sharing the GPU and lose half a cluster on launches
+ * of one tile row (ag_gemm's own rows at M = 1024), so they only win a tie
+ * they are listed first in. cnt >= 1; none eligible (split-K only) gives 0. */
 static int td__f_least_work(const td__tp_fused *f, const td_gemm_config *all, int cnt, int m, int n,
                             int launches, unsigned hooks) {
-  int best = 0;
-  double best_cost = -1;
-  for (int i = 0; i < cnt; i++) {
-    if (all[i].split_k != 1)
-      continue;
-    double tiles = (double)((m + all[i].bm - 1) / all[i].bm) * (double)((n + all[i].bn - 1) / all[i].bn);
-    double waves = (double)(int64_t)((tiles * launches + f->sms - 1) / f->sms);
-    double cost = waves * all[i].bm * all[i].bn / td__f_tile_eff(f, &all[i], hooks);
-    if (best_cost < 0 || cost < best_cost)
-      best_cost = cost, best = i;
-  }
-  return best;
+  int bm[64], bn[64], ok[64];
+  if (cnt > 64)
+    cnt = 64;
+  for (int i = 0; i < cnt; i++)
+    bm[i] = all[i].bm, bn[i] = all[i].bn, ok[i] = all[i].split_k == 1;
+  const int routed = (hooks & TD_GEMM_HOOK_KGATHER) && (hooks & (TD_GEMM_HOOK_PUSH | TD_GEMM_HOOK_BCAST));
+  const int best = td__tp_fused_least_work(f->multi, f->sms, bm, bn, ok, cnt, m, n, launches, routed);
+  return best < 0 ? 0 : best;
 }
 
 /* The GEMM configuration of an M x N x K problem that `ranks` ranks run at
