@@ -14,6 +14,10 @@
 #include "tile/cuda/gemm.h"
 
 static char buf[64]; /* stands in for device pointers: never dereferenced on these paths */
+
+/* Distinct outputs for the routes that refuse overlapping ones: 64 TiB apart (room for the largest C these
+ * tests describe), never dereferenced either. */
+static void *fake_out(int i) { return (void *)(uintptr_t)(((uint64_t)i + 1) << 46); }
 static const td_gemm_config cfg90 = {TD_GEMM_SM90, 128, 256, 64, 4, 1, 8, 1};
 
 static td_gemm_problem good(void) {
@@ -206,7 +210,9 @@ static void test_gather_nsplit(void **state) {
   (void)state;
   static _Alignas(64) char maps[12 * TD_GEMM_MAP_BYTES];
   const void *src[4] = {buf, buf, buf, buf}, *bs[9] = {buf, buf, buf, buf, buf, buf, buf, buf, buf};
-  void *cs[9] = {buf, buf, buf, buf, buf, buf, buf, buf, buf};
+  void *cs[9];
+  for (int i = 0; i < 9; i++)
+    cs[i] = fake_out(i);
   /* B and C in the problem are ignored (NULL allowed): the column sources hold them */
   td_gemm_problem p = {512, 256, 64, TD_BF16, TD_GEMM_B_KN, NULL, NULL, NULL, NULL};
   td_gemm_config c = cfg90;
@@ -225,7 +231,19 @@ static void test_gather_nsplit(void **state) {
   bs[5] = buf;
   cs[2] = NULL;
   gc_expect(&p, &c, src, 4, 128, bs, cs, 8, maps, TD_ERR_INVALID_ARG, "column source 2 of 8 has a NULL C");
-  cs[2] = buf;
+  cs[2] = fake_out(2);
+  /* two column sources' C overlapping (the same buffer, or one starting inside another's M x N) */
+  cs[5] = cs[3];
+  gc_expect(&p, &c, src, 4, 128, bs, cs, 8, maps, TD_ERR_INVALID_ARG, "c_dst[3] and c_dst[5] overlap");
+  cs[5] = (char *)cs[1] + (size_t)512 * 256 * 2 - 2; /* the last element of C_1 */
+  gc_expect(&p, &c, src, 4, 128, bs, cs, 8, maps, TD_ERR_INVALID_ARG, "c_dst[1] and c_dst[5] overlap");
+  p.n = 64;
+  cs[5] = (char *)cs[1] + (size_t)512 * 64 * 2; /* just past C_1 of 512 x 64: no overlap, so the next check speaks */
+  c.bn = 64;
+  gc_expect(&p, &c, src, 4, 128, bs, cs, 8, maps, TD_ERR_UNSUPPORTED, "hooks=0x90; compiled:");
+  c = cfg90;
+  p.n = 256;
+  cs[5] = fake_out(5);
   p.b_layout = TD_GEMM_B_NK;
   gc_expect(&p, &c, src, 4, 128, bs, cs, 2, maps, TD_ERR_INVALID_ARG, "NSPLIT reads B as [K,N]");
   p.b_layout = TD_GEMM_B_KN;
@@ -268,13 +286,15 @@ static void test_tile_count_overflow(void **state) {
   expect(&p, &cfg90, 0, NULL, TD_ERR_SHAPE, "overflow the kernel's int tile counts");
   static _Alignas(64) char maps[12 * TD_GEMM_MAP_BYTES];
   const void *src[1] = {buf}, *bs[8] = {buf, buf, buf, buf, buf, buf, buf, buf};
-  void *cs[8] = {buf, buf, buf, buf, buf, buf, buf, buf};
+  void *cs[8];
+  for (int i = 0; i < 8; i++)
+    cs[i] = fake_out(i);
   td_gemm_problem g = {INT_MAX - 100, 256, 64, TD_BF16, TD_GEMM_B_KN, NULL, NULL, NULL, NULL};
   gc_expect(&g, &cfg90, src, 1, 1LL << 31, bs, cs, 2, maps, TD_ERR_SHAPE, "overflow the kernel's int tile counts");
-  /* every size an int, but tiles_m x tiles_n x col_srcs = 2^23 x 2^22 x 8 units */
-  g.m = 1 << 30;
-  g.n = 1 << 30;
-  gc_expect(&g, &cfg90, src, 1, 1LL << 30, bs, cs, 8, maps, TD_ERR_SHAPE, "tiles of every column source");
+  /* every size an int, but tiles_m x tiles_n x col_srcs = 2^15 x 2^14 x 8 units (each C 32 TiB, apart) */
+  g.m = 1 << 22;
+  g.n = 1 << 22;
+  gc_expect(&g, &cfg90, src, 1, 1LL << 22, bs, cs, 8, maps, TD_ERR_SHAPE, "tiles of every column source");
   /* the largest M whose count fits passes these checks (then: no GPU here) */
   g.m = INT_MAX - 127;
   g.n = 256;
@@ -358,7 +378,7 @@ static td_gemm_hooks routes(long long rows_per_peer, long long long_peers, int b
   td_gemm_hooks h;
   memset(&h, 0, sizeof h);
   for (int i = 0; i < TD_GEMM_MAX_PEERS; i++)
-    h.dst[i] = buf;
+    h.dst[i] = fake_out(i);
   h.rows_per_peer = rows_per_peer;
   h.push_long_peers = long_peers;
   h.bcast_peers = bcast_peers;
@@ -394,6 +414,11 @@ static void test_kgather_route(void **state) {
   h = routes(0, 0, 8);
   h.dst[7] = NULL; /* the last of eight */
   kr_expect(&p, &cfg90, TD_GEMM_HOOK_BCAST, &h, TD_ERR_INVALID_ARG, "BCAST needs dst[7] (bcast_peers=8)");
+  h = routes(0, 0, 4); /* every destination its own buffer */
+  h.dst[3] = h.dst[1];
+  kr_expect(&p, &cfg90, TD_GEMM_HOOK_BCAST, &h, TD_ERR_INVALID_ARG, "BCAST destinations dst[1] and dst[3] overlap");
+  h.dst[3] = (char *)h.dst[1] - (size_t)256 * 256 * 2 + 2; /* ends one element into dst[1] */
+  kr_expect(&p, &cfg90, TD_GEMM_HOOK_BCAST, &h, TD_ERR_INVALID_ARG, "BCAST destinations dst[1] and dst[3] overlap");
   h = routes(64, 0, 3); /* the store hint: 0 or 1 */
   h.bcast_hint = 2;
   kr_expect(&p, &cfg90, TD_GEMM_HOOK_BCAST, &h, TD_ERR_INVALID_ARG,

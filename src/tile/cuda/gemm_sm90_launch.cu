@@ -176,6 +176,20 @@ static int td__sm_count(int *major) {
   return sms;
 }
 
+/* Whether two of `count` outputs of `bytes` each overlap (a tile's stores to
+ * one would race with another's): sets *a < *b to the first such pair. */
+static int td__outputs_overlap(void *const *dst, int count, size_t bytes, int *a, int *b) {
+  for (int i = 0; i < count; i++)
+    for (int j = i + 1; j < count; j++) {
+      const uintptr_t x = (uintptr_t)dst[i], y = (uintptr_t)dst[j];
+      if (bytes > 0 && (x < y ? y - x < bytes : x - y < bytes)) {
+        *a = i, *b = j;
+        return 1;
+      }
+    }
+  return 0;
+}
+
 static td_status td__check(const td_gemm_problem *p, const td_gemm_config *cfg, unsigned flags,
                            const td_gemm_hooks *hooks) {
   if (!p || !cfg)
@@ -281,6 +295,10 @@ static td_status td__check(const td_gemm_problem *p, const td_gemm_config *cfg, 
     for (int i = 0; i < hooks->bcast_peers; i++)
       if (!hooks->dst[i])
         return td__error(TD_ERR_INVALID_ARG, "gemm: BCAST needs dst[%d] (bcast_peers=%d)", i, hooks->bcast_peers);
+    int a = 0, b = 0;
+    if (td__outputs_overlap((void *const *)hooks->dst, hooks->bcast_peers, (size_t)p->m * (size_t)p->n * 2, &a, &b))
+      return td__error(TD_ERR_INVALID_ARG, "gemm: BCAST destinations dst[%d] and dst[%d] overlap (each holds M x N = "
+                       "%d x %d elements); give every destination its own buffer", a, b, p->m, p->n);
   }
   if (cfg->split_k > 1 && flags)
     return td__error(TD_ERR_UNSUPPORTED, "gemm: split_k=%d cannot be combined with hooks",
@@ -586,6 +604,10 @@ extern "C" td_status td__gemm_cuda_run_gather_cols(const td_gemm_problem *p, con
     if (!b_src[j] || !c_dst[j])
       return td__error(TD_ERR_INVALID_ARG, "gemm: NSPLIT column source %d of %d has a NULL %s", j, col_srcs,
                        !b_src[j] ? "B" : "C");
+  int a = 0, b = 0;
+  if (td__outputs_overlap(c_dst, col_srcs, (size_t)(p->m > 0 ? p->m : 0) * (size_t)(p->n > 0 ? p->n : 0) * 2, &a, &b))
+    return td__error(TD_ERR_INVALID_ARG, "gemm: NSPLIT outputs c_dst[%d] and c_dst[%d] overlap (each holds M x N = "
+                     "%d x %d elements); give every column source its own C", a, b, p->m, p->n);
   td_gemm_hooks h;
   memset(&h, 0, sizeof h);
   h.a_maps = map_buf;
