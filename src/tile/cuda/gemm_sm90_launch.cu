@@ -412,7 +412,7 @@ static td_status td__run(const td_gemm_problem *p, const td_gemm_config *cfg, un
   /* Persistent grid: one block (sm_90a) or as many as fit (sm_80) per
    * multiprocessor, never more blocks than tile units. */
   const int cl = e->cluster;
-  long long tiles_m = (p->m + e->bm - 1) / e->bm, tiles_n = (p->n + e->bn - 1) / e->bn;
+  long long tiles_m = ((long long)p->m + e->bm - 1) / e->bm, tiles_n = ((long long)p->n + e->bn - 1) / e->bn;
   if (flags & TD_GEMM_HOOK_NSPLIT) /* every column source's tiles */
     tiles_n *= h.n_src;
   long long units = ((tiles_m + cl - 1) / cl) * tiles_n; /* clusters' worth of tiles */
@@ -732,7 +732,7 @@ extern "C" int td__gemm_cuda_grid(const td_gemm_problem *p, const td_gemm_config
   if (!e || td__prepare(e, &prep) != cudaSuccess)
     return -1;
   int major = 0, sms = td__sm_count(&major);
-  long long tiles_m = (p->m + e->bm - 1) / e->bm, tiles_n = (p->n + e->bn - 1) / e->bn;
+  long long tiles_m = ((long long)p->m + e->bm - 1) / e->bm, tiles_n = ((long long)p->n + e->bn - 1) / e->bn;
   long long units = ((tiles_m + e->cluster - 1) / e->cluster) * tiles_n;
   return td__grid_size(&prep, sms, e->cluster, units);
 }
