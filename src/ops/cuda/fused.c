@@ -299,11 +299,10 @@ static int td__f_hooked_configs(const td_tp_op *op, unsigned hooks, td_gemm_conf
  * (GATHER | NSPLIT, f->ag_one) where a kernel is compiled for it and every
  * rank's B and C fit its table, else each rank's. The one launch ran
  * 0.6-5.4% slower than the n launches at once in all 13 shapes where both
- * ran our tile (8 ranks on one H200, 2026-12-01, docs/perf.md "ag_gemm, one
- * launch for every rank"):
- * the ranks' launches already share A through L2 (they run the same tile
- * rows at the same time) and overlap each other's prologue and tail, so
- * AUTO keeps them. */
+ * ran our tile (8 ranks on one H200, 2026-12-01, docs/perf.md "Seventh
+ * session on the H200", runs 3 and 4): the ranks' launches already share A
+ * through L2 (they run the same tile rows at the same time) and overlap
+ * each other's prologue and tail, so AUTO keeps them. */
 static int td__f_gather_config(const td_tp_op *op, td__tp_fused *f, int forced, int per_rank) {
   if (!td__gemm_cuda_run_gather)
     return 0;
@@ -359,7 +358,9 @@ static td_status td__f_ag_mode(const td_tp_op *op, td__tp_fused *f) {
   if (v != 0 && v != 1 && v != 3 && v != 8)
     return td__error(TD_ERR_INVALID_ARG, "fused: TD_OPS_FUSED_AG_GEMMS=%" PRId64 ": use 0 (by shape), 1, 3 or 8",
                      v);
-  f->ag_direct = mode && (!strcmp(mode, "direct") || !strcmp(mode, "batched") || !strncmp(mode, "gather", 6)) ? 1
+  f->ag_direct = mode && (!strcmp(mode, "direct") || !strcmp(mode, "batched") || !strcmp(mode, "gather") ||
+                          !strcmp(mode, "gather-one"))
+                     ? 1
                 : mode && !strcmp(mode, "copy")                                 ? 0
                                                 : !f->multi && v == 0 && op->d.m / f->n >= 512;
   if (v == 0)
