@@ -99,6 +99,19 @@ lane_kgtests() { # the tile's routed KGATHER and the operators' kgather cases
   run gemm_hooks_test 120 "$BIN/gemm_hooks_test"
   TD_GPU_TEST_FILTER='test_fused_kgather' TD_GPU_TEST_VERBOSE=1 run ops_gpu_kgather 200 "$BIN/ops_gpu_test"
 }
+lane_split() { # kgather's split tail: its tile tests, then gemm_rs and gemm_ar (AUTO: split) against TD_OPS_FUSED_TAIL=none
+  run gemm_args_test 60 "$BIN/gemm_args_test"
+  run gemm_hooks_test 120 "$BIN/gemm_hooks_test"
+  grep -q "FAILED" "$OUT/gemm_hooks_test.log" && return 0 # a broken split: no benches
+  bench sp_rs gemm_rs --variants none --models all --m 1024,4096,8192
+  TD_OPS_FUSED_TAIL=none bench sp_rs_none gemm_rs --variants none --models all --m 1024,4096,8192
+  bench sp_ar gemm_ar --variants none --models all --m 1024,4096,8192
+}
+lane_split2() { # the rest: gemm_ar without the split, then the operators' kgather and direct tests
+  TD_OPS_FUSED_TAIL=none bench sp_ar_none gemm_ar --variants none --models all --m 1024,4096,8192
+  TD_GPU_TEST_FILTER='test_fused_kgather' TD_GPU_TEST_VERBOSE=1 run ops_gpu_kgather 220 "$BIN/ops_gpu_test"
+  TD_GPU_TEST_FILTER='test_fused_direct' TD_GPU_TEST_VERBOSE=1 run ops_gpu_direct 200 "$BIN/ops_gpu_test"
+}
 lane_tests() {
   run gemm_args_test 60 "$BIN/gemm_args_test"
   run gemm_hooks_test 120 "$BIN/gemm_hooks_test"
@@ -151,7 +164,7 @@ for f in "$OUT"/*.log; do # the failures' tails
   n=$(basename "$f" .log)
   grep -q "rc=0 " <(grep -h "^$n " "$OUT"/summary.* 2>/dev/null) || { echo "--- $n:"; tail -n 12 "$f"; }
 done
-for b in fin_rs fin_ar fin_ag fin_ag256 kg_ar4 ag1_auto ag1_rank kg_rs1024 ag_auto ag_copy1024 ag_batched rs_auto rs_pull kg_rs kg_ar kg_rs256 kg_ar256 kg_ar_ef mg_ag_gemm mg_gemm_rs mg_gemm_ar; do
+for b in sp_rs sp_rs_none sp_ar sp_ar_none fin_rs fin_ar fin_ag fin_ag256 kg_ar4 ag1_auto ag1_rank kg_rs1024 ag_auto ag_copy1024 ag_batched rs_auto rs_pull kg_rs kg_ar kg_rs256 kg_ar256 kg_ar_ef mg_ag_gemm mg_gemm_rs mg_gemm_ar; do
   echo "== $b"; grep -E "^\| " "$OUT/$b.log" 2>/dev/null | grep -v -- "---" | cut -c1-150
 done
 grep -E "^\[  (PASSED|FAILED) |^\[  FAILED  \]|^\[       OK \]|^\[  SKIPPED \]|schedule \"" "$OUT"/*.log | head -60

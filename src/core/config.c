@@ -117,8 +117,12 @@ static const td__cfg_var td__vars[] = {
      NULL},
     {"TD_OPS_FUSED_BCAST_HINT", TD__CFG_STR, "none", 0, 0, "none,evict_first",
      "fused gemm_ar kgather: the L2 policy of the TMA stores that put every row into each rank's output: none, or "
-     "evict_first (the copies leave L2 before the operands the next tiles read); a measurement knob, not yet "
-     "measured on a GPU, so none stays the default", NULL},
+     "evict_first (the copies leave L2 before the operands the next tiles read); a measurement knob: evict_first "
+     "measured no faster on the H200 (docs/perf.md), so none stays the default", NULL},
+    {"TD_OPS_FUSED_TAIL", TD__CFG_STR, "split", 0, 0, "split,none",
+     "fused gemm_rs / gemm_ar kgather: split (the launch's last, partial wave of tiles runs each tile as up to 8 "
+     "K-slices on the idle SMs, the last slice to finish adding the others' fp32 partials) or none (every tile "
+     "whole, as before); a measurement knob", NULL},
     {"TD_OPS_FUSED_RS", TD__CFG_STR, "auto", 0, 0, "auto,pull,push,kgather",
      "fused gemm_rs / gemm_ar: pull (each rank reduces its rows from the peers' whole partials), push (row blocks "
      "pushed to their owner as each is computed) or, for gemm_rs of ranks sharing one GPU, kgather (one launch of "

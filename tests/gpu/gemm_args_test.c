@@ -385,6 +385,57 @@ static td_gemm_hooks routes(long long rows_per_peer, long long long_peers, int b
   return h;
 }
 
+/* The split tail's plan (td__gemm_split_plan, gemm.h): the last, partial wave
+ * of tiles split along K onto the idle blocks, within the caps and the
+ * workspace; nothing where the waves are full or K is short. The shapes are
+ * the fused operators' on the H200 (132 SMs, 128x256 tiles). */
+static void test_split_plan(void **state) {
+  (void)state;
+  const long long tile = 128 * 256 * 4, ws = TD_GEMM_SPLIT_CNT_BYTES + 132 * tile;
+  int t = -1, s = -1;
+  /* llama3.1-8b gemm_rs M = 1024: 448 tiles = 3 waves + 52: two slices each (104 blocks) */
+  td__gemm_split_plan(448, 132, 64, ws, tile, &t, &s);
+  assert_int_equal(t, 52), assert_int_equal(s, 2);
+  /* qwen2-72b M = 1024: 928 tiles = 7 waves + 4: capped at TD_GEMM_SPLIT_MAX slices */
+  td__gemm_split_plan(928, 132, 128, ws, tile, &t, &s);
+  assert_int_equal(t, 4), assert_int_equal(s, TD_GEMM_SPLIT_MAX);
+  /* ... and by K: 16 k-blocks leave 2 slices of TD_GEMM_SPLIT_MIN_KB */
+  td__gemm_split_plan(928, 132, 16, ws, tile, &t, &s);
+  assert_int_equal(t, 4), assert_int_equal(s, 2);
+  /* fewer tiles than blocks: all of them split */
+  td__gemm_split_plan(9, 132, 64, ws, tile, &t, &s);
+  assert_int_equal(t, 9), assert_int_equal(s, 8);
+  /* the workspace holds 5 partial tiles: 4 tiles of 1 slice would not pay, so none;
+   * 2 tiles of 2 slices fit */
+  td__gemm_split_plan(928, 132, 128, TD_GEMM_SPLIT_CNT_BYTES + 5 * tile, tile, &t, &s);
+  assert_int_equal(t, 0), assert_int_equal(s, 1);
+  td__gemm_split_plan(266, 132, 128, TD_GEMM_SPLIT_CNT_BYTES + 5 * tile, tile, &t, &s);
+  assert_int_equal(t, 2), assert_int_equal(s, 2);
+  /* nothing to split: full waves (264 = 2 x 132), a last wave of more than half the blocks
+   * (200 = 132 + 68), K below two slices, no workspace, bad arguments */
+  const long long none[][4] = {{264, 132, 64, ws}, {200, 132, 64, ws}, {448, 132, 15, ws}, {448, 132, 64, 0},
+                               {448, 132, 64, TD_GEMM_SPLIT_CNT_BYTES + tile}, {0, 132, 64, ws},
+                               {448, 0, 64, ws}, {448, 132, 0, ws}, {-5, 132, 64, ws}};
+  for (size_t i = 0; i < sizeof none / sizeof none[0]; i++) {
+    t = -1, s = -1;
+    td__gemm_split_plan(none[i][0], (int)none[i][1], (int)none[i][2], none[i][3], tile, &t, &s);
+    assert_int_equal(t, 0), assert_int_equal(s, 1);
+  }
+  td__gemm_split_plan(448, 132, 64, ws, 0, &t, &s); /* a tile of no bytes */
+  assert_int_equal(t, 0), assert_int_equal(s, 1);
+  /* more split tiles than the counters hold (TD_GEMM_SPLIT_CNT_BYTES / 4): none */
+  td__gemm_split_plan(2500, 3000, 64, LLONG_MAX, tile, &t, &s);
+  assert_int_equal(t, 0), assert_int_equal(s, 1);
+  /* every plan keeps the split units within one wave and the workspace */
+  for (long long units = 1; units <= 1000; units += 7)
+    for (int nk = 1; nk <= 130; nk += 13) {
+      td__gemm_split_plan(units, 132, nk, ws, tile, &t, &s);
+      assert_true(t == 0 ? s == 1 : (s >= 2 && s <= TD_GEMM_SPLIT_MAX && (long long)t * s <= 132 &&
+                                     nk / s >= TD_GEMM_SPLIT_MIN_KB && t == units % 132 &&
+                                     TD_GEMM_SPLIT_CNT_BYTES + (long long)t * s * tile <= ws));
+    }
+}
+
 static void test_kgather_route(void **state) {
   (void)state;
   /* C NULL: a routed launch ignores C, so this problem is refused only for its route */
@@ -400,6 +451,18 @@ static void test_kgather_route(void **state) {
             "KGATHER route 0x4 needs its destinations (out is NULL)");
   kr_expect(&p, &cfg90, TD_GEMM_HOOK_BCAST, NULL, TD_ERR_INVALID_ARG,
             "KGATHER route 0x40 needs its destinations (out is NULL)");
+
+  /* the split-tail workspace: 16-byte aligned, of >= 0 bytes, with any route */
+  const unsigned rts[3] = {0, TD_GEMM_HOOK_PUSH, TD_GEMM_HOOK_BCAST};
+  for (int i = 0; i < 3; i++) {
+    h = routes(32, 0, 8);
+    h.split_ws = (char *)fake_out(7) + 8;
+    h.split_ws_bytes = 1 << 20;
+    kr_expect(&p, &cfg90, rts[i], &h, TD_ERR_INVALID_ARG, "KGATHER split_ws 0x");
+    h.split_ws = fake_out(7);
+    h.split_ws_bytes = -1;
+    kr_expect(&p, &cfg90, rts[i], &h, TD_ERR_INVALID_ARG, "bytes; a 16-byte aligned workspace of >= 0 bytes");
+  }
 
   /* BCAST: 1..8 destinations, each of them set */
   h = routes(0, 0, 0);
@@ -603,7 +666,7 @@ int main(void) {
       cmocka_unit_test(test_null_and_sizes),  cmocka_unit_test(test_dtype_layout_alignment),
       cmocka_unit_test(test_hooks),           cmocka_unit_test(test_unknown_config),
       cmocka_unit_test(test_config_listing),  cmocka_unit_test(test_gather), cmocka_unit_test(test_gather_nsplit),
-      cmocka_unit_test(test_kgather),         cmocka_unit_test(test_kgather_route),   cmocka_unit_test(test_tile_count_overflow),
+      cmocka_unit_test(test_kgather),         cmocka_unit_test(test_kgather_route),   cmocka_unit_test(test_split_plan),   cmocka_unit_test(test_tile_count_overflow),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -416,14 +416,19 @@ typedef struct kg_inputs {
   void *maps; /* the map table: 2 * sources maps and 8 of BCAST (reused launch after launch on one stream) */
 } kg_inputs;
 
-static kg_inputs kg_make(int sources, long long k_src, int m, int n) {
+/* kg_make without the f64 product (ref NULL), for shapes whose reference is
+ * the unsplit launch (test_kgather_split). */
+static kg_inputs kg_make_ex(int sources, long long k_src, int m, int n, int with_ref);
+static kg_inputs kg_make(int sources, long long k_src, int m, int n) { return kg_make_ex(sources, k_src, m, n, 1); }
+
+static kg_inputs kg_make_ex(int sources, long long k_src, int m, int n, int with_ref) {
   kg_inputs in;
   memset(&in, 0, sizeof in);
   assert_true(sources >= 1 && sources <= 8);
   in.m = m, in.n = n, in.sources = sources, in.k_src = k_src, in.k = (int)(sources * k_src);
   const int k = in.k;
   uint16_t *a = gt_random(TD_BF16, (size_t)m * k), *b = gt_random(TD_BF16, (size_t)k * n);
-  in.ref = gt_reference(TD_BF16, a, b, m, n, k, TD_GEMM_B_KN);
+  in.ref = with_ref ? gt_reference(TD_BF16, a, b, m, n, k, TD_GEMM_B_KN) : NULL;
   uint16_t *part = malloc((size_t)m * (size_t)k_src * 2 + 2);
   for (int s = 0; s < sources; s++) {
     for (int i = 0; i < m; i++)
@@ -519,10 +524,15 @@ static void kg_expect_poisoned(const char *what, const void *dev, size_t elems) 
   free(host);
 }
 
+/* The split-tail workspace the routed launches get (NULL: none; set by test_kgather_split). */
+static void *kg_ws;
+static long long kg_ws_bytes;
+
 /* The routing description handed to td__gemm_cuda_run_kgather, its other
- * fields filled with junk: only dst, rows_per_peer, push_long_peers and
- * bcast_peers are read, so a launch that copied the rest (an unknown scope,
- * signals, another map table or k_src) would be refused or compute garbage. */
+ * fields filled with junk: only dst, rows_per_peer, push_long_peers,
+ * bcast_peers, bcast_hint and the split workspace are read, so a launch that
+ * copied the rest (an unknown scope, signals, another map table or k_src, a
+ * split plan of the caller's) would be refused or compute garbage. */
 static td_gemm_hooks kg_route_junk(void) {
   td_gemm_hooks h;
   memset(&h, 0x5a, sizeof h);
@@ -530,6 +540,7 @@ static td_gemm_hooks kg_route_junk(void) {
     h.dst[i] = NULL;
   h.scope = 0xffffffffu;
   h.k_src = 7;
+  h.split_ws = kg_ws, h.split_ws_bytes = kg_ws_bytes; /* split_tail, split_k stay junk: the launcher plans */
   return h;
 }
 
@@ -738,6 +749,109 @@ static void test_kgather_bcast(void **state) {
   kg_free(&c);
 }
 
+/* A route-0 KGATHER launch of `in` (the split workspace kg_ws when set),
+ * its C copied back to the host (caller frees). */
+static uint16_t *kg_plain_result(const td_gemm_config *cfg, const kg_inputs *in) {
+  td_gemm_hooks out = kg_route_junk();
+  void *dc = kg_run_routed(cfg, in, 0, &out, 1);
+  uint16_t *host = malloc((size_t)in->m * in->n * 2);
+  assert_int_equal(cudaMemcpy(host, dc, (size_t)in->m * in->n * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+  cudaFree(dc);
+  return host;
+}
+
+/* The split tail's plan for `in` under cfg on this GPU (one block per SM). */
+static void kg_plan(const td_gemm_config *cfg, const kg_inputs *in, int sms, int *tail, int *split) {
+  const long long units = (long long)((in->m + cfg->bm - 1) / cfg->bm) * ((in->n + cfg->bn - 1) / cfg->bn);
+  td__gemm_split_plan(units, sms, (in->k + 63) / 64, kg_ws_bytes, (long long)cfg->bm * cfg->bn * 4, tail, split);
+}
+
+/* KGATHER's split tail (gemm.h): the last wave's tiles run as K-slices whose
+ * fp32 partials the last slice to finish adds up. Every KGATHER tile and
+ * route: (a) M = 301, N = 520, K = 4 x 1024, fewer tiles than SMs, so every
+ * tile is split (8 slices on the H200), against the f64 product, C and every
+ * destination checked element by element, 3 launches in a row on the same
+ * workspace (each must leave its counters at 0 for the next); (b) full waves
+ * and then a short last one (2176 x 2048, K = 2 x 512: 136 or 272 tiles on
+ * 132 SMs), against the same launch with no workspace (its own check is
+ * test_kgather), alternating with (a) on the same workspace; (c) a
+ * workspace too small for any split: the plan says none and the launch is
+ * the unsplit one. */
+static void test_kgather_split(void **state) {
+  (void)state;
+  if (skip_arch(TD_GEMM_SM90))
+    skip();
+  int sms = 0;
+  assert_int_equal(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), cudaSuccess);
+  kg_ws_bytes = TD_GEMM_SPLIT_CNT_BYTES + (long long)sms * 128 * 256 * 4;
+  assert_int_equal(cudaMalloc(&kg_ws, (size_t)kg_ws_bytes), cudaSuccess);
+  assert_int_equal(cudaMemset(kg_ws, 0, TD_GEMM_SPLIT_CNT_BYTES), cudaSuccess);
+  kg_inputs a = kg_make(4, 1024, 301, 520), b = kg_make_ex(2, 512, 17 * 128, 2048, 0);
+  const unsigned routes[3] = {0, TD_GEMM_HOOK_PUSH, TD_GEMM_HOOK_BCAST};
+  for (int r = 0; r < 3; r++) {
+    td_gemm_config cfgs[16];
+    const int nc = td__gemm_cuda_configs_hooked(TD_BF16, TD_GEMM_B_KN, TD_GEMM_HOOK_KGATHER | routes[r], cfgs, 16);
+    assert_true(nc >= 2);
+    for (int i = 0; i < nc && i < 16; i++) {
+      int tail = 0, split = 0;
+      kg_plan(&cfgs[i], &a, sms, &tail, &split);
+      assert_true(tail > 0 && split >= 2); /* 9 or 15 tiles, K of 64 k-blocks: split */
+      for (int rep = 0; rep < 3; rep++) {
+        if (routes[r] == 0) {
+          uint16_t *c = kg_plain_result(&cfgs[i], &a);
+          char what[160];
+          snprintf(what, sizeof what, "kgather split %dx%d s%d: M=%d N=%d K=%d, %d tiles in %d slices, launch %d",
+                   cfgs[i].bm, cfgs[i].bn, cfgs[i].stages, a.m, a.n, a.k, tail, split, rep);
+          kg_check_rows(what, c, a.ref, a.m, a.n, a.k);
+          free(c);
+        } else if (routes[r] == TD_GEMM_HOOK_PUSH) {
+          kgather_push_case(&cfgs[i], &a, rep == 1 ? 3 : 8, 0, rep == 0);
+        } else {
+          kgather_bcast_case(&cfgs[i], &a, rep == 1 ? 3 : 8, rep == 0, 0);
+        }
+      }
+      if (routes[r] != 0)
+        continue;
+      /* (b): against the unsplit launch, then (a) again on the same workspace */
+      kg_plan(&cfgs[i], &b, sms, &tail, &split);
+      void *ws = kg_ws;
+      kg_ws = NULL;
+      uint16_t *whole = kg_plain_result(&cfgs[i], &b);
+      kg_ws = ws;
+      double *ref = malloc((size_t)b.m * b.n * sizeof(double));
+      for (size_t e = 0; e < (size_t)b.m * b.n; e++)
+        ref[e] = td_bf16_to_f32(whole[e]);
+      for (int rep = 0; rep < 2; rep++) {
+        uint16_t *c = kg_plain_result(&cfgs[i], &b);
+        char what[160];
+        snprintf(what, sizeof what, "kgather split %dx%d s%d: M=%d N=%d K=%d, last %d tiles in %d slices, launch %d "
+                 "(against the unsplit launch)", cfgs[i].bm, cfgs[i].bn, cfgs[i].stages, b.m, b.n, b.k, tail, split,
+                 rep);
+        kg_check_rows(what, c, ref, b.m, b.n, b.k);
+        free(c);
+        c = kg_plain_result(&cfgs[i], &a);
+        kg_check_rows("kgather split: (a) after (b) on the same workspace", c, a.ref, a.m, a.n, a.k);
+        free(c);
+      }
+      free(ref), free(whole);
+      /* (c): no room for two partial tiles: no split, the same product */
+      const long long full = kg_ws_bytes;
+      kg_ws_bytes = TD_GEMM_SPLIT_CNT_BYTES + (long long)cfgs[i].bm * cfgs[i].bn * 4;
+      kg_plan(&cfgs[i], &a, sms, &tail, &split);
+      assert_int_equal(tail, 0);
+      assert_int_equal(split, 1);
+      uint16_t *c = kg_plain_result(&cfgs[i], &a);
+      kg_check_rows("kgather split: a workspace too small to split", c, a.ref, a.m, a.n, a.k);
+      free(c);
+      kg_ws_bytes = full;
+    }
+  }
+  kg_free(&a);
+  kg_free(&b);
+  cudaFree(kg_ws);
+  kg_ws = NULL, kg_ws_bytes = 0;
+}
+
 static td_gemm_arch sm90 = TD_GEMM_SM90, sm80 = TD_GEMM_SM80;
 
 /* GATHER | NSPLIT: C_j = A * B_j for col_srcs column sources in one launch,
@@ -832,6 +946,7 @@ int main(void) {
       cmocka_unit_test(test_kgather),
       cmocka_unit_test(test_kgather_push),
       cmocka_unit_test(test_kgather_bcast),
+      cmocka_unit_test(test_kgather_split),
       cmocka_unit_test(test_gather_nsplit),
       cmocka_unit_test_prestate(test_wait_raise, &sm80),
       cmocka_unit_test_prestate(test_timeout, &sm80),

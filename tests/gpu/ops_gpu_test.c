@@ -249,6 +249,7 @@ static void test_fused_direct(void **state) {
     fused_case(TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 259, 128, 64, 0, 100, 0, 8);
     fused_case(TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 256, 128, 64, 0, 100, 0, 8);
   }
+  unsetenv("TD_OPS_FUSED_AG"); /* the loop's last mode would force every case below */
   /* gather: one launch of our tile reading every rank's A in place, where
    * the parts are equal multiples of 128 rows in bf16: each rank's own
    * (AUTO's choice there, and TD_OPS_FUSED_AG=gather); rank 0's one launch
@@ -385,6 +386,23 @@ static void test_fused_kgather(void **state) {
   fused_sched("!kgather", TD_TP_GEMM_AR, TD_TP_FUSED, TD_BF16, 1031, 520, 256, 2, 4);
   unsetenv("TD_OPS_FUSED_TILE");
   unsetenv("TD_OPS_FUSED_AR");
+  /* the split tail (gemm.h): with K of >= 16 k-blocks the launch's last wave (here every tile: fewer tiles than
+   * SMs) runs as K-slices, the last slice to finish adding the others' partials; 100 calls on one workspace (its
+   * counters back at 0 after each); TD_OPS_FUSED_TAIL=none keeps every tile whole */
+  setenv("TD_OPS_FUSED_RS", "kgather", 1);
+  setenv("TD_OPS_FUSED_AR", "kgather", 1);
+  fused_sched_rows("in 2 K-slices", TD_TP_GEMM_RS, TD_TP_FUSED, TD_BF16, 1024, 520, 1024, 100, 16, 8);
+  fused_sched("gemm_rs kgather, one launch for every rank, last", TD_TP_GEMM_RS, TD_TP_FUSED, TD_BF16, 1001, 264,
+              4096, 3, 4);
+  fused_sched_rows("in 2 K-slices", TD_TP_GEMM_AR, TD_TP_FUSED, TD_BF16, 1031, 520, 1024, 100, 16, 8);
+  fused_sched("gemm_ar kgather, one launch for every rank, last", TD_TP_GEMM_AR, TD_TP_FUSED, TD_BF16, 77, 136,
+              2048, 3, 2);
+  setenv("TD_OPS_FUSED_TAIL", "none", 1);
+  fused_sched("!K-slices", TD_TP_GEMM_RS, TD_TP_FUSED, TD_BF16, 1024, 520, 1024, 2, 8);
+  fused_sched("!K-slices", TD_TP_GEMM_AR, TD_TP_FUSED, TD_BF16, 1031, 520, 1024, 2, 8);
+  unsetenv("TD_OPS_FUSED_TAIL");
+  unsetenv("TD_OPS_FUSED_AR");
+  unsetenv("TD_OPS_FUSED_RS");
   /* AUTO: kgather where the output has at least as many 128x256 tiles as the GPU has SMs (the H200's 132:
    * 16 x 9 = 144 here, 16 x 8 = 128 below), unless a reduction schedule is asked for */
   /* (16 rows of each C checked: these shapes' full f64 reference took the test past its limit on the H200) */

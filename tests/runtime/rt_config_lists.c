@@ -151,27 +151,41 @@ static void test_fused_kgather_values(void **state) {
   }
 }
 
-/* TD_OPS_FUSED_BCAST_HINT: none (the default) or evict_first, exactly */
-static void test_fused_bcast_hint_values(void **state) {
-  (void)state;
+/* A string variable of two values, exactly: its default, the other one, and
+ * near misses refused with the variable, the value and the allowed list. */
+static void expect_two_values(const char *name, const char *dflt, const char *other, const char *allowed,
+                              const char *const *bad, size_t nbad) {
   const char *s = NULL;
-  unsetenv("TD_OPS_FUSED_BCAST_HINT");
-  assert_int_equal(td_config_str("TD_OPS_FUSED_BCAST_HINT", &s), TD_OK);
-  assert_string_equal(s, "none");
-  setenv("TD_OPS_FUSED_BCAST_HINT", "evict_first", 1);
-  assert_int_equal(td_config_str("TD_OPS_FUSED_BCAST_HINT", &s), TD_OK);
-  assert_string_equal(s, "evict_first");
-  const char *bad[] = {"evict-first", "EVICT_FIRST", "evict_first ", "first", "1"};
-  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+  unsetenv(name);
+  assert_int_equal(td_config_str(name, &s), TD_OK);
+  assert_string_equal(s, dflt);
+  setenv(name, other, 1);
+  assert_int_equal(td_config_str(name, &s), TD_OK);
+  assert_string_equal(s, other);
+  for (size_t i = 0; i < nbad; i++) {
     char want[160];
-    setenv("TD_OPS_FUSED_BCAST_HINT", bad[i], 1);
-    assert_int_equal(td_config_str("TD_OPS_FUSED_BCAST_HINT", &s), TD_ERR_INVALID_ARG);
-    snprintf(want, sizeof want, "TD_OPS_FUSED_BCAST_HINT='%s' is not allowed; allowed: none,evict_first", bad[i]);
+    setenv(name, bad[i], 1);
+    assert_int_equal(td_config_str(name, &s), TD_ERR_INVALID_ARG);
+    snprintf(want, sizeof want, "%s='%s' is not allowed; allowed: %s", name, bad[i], allowed);
     if (!strstr(td_last_error(), want))
       fprintf(stderr, "got '%s', want '%s'\n", td_last_error(), want);
     assert_non_null(strstr(td_last_error(), want));
   }
-  unsetenv("TD_OPS_FUSED_BCAST_HINT");
+  unsetenv(name);
+}
+
+/* TD_OPS_FUSED_BCAST_HINT: none (the default) or evict_first, exactly */
+static void test_fused_bcast_hint_values(void **state) {
+  (void)state;
+  const char *bad[] = {"evict-first", "EVICT_FIRST", "evict_first ", "first", "1"};
+  expect_two_values("TD_OPS_FUSED_BCAST_HINT", "none", "evict_first", "none,evict_first", bad, 5);
+}
+
+/* TD_OPS_FUSED_TAIL: split (the default) or none, exactly */
+static void test_fused_tail_values(void **state) {
+  (void)state;
+  const char *bad[] = {"off", "Split", "split ", "0", "stream-k"};
+  expect_two_values("TD_OPS_FUSED_TAIL", "split", "none", "split,none", bad, 5);
 }
 
 /* TD_OPS_FUSED_AG: gather (each rank's launch) and gather-one (one launch for every rank) exactly */
@@ -206,6 +220,7 @@ int main(void) {
       cmocka_unit_test(test_byte_suffix_once),
       cmocka_unit_test(test_fused_kgather_values),
       cmocka_unit_test(test_fused_bcast_hint_values),
+      cmocka_unit_test(test_fused_tail_values),
       cmocka_unit_test(test_fused_ag_values),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

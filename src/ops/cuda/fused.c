@@ -73,6 +73,14 @@
 #pragma weak td__gemm_cuda_run_kgather
 #pragma weak td__gemm_cuda_configs_hooked
 #pragma weak td__gemm_config_name
+#pragma weak td__gemm_split_plan
+
+/* kgather's split-tail workspace: the counters and at most one partial tile
+ * per SM of the largest KGATHER tile (128x256 fp32), since a split never
+ * needs more slices than there are blocks (gemm.h, td__gemm_split_plan). */
+static long long td__f_split_ws_bytes(const td__tp_fused *f) {
+  return TD_GEMM_SPLIT_CNT_BYTES + (long long)f->sms * 128 * 256 * 4;
+}
 
 /* The two records swapped at creation: where each rank is (its status and
  * its probe), then what it allocated. */
@@ -164,7 +172,7 @@ static void td__f_free(td__tp_fused *f) {
   }
   cudaSetDevice(f->dev);
   cudaFree(f->buf), cudaFree(f->red), cudaFree(f->recv), cudaFree(f->ptrs), cudaFree(f->amaps), cudaFree(f->kmaps);
-  cudaFree(f->ctl);
+  cudaFree(f->ctl), cudaFree(f->split_ws);
   if (f->ce_done)
     cudaEventDestroy(f->ce_done);
   for (int p = 0; p < TD__MAXR; p++)
@@ -535,6 +543,15 @@ static td_status td__f_alloc(td_tp_op *op, td__tp_fused *f) {
       TD_CHECK(td_config_str("TD_OPS_FUSED_BCAST_HINT", &hint));
       f->bcast_hint = hint && !strcmp(hint, "evict_first");
       TD_CHECK(td__f_cu(cudaMalloc(&f->kmaps, 3 * (size_t)f->n * TD_GEMM_MAP_BYTES), "cudaMalloc (tensor maps)"));
+      const char *tail = NULL;
+      TD_CHECK(td_config_str("TD_OPS_FUSED_TAIL", &tail));
+      f->tail_split = !(tail && !strcmp(tail, "none"));
+      if (f->r == 0 && f->tail_split) {
+        /* rank 0's launch splits its last wave's tiles along K (gemm.h, "Split tail") */
+        f->split_ws_bytes = td__f_split_ws_bytes(f);
+        TD_CHECK(td__f_cu(cudaMalloc(&f->split_ws, (size_t)f->split_ws_bytes), "cudaMalloc (split-tail workspace)"));
+        TD_CHECK(td__f_cu(cudaMemsetAsync(f->split_ws, 0, TD_GEMM_SPLIT_CNT_BYTES, f->s), "cudaMemsetAsync"));
+      }
       TD_CHECK(td__f_cu(cudaMalloc((void **)&f->ctl, TD__CTL_WORDS * 8), "cudaMalloc (progress words)"));
       TD_CHECK(td__f_cu(cudaMemsetAsync(f->ctl, 0, TD__CTL_WORDS * 8, f->s), "cudaMemsetAsync"));
       return td__f_cu(cudaStreamSynchronize(f->s), "cudaStreamSynchronize");
@@ -838,8 +855,18 @@ void td__tp_fused_describe(const td_tp_op *op, char *buf, size_t cap) {
   case TD_TP_ALL_REDUCE:
     snprintf(buf, cap, "all_reduce %s", f->one_shot ? "one-shot" : "two-shot");
     break;
-  default:
-    snprintf(buf, cap, "%s %s, %s", td_tp_kind_name(op->d.kind),
+  default: {
+    /* kgather's split tail as rank 0's launch will plan it (one block per SM) */
+    char tail[64] = "";
+    if (f->kgather && f->tail_split && td__gemm_split_plan) {
+      const long long units = ((op->d.m + f->cfg.bm - 1) / f->cfg.bm) * ((op->d.n + f->cfg.bn - 1) / f->cfg.bn);
+      int t = 0, s = 1;
+      td__gemm_split_plan(units, f->sms, (int)((op->d.k + 63) / 64), td__f_split_ws_bytes(f),
+                          (long long)f->cfg.bm * f->cfg.bn * 4, &t, &s);
+      if (t > 0)
+        snprintf(tail, sizeof tail, ", last %d tile%s in %d K-slices", t, t > 1 ? "s" : "", s);
+    }
+    snprintf(buf, cap, "%s %s%s, %s", td_tp_kind_name(op->d.kind),
              f->kgather && f->bcast_hint                ? "kgather, one launch for every rank, stores L2 evict-first"
              : f->kgather                               ? "kgather, one launch for every rank"
              : op->d.kind == TD_TP_GEMM_AR && f->one_shot ? "one-shot"
@@ -847,7 +874,9 @@ void td__tp_fused_describe(const td_tp_op *op, char *buf, size_t cap) {
              : op->d.kind == TD_TP_GEMM_AR              ? (f->rs_push ? "two-shot push" : "two-shot pull")
              : f->rs_push                               ? "push"
                                                         : "pull",
-             eng);
+             tail, eng);
+    break;
+  }
   }
 }
 

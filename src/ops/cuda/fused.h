@@ -40,6 +40,9 @@ struct td__tp_fused {
                    * each row at its owner's C (rs) or at every rank's (ar) */
   void *kmaps;    /* kgather: device table of 3n tensor maps (A, B, C of each rank; rank 0's is used) */
   int bcast_hint; /* gemm_ar kgather: TD_OPS_FUSED_BCAST_HINT (1 = evict_first), read at creation */
+  int tail_split;  /* kgather: TD_OPS_FUSED_TAIL=split (every rank); rank 0's launch gets split_ws */
+  void *split_ws; /* kgather, rank 0: the tile's split-tail workspace (counters zeroed once) */
+  long long split_ws_bytes;
   int ar_all_push; /* gemm_ar: every row block pushed to every peer as computed; each rank reduces all rows */
   int ar_blocks;   /* gemm_ar all-push: row blocks of the partial GEMM (<= TD__MAXR) */
   int pdev[TD__MAXR]; /* every rank's device */

@@ -86,6 +86,24 @@
  *                       once per tile row, not once per rank's launch
  *                       (td__gemm_cuda_run_gather_cols builds the maps).
  *
+ * Split tail (KGATHER launches, any route): a persistent launch of T tiles
+ * on G blocks runs floor(T / G) full waves and a last one of T % G tiles,
+ * which leaves most multiprocessors idle for a whole tile's time (qwen2-72b,
+ * M = 1024: 928 tiles of 128x256 on 132 SMs, a last wave of 4). Given a
+ * workspace (split_ws, split_ws_bytes), the launcher splits each of those
+ * last split_tail tiles along K into split_k slices run by split_k blocks at
+ * once (td__gemm_split_plan decides). Each slice stores its fp32 partial
+ * tile in the workspace and takes a ticket from the tile's counter; the
+ * slice that draws the last ticket adds the others' partials to its own and
+ * runs the tile's epilogue and routing as usual, then sets the counter back
+ * to 0. No slice ever waits for another, so no order of the blocks can hang
+ * (the "stream-K" fix-up of Osama et al., PPoPP 2023, with a ticket instead
+ * of a wait; CUTLASS's stream-K waits). The workspace: TD_GEMM_SPLIT_CNT_BYTES
+ * of counters (zero before the first launch; each launch leaves them zero),
+ * then split_tail * split_k partial tiles of BM * BN fp32; one launch at a
+ * time may use it (stream order). A launch that failed mid-way may leave
+ * counters set: zero the workspace again before reusing it.
+ *
  * PUSH's row split: with push_long_peers = 0 every peer owns rows_per_peer
  * rows (the last may own fewer); with push_long_peers = L > 0 the first L
  * peers own rows_per_peer rows and the others rows_per_peer - 1, which is
@@ -138,6 +156,13 @@ typedef unsigned long long td__gemm_u64;
 #define TD_GEMM_SCOPE_RAISE_GPU 2u
 #define TD_GEMM_SCOPE_ALL 3u
 
+/* Split tail: the counters' bytes at the start of split_ws (one 32-bit
+ * counter per split tile, so at most TD_GEMM_SPLIT_CNT_BYTES / 4 tiles), the
+ * most slices per tile, and the fewest 64-deep k-blocks per slice. */
+#define TD_GEMM_SPLIT_CNT_BYTES 4096
+#define TD_GEMM_SPLIT_MAX 8
+#define TD_GEMM_SPLIT_MIN_KB 8
+
 /* Most destination peers a PUSH tile can address (one node of 8 GPUs). */
 #define TD_GEMM_MAX_PEERS 8
 
@@ -182,6 +207,9 @@ typedef struct td_gemm_hooks {
   int bcast_hint;                    /* BCAST: 0 = plain TMA stores; 1 = with an L2 evict-first policy, so the
                                       * n copies of the output leave L2 before the operands the next tiles read */
   int n_src;                         /* NSPLIT: column sources, 1..TD_GEMM_MAX_PEERS (B maps in b_maps, C in dst) */
+  void *split_ws;                    /* KGATHER: split-tail workspace (see below); NULL = no split */
+  long long split_ws_bytes;          /* KGATHER: its bytes; the launcher splits only what fits */
+  int split_tail, split_k;           /* KGATHER: set by the launcher (td__gemm_split_plan), not the caller */
 } td_gemm_hooks;
 
 #if !defined(__CUDACC_RTC__)
@@ -305,9 +333,13 @@ td_status td__gemm_cuda_run_gather_cols(const td_gemm_problem *problem, const td
  * TD_GEMM_HOOK_PUSH (row r to its owner's buffer out->dst[peer], split by
  * out->rows_per_peer and out->push_long_peers; problem->c ignored) or
  * TD_GEMM_HOOK_BCAST (every row to each of out->dst[0..out->bcast_peers),
- * out->bcast_hint 0 or 1 as in td_gemm_hooks); only those fields of `out`
- * are read. Asynchronous. Errors: those of
+ * out->bcast_hint 0 or 1 as in td_gemm_hooks). With any route, a non-NULL
+ * out->split_ws of out->split_ws_bytes lets the launch split its last
+ * wave's tiles along K (the split tail above; 16-byte aligned, its counters
+ * zero before the first use; NULL: no split). Only those fields of `out` are
+ * read. Asynchronous. Errors: those of
  * td__gemm_cuda_run; TD_ERR_INVALID_ARG (NULL tables, entries or map_buf,
+ * a misaligned split_ws or negative split_ws_bytes,
  * sources outside 1..TD_GEMM_MAX_SOURCES, K != sources * k_src, a misaligned
  * map_buf, B not [K,N], route not one of the three, `out` NULL with a route,
  * a NULL dst the rows need, rows_per_peer outside 1..2^31 - 1, a split that
@@ -320,6 +352,18 @@ td_status td__gemm_cuda_run_kgather(const td_gemm_problem *problem, const td_gem
                                     const void *const *a_src, const void *const *b_src, int sources,
                                     long long k_src, void *map_buf, unsigned route, const td_gemm_hooks *out,
                                     void *stream);
+
+/** The split tail of a KGATHER launch (see "Split tail" above): `units`
+ * tiles (>= 1) on a persistent grid of `slots` blocks (>= 1), `nk` k-blocks
+ * of 64 per tile, a workspace of `ws_bytes` and partial tiles of
+ * `tile_bytes` (BM * BN * 4). Sets *tail (tiles split, the last ones) and
+ * *split (slices per tile, 2..TD_GEMM_SPLIT_MAX, each of at least
+ * TD_GEMM_SPLIT_MIN_KB k-blocks), or *tail = 0 and *split = 1 when nothing
+ * is split: the last wave is full, its tiles are too many to split onto the
+ * idle blocks (split * tail <= slots), K is too short, or the workspace too
+ * small. Pure; thread-safe. */
+void td__gemm_split_plan(long long units, int slots, int nk, long long ws_bytes, long long tile_bytes, int *tail,
+                         int *split);
 
 /** The sm_90a configurations compiled with exactly the hook flags `hooks`
  * for (dtype, b_layout), as td__gemm_cuda_configs lists the hook-free ones:

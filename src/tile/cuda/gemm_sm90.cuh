@@ -183,6 +183,74 @@ __device__ __forceinline__ void td__tma_load_2d_multicast(td__gemm_u32 dst, cons
       : "memory");
 }
 
+/* KGATHER's split tail (gemm.h, "Split tail"): every consumer thread of the
+ * CTA calls this after the last wgmma of its slice `part` of split tile
+ * `tile` (workspace slot `slot`). It stores the thread's accumulators as
+ * fp32 partials (L2 only: the reader is another SM), then one thread takes
+ * the tile's ticket (the stores released by the block barrier, a gpu fence
+ * and the relaxed add); the slice that draws the last one sets the counter
+ * back to 0, adds every other slice's partial into acc (acquired by the
+ * fence and the reducing barrier after its add) and returns true: it runs
+ * the tile's epilogue. The others return false and skip it. No thread
+ * waits on another CTA, so the blocks may run in any order. Named barrier 4
+ * over the consumer threads (1 is the raise's, 2.. BCAST's). Layout of a
+ * slot: float4 q of slice x of consumer thread ct at (x * BN/8 + q) * T + ct,
+ * so each warp's 16-byte stores and loads are contiguous. */
+template <int BN, int NC, int MI>
+__device__ __forceinline__ bool td__gemm_split_fixup(float (*acc)[BN / 2], const td_gemm_hooks &h, int slot,
+                                                     int part, int nsplit, int tile, int ct) {
+  constexpr int Q = BN / 8, T = 128 * NC;
+  constexpr long long SLOT = (long long)MI * Q * T; /* float4s per partial tile */
+  float *ws = (float *)((char *)h.split_ws + TD_GEMM_SPLIT_CNT_BYTES);
+#pragma unroll
+  for (int x = 0; x < MI; x++) {
+#pragma unroll
+    for (int q = 0; q < Q; q++) {
+      float *at = ws + ((long long)slot * SLOT + (long long)(x * Q + q) * T + ct) * 4;
+      asm volatile("st.global.cg.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(at), "f"(acc[x][4 * q]),
+                   "f"(acc[x][4 * q + 1]), "f"(acc[x][4 * q + 2]), "f"(acc[x][4 * q + 3])
+                   : "memory");
+    }
+  }
+  asm volatile("bar.sync 4, %0;" ::"n"(T) : "memory");
+  td__gemm_u32 last = 0;
+  if (ct == 0) {
+    td__gemm_u32 *cnt = (td__gemm_u32 *)h.split_ws + tile, old;
+    asm volatile("fence.acq_rel.gpu;" ::: "memory");
+    asm volatile("atom.relaxed.gpu.global.add.u32 %0, [%1], 1;" : "=r"(old) : "l"(cnt) : "memory");
+    last = old == (td__gemm_u32)nsplit - 1;
+    if (last) { /* every slice has arrived: nobody else touches the counter in this launch */
+      asm volatile("st.relaxed.gpu.global.u32 [%0], 0;" ::"l"(cnt) : "memory");
+      asm volatile("fence.acq_rel.gpu;" ::: "memory");
+    }
+  }
+  asm volatile("{\n.reg .pred p, q;\nsetp.ne.u32 q, %1, 0;\nbar.red.or.pred p, 4, %2, q;\n"
+               "selp.u32 %0, 1, 0, p;\n}"
+               : "=r"(last)
+               : "r"(last), "n"(T)
+               : "memory");
+  if (!last)
+    return false;
+  for (int o = 0; o < nsplit; o++) {
+    if (o == part)
+      continue;
+#pragma unroll
+    for (int x = 0; x < MI; x++) {
+#pragma unroll
+      for (int q = 0; q < Q; q++) {
+        const float *at = ws + ((long long)(slot - part + o) * SLOT + (long long)(x * Q + q) * T + ct) * 4;
+        float v0, v1, v2, v3;
+        asm volatile("ld.global.cg.v4.f32 {%0, %1, %2, %3}, [%4];"
+                     : "=f"(v0), "=f"(v1), "=f"(v2), "=f"(v3)
+                     : "l"(at)
+                     : "memory");
+        acc[x][4 * q] += v0, acc[x][4 * q + 1] += v1, acc[x][4 * q + 2] += v2, acc[x][4 * q + 3] += v3;
+      }
+    }
+  }
+  return true;
+}
+
 /* Phases stamped by the measurement variant XV & 8 (see below), in the
  * order of one tile's life. */
 enum {
@@ -294,6 +362,11 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
   const int tiles_m = (m + BM - 1) / BM, tpn = (n + BN - 1) / BN, tiles_n = NSPLIT ? tpn * hooks.n_src : tpn;
   const int rows_c = (tiles_m + CLUSTER - 1) / CLUSTER; /* tile rows of clusters */
   const int units = rows_c * tiles_n;
+  /* KGATHER's split tail (gemm.h): tiles [dp_units, units) run as nsplit K-slices each, work units
+   * dp_units.. in tile order, so that a tile's slices go to consecutive blocks (the same wave) */
+  const int nsplit = KGATHER && hooks.split_k > 1 ? hooks.split_k : 1;
+  const int dp_units = nsplit > 1 ? units - hooks.split_tail : units;
+  const int work = dp_units + (units - dp_units) * nsplit;
   const int first_unit = blockIdx.x / CLUSTER, unit_step = gridDim.x / CLUSTER;
   const int group_c = GROUP_M / CLUSTER > 0 ? GROUP_M / CLUSTER : 1;
   const td__gemm_u32 crank = CLUSTER > 1 ? td__cluster_rank() : 0;
@@ -328,6 +401,20 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
   const td__gemm_u32 ready = empty + 8 * STAGES, ready_free = ready + 16;
   const td__gemm_u32 done = ready_free + 16, done_free = done + 16;
   const int nk = (k + S::BK - 1) / S::BK;
+  /* work unit w: tile u, its k-blocks [kb0, kb1) and slice part (-1: the whole K) */
+  auto unit_of = [&](int w, int &u, int &kb0, int &kb1, int &part) {
+    if constexpr (KGATHER) {
+      if (w >= dp_units) {
+        const int p = w - dp_units, t = p / nsplit;
+        part = p - t * nsplit;
+        u = dp_units + t;
+        kb0 = (int)((long long)part * nk / nsplit);
+        kb1 = (int)((long long)(part + 1) * nk / nsplit);
+        return;
+      }
+    }
+    u = w, kb0 = 0, kb1 = nk, part = -1;
+  };
   /* XV & 128: the warpgroup index through a shuffle (warp-uniform to ptxas,
    * so the consumers' descriptors stay in uniform registers); measured
    * before it is adopted, since it changes the kernel without hooks too. */
@@ -398,7 +485,9 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
       int stage = 0;
       td__gemm_u32 phase = 0;
       int i = 0;
-      for (int u = first_unit; u < units; u += unit_step, i++) {
+      for (int w = first_unit; w < work; w += unit_step, i++) {
+        int u, kb0, kb1, part;
+        unit_of(w, u, kb0, kb1, part);
         int tc, tn;
         td__gemm_tile_coords(u, rows_c, tiles_n, group_c, &tc, &tn);
         const int tm = tc * CLUSTER + (int)crank;
@@ -467,7 +556,7 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
           if (leader)
             td__mbar_expect_tx(full + 8 * st, S::STAGE_BYTES);
         };
-        int kb = 0;
+        int kb = kb0; /* 0 unless a KGATHER slice, which never WAITs */
         if constexpr (WAIT) {
           /* B (the weights) never waits: while the tile's A rows are not known
            * to be ready, claim stages and start only their B loads, so a signal
@@ -533,7 +622,7 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
             }
           }
         }
-        for (; kb < nk; kb++) {
+        for (; kb < kb1; kb++) {
           claim(stage, phase);
           load_a(stage, kb);
           load_b(stage, kb);
@@ -609,16 +698,18 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
     const bool vec = (n % 2) == 0;
     int i = 0;
 
-    for (int u = first_unit; u < units; u += unit_step, i++) {
+    for (int w = first_unit; w < work; w += unit_step, i++) {
+      int u, kb0, kb1, part;
+      unit_of(w, u, kb0, kb1, part);
       int tc, tn;
       td__gemm_tile_coords(u, rows_c, tiles_n, group_c, &tc, &tn);
       const int tm = tc * CLUSTER + (int)crank;
-      const bool raise_here = INLINE_RAISE && u + unit_step >= units; /* the CTA's last tile */
+      const bool raise_here = INLINE_RAISE && w + unit_step >= work; /* the CTA's last tile */
       /* NSPLIT: the tile's column source, its C and the tile's column there */
       const int js = NSPLIT ? tn / tpn : 0, tl = tn - js * tpn;
       td__gemm_u16 *const cc = NSPLIT ? (td__gemm_u16 *)hooks.dst[js] : c;
       int prev = -1;
-      for (int kb = 0; kb < nk; kb++) {
+      for (int kb = kb0; kb < kb1; kb++) {
         td__mbar_wait(full + 8 * stage, phase);
         if (i == 0 && kb == 0 && stamper)
           td__gemm_xv_stamp<XV>(hooks, TD__XV_C_FIRST_FULL);
@@ -635,7 +726,7 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
 #pragma unroll
           for (int x = 0; x < S::MI; x++) {
             td__gemm_u64 da = td__smem_desc(sa + x * 64 * 128 + kk * 32, 16, 1024);
-            td__wgmma_step<BN, DTYPE, B_KN>(acc[x], da, db, (kb | kk) != 0);
+            td__wgmma_step<BN, DTYPE, B_KN>(acc[x], da, db, kb != kb0 || kk != 0);
           }
         }
         td__wgmma_commit();
@@ -674,6 +765,10 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
             td__mbar_arrive(empty + 8 * prev);
         }
       }
+      if constexpr (KGATHER) /* a slice of a split tile: the last one to finish runs the epilogue */
+        if (part >= 0 && !td__gemm_split_fixup<BN, S::NC, S::MI>(acc, hooks, w - dp_units, part, nsplit,
+                                                                 u - dp_units, cw * 128 + tid))
+          continue;
       if constexpr (RAISE) /* the raiser has finished with this hand-off slot's last use */
         if (!raise_here)
           td__mbar_wait(done_free + 8 * (i & 1), ((i >> 1) + 1) & 1);

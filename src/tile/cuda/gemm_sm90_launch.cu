@@ -8,6 +8,7 @@
 #include <cuda.h>
 #include <cudaTypedefs.h>
 #include <cuda_runtime.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -426,6 +427,12 @@ static td_status td__run(const td_gemm_problem *p, const td_gemm_config *cfg, un
                      "gemm: this build has no sm_90a code for the kernel; configure with "
                      "CMAKE_CUDA_ARCHITECTURES including 90a");
   int grid = td__grid_size(&prep, sms, cl, units);
+  h.split_tail = 0, h.split_k = 1;
+  if ((flags & TD_GEMM_HOOK_KGATHER) && h.split_ws) { /* the last wave's tiles in K-slices, where it pays */
+    td__gemm_split_plan(units, td__grid_size(&prep, sms, cl, LLONG_MAX), (p->k + 63) / 64, h.split_ws_bytes,
+                        (long long)e->bm * e->bn * 4, &h.split_tail, &h.split_k);
+    grid = td__grid_size(&prep, sms, cl, units - h.split_tail + (long long)h.split_tail * h.split_k);
+  }
   td__gemm_u16 *c = (td__gemm_u16 *)p->c;
   int m = p->m, n = p->n, k = p->k;
   cudaLaunchConfig_t lc = {};
@@ -658,8 +665,15 @@ extern "C" td_status td__gemm_cuda_run_kgather(const td_gemm_problem *p, const t
                      "TD_GEMM_HOOK_BCAST (0x%x) are allowed", route, TD_GEMM_HOOK_PUSH, TD_GEMM_HOOK_BCAST);
   if (route && !out)
     return td__error(TD_ERR_INVALID_ARG, "gemm: KGATHER route 0x%x needs its destinations (out is NULL)", route);
+  if (out && (out->split_ws_bytes < 0 || (uintptr_t)out->split_ws % 16 != 0))
+    return td__error(TD_ERR_INVALID_ARG, "gemm: KGATHER split_ws %p of %lld bytes; a 16-byte aligned workspace "
+                     "of >= 0 bytes (or NULL: no split tail) is allowed", out->split_ws, out->split_ws_bytes);
   td_gemm_hooks h;
   memset(&h, 0, sizeof h);
+  if (out) { /* the split tail's workspace (the launcher plans the split itself) */
+    h.split_ws = out->split_ws;
+    h.split_ws_bytes = out->split_ws ? out->split_ws_bytes : 0;
+  }
   if (route) { /* the routing fields alone: the rest of *out is not the caller's to set here */
     memcpy(h.dst, out->dst, sizeof h.dst);
     h.rows_per_peer = out->rows_per_peer;
@@ -672,6 +686,26 @@ extern "C" td_status td__gemm_cuda_run_kgather(const td_gemm_problem *p, const t
   h.c_maps = (const char *)map_buf + 2 * (size_t)sources * TD_GEMM_MAP_BYTES;
   h.k_src = k_src;
   return td__run(p, cfg, TD_GEMM_HOOK_KGATHER | route, &h, stream, 0, a_src, sources, b_src);
+}
+
+extern "C" void td__gemm_split_plan(long long units, int slots, int nk, long long ws_bytes, long long tile_bytes,
+                                    int *tail, int *split) {
+  *tail = 0, *split = 1;
+  if (units < 1 || slots < 1 || nk < 1 || tile_bytes < 1)
+    return;
+  const long long rem = units % slots; /* the last wave's tiles (all of them when units < slots) */
+  if (rem == 0 || rem > TD_GEMM_SPLIT_CNT_BYTES / 4)
+    return;
+  long long s = slots / rem; /* slices that still fit one wave */
+  if (s > TD_GEMM_SPLIT_MAX)
+    s = TD_GEMM_SPLIT_MAX;
+  if (s > nk / TD_GEMM_SPLIT_MIN_KB)
+    s = nk / TD_GEMM_SPLIT_MIN_KB;
+  while (s >= 2 && TD_GEMM_SPLIT_CNT_BYTES + rem * s * tile_bytes > ws_bytes)
+    s--;
+  if (s < 2)
+    return;
+  *tail = (int)rem, *split = (int)s;
 }
 
 extern "C" int td__gemm_cuda_configs_hooked(td_dtype dtype, int b_layout, unsigned hooks, td_gemm_config *out,
