@@ -107,8 +107,15 @@ lane_split() { # kgather's split tail: its tile tests, then gemm_rs and gemm_ar 
   TD_OPS_FUSED_TAIL=none bench sp_rs_none gemm_rs --variants none --models all --m 1024,4096,8192
   bench sp_ar gemm_ar --variants none --models all --m 1024,4096,8192
 }
-lane_split2() { # the rest: gemm_ar without the split, then the operators' kgather and direct tests
-  TD_OPS_FUSED_TAIL=none bench sp_ar_none gemm_ar --variants none --models all --m 1024,4096,8192
+lane_ab() { # the split tail against none, alternating (A B A B), where it splits most: M = 1024 of 8b and qwen2
+  for rep in 1 2; do
+    for op in gemm_rs gemm_ar; do
+      TD_ITERS=50 bench ab_${op}_split$rep $op --variants none --models llama3.1-8b,qwen2-72b --m 1024
+      TD_ITERS=50 TD_OPS_FUSED_TAIL=none bench ab_${op}_none$rep $op --variants none --models llama3.1-8b,qwen2-72b --m 1024
+    done
+  done
+}
+lane_split2() { # the operators' kgather and direct tests
   TD_GPU_TEST_FILTER='test_fused_kgather' TD_GPU_TEST_VERBOSE=1 run ops_gpu_kgather 220 "$BIN/ops_gpu_test"
   TD_GPU_TEST_FILTER='test_fused_direct' TD_GPU_TEST_VERBOSE=1 run ops_gpu_direct 200 "$BIN/ops_gpu_test"
 }
@@ -164,7 +171,7 @@ for f in "$OUT"/*.log; do # the failures' tails
   n=$(basename "$f" .log)
   grep -q "rc=0 " <(grep -h "^$n " "$OUT"/summary.* 2>/dev/null) || { echo "--- $n:"; tail -n 12 "$f"; }
 done
-for b in sp_rs sp_rs_none sp_ar sp_ar_none fin_rs fin_ar fin_ag fin_ag256 kg_ar4 ag1_auto ag1_rank kg_rs1024 ag_auto ag_copy1024 ag_batched rs_auto rs_pull kg_rs kg_ar kg_rs256 kg_ar256 kg_ar_ef mg_ag_gemm mg_gemm_rs mg_gemm_ar; do
+for b in ab_gemm_rs_split1 ab_gemm_rs_none1 ab_gemm_ar_split1 ab_gemm_ar_none1 ab_gemm_rs_split2 ab_gemm_rs_none2 ab_gemm_ar_split2 ab_gemm_ar_none2 sp_rs sp_rs_none sp_ar sp_ar_none fin_rs fin_ar fin_ag fin_ag256 kg_ar4 ag1_auto ag1_rank kg_rs1024 ag_auto ag_copy1024 ag_batched rs_auto rs_pull kg_rs kg_ar kg_rs256 kg_ar256 kg_ar_ef mg_ag_gemm mg_gemm_rs mg_gemm_ar; do
   echo "== $b"; grep -E "^\| " "$OUT/$b.log" 2>/dev/null | grep -v -- "---" | cut -c1-150
 done
 grep -E "^\[  (PASSED|FAILED) |^\[  FAILED  \]|^\[       OK \]|^\[  SKIPPED \]|schedule \"" "$OUT"/*.log | head -60
