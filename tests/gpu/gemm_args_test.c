@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <cuda_runtime.h>
+
 #include "tdist/types.h"
 #include "tile/cuda/gemm.h"
 
@@ -423,6 +425,17 @@ static void test_split_plan(void **state) {
   }
   td__gemm_split_plan(448, 132, 64, ws, 0, &t, &s); /* a tile of no bytes */
   assert_int_equal(t, 0), assert_int_equal(s, 1);
+  /* tiles so large that rem * split * tile_bytes would wrap (the breaker's case: it returned a split that
+   * does not fit); a workspace smaller than the counters */
+  const long long huge[][2] = {{(1LL << 59) + 1, ws}, {LLONG_MAX, 1LL << 62}, {1LL << 60, 1LL << 62},
+                               {tile, TD_GEMM_SPLIT_CNT_BYTES - 1}, {tile, LLONG_MIN}};
+  for (size_t i = 0; i < sizeof huge / sizeof huge[0]; i++) {
+    t = -1, s = -1;
+    td__gemm_split_plan(928, 132, 128, huge[i][1], huge[i][0], &t, &s);
+    assert_int_equal(t, 0), assert_int_equal(s, 1);
+  }
+  td__gemm_split_plan(928, 132, 128, LLONG_MAX, LLONG_MAX / 64, &t, &s); /* 32 of them fit LLONG_MAX */
+  assert_int_equal(t, 4), assert_int_equal(s, 8);
   /* more split tiles than the counters hold (TD_GEMM_SPLIT_CNT_BYTES / 4): none */
   td__gemm_split_plan(2500, 3000, 64, LLONG_MAX, tile, &t, &s);
   assert_int_equal(t, 0), assert_int_equal(s, 1);
@@ -434,6 +447,19 @@ static void test_split_plan(void **state) {
                                      nk / s >= TD_GEMM_SPLIT_MIN_KB && t == units % 132 &&
                                      TD_GEMM_SPLIT_CNT_BYTES + (long long)t * s * tile <= ws));
     }
+}
+
+/* Where no GPU is visible (CI), a well-formed launch says so, not "compute capability 0.x". */
+static void test_no_device(void **state) {
+  (void)state;
+  int count = 0;
+  if (cudaGetDeviceCount(&count) == cudaSuccess && count > 0)
+    skip(); /* a GPU machine: the launch would run */
+  cudaGetLastError();
+  td_gemm_problem p = good();
+  expect(&p, &cfg90, 0, NULL, TD_ERR_UNSUPPORTED, "no usable CUDA GPU (cudaGetDevice failed)");
+  td_gemm_config c80 = {TD_GEMM_SM80, 128, 128, 32, 4, 1, 8, 1};
+  expect(&p, &c80, 0, NULL, TD_ERR_UNSUPPORTED, "the sm_80 kernels need one of compute capability 8.x");
 }
 
 static void test_kgather_route(void **state) {
@@ -666,7 +692,8 @@ int main(void) {
       cmocka_unit_test(test_null_and_sizes),  cmocka_unit_test(test_dtype_layout_alignment),
       cmocka_unit_test(test_hooks),           cmocka_unit_test(test_unknown_config),
       cmocka_unit_test(test_config_listing),  cmocka_unit_test(test_gather), cmocka_unit_test(test_gather_nsplit),
-      cmocka_unit_test(test_kgather),         cmocka_unit_test(test_kgather_route),   cmocka_unit_test(test_split_plan),   cmocka_unit_test(test_tile_count_overflow),
+      cmocka_unit_test(test_kgather),         cmocka_unit_test(test_kgather_route),   cmocka_unit_test(test_split_plan),
+      cmocka_unit_test(test_no_device),   cmocka_unit_test(test_tile_count_overflow),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -774,7 +774,8 @@ static void kg_plan(const td_gemm_config *cfg, const kg_inputs *in, int sms, int
  * workspace (each must leave its counters at 0 for the next); (b) full waves
  * and then a short last one (2176 x 2048, K = 2 x 512: 136 or 272 tiles on
  * 132 SMs), against the same launch with no workspace (its own check is
- * test_kgather), alternating with (a) on the same workspace; (c) a
+ * test_kgather): route 0 alternating with (a) on the same workspace, PUSH to
+ * 8 owners and BCAST to 8 destinations each destination checked; (c) a
  * workspace too small for any split: the plan says none and the launch is
  * the unsplit one. */
 static void test_kgather_split(void **state) {
@@ -810,9 +811,7 @@ static void test_kgather_split(void **state) {
           kgather_bcast_case(&cfgs[i], &a, rep == 1 ? 3 : 8, rep == 0, 0);
         }
       }
-      if (routes[r] != 0)
-        continue;
-      /* (b): against the unsplit launch, then (a) again on the same workspace */
+      /* (b): against the unsplit launch (route 0, no workspace), then (a) again on the same workspace */
       kg_plan(&cfgs[i], &b, sms, &tail, &split);
       void *ws = kg_ws;
       kg_ws = NULL;
@@ -821,6 +820,16 @@ static void test_kgather_split(void **state) {
       double *ref = malloc((size_t)b.m * b.n * sizeof(double));
       for (size_t e = 0; e < (size_t)b.m * b.n; e++)
         ref[e] = td_bf16_to_f32(whole[e]);
+      if (routes[r] != 0) { /* the routes' full waves and split last wave, each destination against it */
+        b.ref = ref;
+        if (routes[r] == TD_GEMM_HOOK_PUSH)
+          kgather_push_case(&cfgs[i], &b, 8, 0, 1);
+        else
+          kgather_bcast_case(&cfgs[i], &b, 8, 1, 0);
+        b.ref = NULL;
+        free(ref), free(whole);
+        continue;
+      }
       for (int rep = 0; rep < 2; rep++) {
         uint16_t *c = kg_plain_result(&cfgs[i], &b);
         char what[160];

@@ -231,14 +231,27 @@ __device__ __forceinline__ bool td__gemm_split_fixup(float (*acc)[BN / 2], const
                : "memory");
   if (!last)
     return false;
-  for (int o = 0; o < nsplit; o++) {
-    if (o == part)
-      continue;
+  /* The sum in slice order, ((p0 + p1) + p2) + ..., whichever slice won: the
+   * winner's own partial is read back too (the same fp32 bits it stored), so
+   * the tile's bits do not depend on which slice finished last. */
+  const float *first = ws + (long long)(slot - part) * SLOT * 4 + (long long)ct * 4;
+#pragma unroll
+  for (int x = 0; x < MI; x++) {
+#pragma unroll
+    for (int q = 0; q < Q; q++) {
+      const float *at = first + (long long)(x * Q + q) * T * 4;
+      asm volatile("ld.global.cg.v4.f32 {%0, %1, %2, %3}, [%4];"
+                   : "=f"(acc[x][4 * q]), "=f"(acc[x][4 * q + 1]), "=f"(acc[x][4 * q + 2]), "=f"(acc[x][4 * q + 3])
+                   : "l"(at)
+                   : "memory");
+    }
+  }
+  for (int o = 1; o < nsplit; o++) {
 #pragma unroll
     for (int x = 0; x < MI; x++) {
 #pragma unroll
       for (int q = 0; q < Q; q++) {
-        const float *at = ws + ((long long)(slot - part + o) * SLOT + (long long)(x * Q + q) * T + ct) * 4;
+        const float *at = first + ((long long)o * SLOT + (long long)(x * Q + q) * T) * 4;
         float v0, v1, v2, v3;
         asm volatile("ld.global.cg.v4.f32 {%0, %1, %2, %3}, [%4];"
                      : "=f"(v0), "=f"(v1), "=f"(v2), "=f"(v3)
@@ -363,8 +376,14 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
   const int rows_c = (tiles_m + CLUSTER - 1) / CLUSTER; /* tile rows of clusters */
   const int units = rows_c * tiles_n;
   /* KGATHER's split tail (gemm.h): tiles [dp_units, units) run as nsplit K-slices each, work units
-   * dp_units.. in tile order, so that a tile's slices go to consecutive blocks (the same wave) */
-  const int nsplit = KGATHER && hooks.split_k > 1 ? hooks.split_k : 1;
+   * dp_units.. in tile order, so that a tile's slices go to consecutive blocks (the same wave). The
+   * launcher's plan always passes this check; a plan outside it (a hand-built hooks value: more tiles
+   * than exist or than the counters hold, slices of no k-block, no workspace) runs unsplit. */
+  const int nsplit = KGATHER && hooks.split_k > 1 && hooks.split_k <= (k + 63) / 64 && hooks.split_tail > 0 &&
+                             hooks.split_tail <= units && hooks.split_tail <= TD_GEMM_SPLIT_CNT_BYTES / 4 &&
+                             hooks.split_ws
+                         ? hooks.split_k
+                         : 1;
   const int dp_units = nsplit > 1 ? units - hooks.split_tail : units;
   const int work = dp_units + (units - dp_units) * nsplit;
   const int first_unit = blockIdx.x / CLUSTER, unit_step = gridDim.x / CLUSTER;
@@ -696,6 +715,8 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
     int stage = 0;
     td__gemm_u32 phase = 0;
     const bool vec = (n % 2) == 0;
+    bool maps_fenced = false; /* BCAST: this block's first epilogue fences the C maps (not unit 0: a split
+                               * tile's slice that did not draw the last ticket runs none) */
     int i = 0;
 
     for (int w = first_unit; w < work; w += unit_step, i++) {
@@ -812,7 +833,7 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
           const int row0 = tm * BM + cw * S::WG_ROWS, col0 = tn * BN + hv * EPI_COLS;
           for (int o = 0; o < hooks.bcast_peers; o++) {
             const td__tensor_map *cm = (const td__tensor_map *)hooks.c_maps + o;
-            if (i == 0 && hv == 0) /* the table was written by a copy before the launch */
+            if (!maps_fenced) /* the table was written by a copy before the launch */
               asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" ::"l"(cm) : "memory");
             if (hooks.bcast_hint) { /* the copies are not read again here: first out of L2 */
               td__gemm_u64 pol;
@@ -829,6 +850,7 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
             }
           }
           asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+          maps_fenced = true;
         }
         }
       } else {

@@ -169,9 +169,15 @@ static int td__grid_size(const td__prepared *prep, int sms, int cl, long long un
   return (int)((units < slots ? units : slots) * cl);
 }
 
+/* The current device's SMs and major compute capability; *major = -1 when
+ * there is no usable device (cudaGetDevice failed). */
 static int td__sm_count(int *major) {
   int dev = 0, sms = 0;
-  cudaGetDevice(&dev);
+  if (cudaGetDevice(&dev) != cudaSuccess) {
+    cudaGetLastError(); /* not sticky: clear it for the caller's later calls */
+    *major = -1;
+    return 0;
+  }
   cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
   cudaDeviceGetAttribute(major, cudaDevAttrComputeCapabilityMajor, dev);
   return sms;
@@ -398,6 +404,9 @@ static td_status td__run(const td_gemm_problem *p, const td_gemm_config *cfg, un
   int major = 0, sms = td__sm_count(&major);
   if (sm_cap > 0 && sm_cap < sms)
     sms = sm_cap;
+  if (major < 0)
+    return td__error(TD_ERR_UNSUPPORTED, "gemm: no usable CUDA GPU (cudaGetDevice failed); the sm_%d kernels need "
+                     "one of compute capability %d.x", arch, arch / 10);
   if (major * 10 < arch || (arch == 90 && major != 9))
     return td__error(TD_ERR_UNSUPPORTED,
                      "gemm: the sm_%d kernels need a GPU of compute capability %d.x; this one is %d.x",
@@ -431,6 +440,8 @@ static td_status td__run(const td_gemm_problem *p, const td_gemm_config *cfg, un
   if ((flags & TD_GEMM_HOOK_KGATHER) && h.split_ws) { /* the last wave's tiles in K-slices, where it pays */
     td__gemm_split_plan(units, td__grid_size(&prep, sms, cl, LLONG_MAX), (p->k + 63) / 64, h.split_ws_bytes,
                         (long long)e->bm * e->bn * 4, &h.split_tail, &h.split_k);
+    if (units + (long long)h.split_tail * (h.split_k - 1) > INT32_MAX) /* the kernel counts work units in int */
+      h.split_tail = 0, h.split_k = 1;
     grid = td__grid_size(&prep, sms, cl, units - h.split_tail + (long long)h.split_tail * h.split_k);
   }
   td__gemm_u16 *c = (td__gemm_u16 *)p->c;
@@ -701,7 +712,10 @@ extern "C" void td__gemm_split_plan(long long units, int slots, int nk, long lon
     s = TD_GEMM_SPLIT_MAX;
   if (s > nk / TD_GEMM_SPLIT_MIN_KB)
     s = nk / TD_GEMM_SPLIT_MIN_KB;
-  while (s >= 2 && TD_GEMM_SPLIT_CNT_BYTES + rem * s * tile_bytes > ws_bytes)
+  if (ws_bytes < TD_GEMM_SPLIT_CNT_BYTES)
+    return;
+  const long long fit = (ws_bytes - TD_GEMM_SPLIT_CNT_BYTES) / tile_bytes; /* partial tiles the workspace holds */
+  while (s >= 2 && rem * s > fit) /* rem * s <= 1024 * 8: no overflow, unlike rem * s * tile_bytes */
     s--;
   if (s < 2)
     return;
@@ -766,6 +780,8 @@ extern "C" int td__gemm_cuda_grid(const td_gemm_problem *p, const td_gemm_config
   if (!e || td__prepare(e, &prep) != cudaSuccess)
     return -1;
   int major = 0, sms = td__sm_count(&major);
+  if (major < 0)
+    return -1;
   long long tiles_m = ((long long)p->m + e->bm - 1) / e->bm, tiles_n = ((long long)p->n + e->bn - 1) / e->bn;
   long long units = ((tiles_m + e->cluster - 1) / e->cluster) * tiles_n;
   return td__grid_size(&prep, sms, e->cluster, units);
