@@ -115,7 +115,9 @@ lane_ab() { # the split tail against none, alternating (A B A B), where it split
     done
   done
 }
-lane_split2() { # the operators' kgather and direct tests
+lane_split2() { # the tile tests (test_kgather_split), then the operators' kgather and direct tests
+  run gemm_args_test 60 "$BIN/gemm_args_test"
+  run gemm_hooks_test 120 "$BIN/gemm_hooks_test"
   TD_GPU_TEST_FILTER='test_fused_kgather' TD_GPU_TEST_VERBOSE=1 run ops_gpu_kgather 220 "$BIN/ops_gpu_test"
   TD_GPU_TEST_FILTER='test_fused_direct' TD_GPU_TEST_VERBOSE=1 run ops_gpu_direct 200 "$BIN/ops_gpu_test"
 }
