@@ -514,6 +514,13 @@ static void test_kgather_route(void **state) {
             "BCAST bcast_hint=2; 0 (plain stores) or 1 (L2 evict-first) are allowed");
   h.bcast_hint = -1;
   kr_expect(&p, &cfg90, TD_GEMM_HOOK_BCAST, &h, TD_ERR_INVALID_ARG, "BCAST bcast_hint=-1;");
+  h = routes(64, 0, 3); /* the deferred second half: 0 or 1 */
+  h.bcast_defer = 2;
+  kr_expect(&p, &cfg90, TD_GEMM_HOOK_BCAST, &h, TD_ERR_INVALID_ARG,
+            "BCAST bcast_defer=2; 0 (second half staged in the epilogue) or 1 (deferred into the next tile's main "
+            "loop) are allowed");
+  h.bcast_defer = -1;
+  kr_expect(&p, &cfg90, TD_GEMM_HOOK_BCAST, &h, TD_ERR_INVALID_ARG, "BCAST bcast_defer=-1;");
 
   /* PUSH's split */
   h = routes(0, 0, 0);

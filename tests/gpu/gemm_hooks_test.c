@@ -524,9 +524,11 @@ static void kg_expect_poisoned(const char *what, const void *dev, size_t elems) 
   free(host);
 }
 
-/* The split-tail workspace the routed launches get (NULL: none; set by test_kgather_split). */
+/* The split-tail workspace the routed launches get (NULL: none; set by test_kgather_split), and
+ * BCAST's deferred second half (bcast_defer) for kgather_bcast_case. */
 static void *kg_ws;
 static long long kg_ws_bytes;
+static int kg_bcast_defer;
 
 /* The routing description handed to td__gemm_cuda_run_kgather, its other
  * fields filled with junk: only dst, rows_per_peer, push_long_peers,
@@ -706,6 +708,7 @@ static void kgather_bcast_case(const td_gemm_config *cfg, const kg_inputs *in, i
   td_gemm_hooks out = kg_route_junk();
   out.bcast_peers = peers;
   out.bcast_hint = hint; /* 1: the stores carry an L2 evict-first policy (the same bytes land) */
+  out.bcast_defer = kg_bcast_defer; /* 1: the second half of a half-staged tile stored in the next tile's main loop */
   out.rows_per_peer = 0; /* PUSH's fields, not BCAST's */
   out.push_long_peers = -1;
   kg_dest d[TD_GEMM_MAX_PEERS], spare = {NULL, 0};
@@ -861,6 +864,77 @@ static void test_kgather_split(void **state) {
   kg_ws = NULL, kg_ws_bytes = 0;
 }
 
+/* One BCAST launch of `in` into a single destination (bcast_defer as
+ * given), its rows copied back to the host (caller frees). */
+static uint16_t *kg_bcast_result(const td_gemm_config *cfg, const kg_inputs *in, int defer) {
+  td_gemm_hooks out = kg_route_junk();
+  out.bcast_peers = 1, out.bcast_hint = 0, out.bcast_defer = defer;
+  kg_dest d = kg_dest_make(in->m, in->n);
+  out.dst[0] = kg_dest_rows(&d, in->n);
+  kg_run_routed(cfg, in, TD_GEMM_HOOK_BCAST, &out, 0);
+  uint16_t *host = malloc((size_t)in->m * in->n * 2);
+  assert_int_equal(cudaMemcpy(host, out.dst[0], (size_t)in->m * in->n * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+  cudaFree(d.base);
+  return host;
+}
+
+/* BCAST's deferred second half (bcast_defer: the half-staged 128x256 tile's
+ * variant kernel holds the second half in registers and stores it 8 or fewer
+ * k-blocks into the next unit's main loop, or after the last unit): every
+ * destination against the f64 product where several tiles run per block
+ * with K of 2 k-blocks (stored at the next unit's last k-block) and where
+ * one tile runs per block (stored after it); bit for bit against the
+ * undeferred launch for 136 tiles with K of 20 k-blocks (stored at the next
+ * unit's ninth), which the same arithmetic must give; and with the split
+ * tail (27 tiles all split; 136 tiles, the last 4 split, against the
+ * undeferred unsplit launch), whose slices that skip the epilogue still
+ * store the deferred half.
+ * On a tile staged whole (128x128) bcast_defer changes nothing. */
+static void test_kgather_bcast_defer(void **state) {
+  (void)state;
+  if (skip_arch(TD_GEMM_SM90))
+    skip();
+  td_gemm_config cfgs[16];
+  int nc = td__gemm_cuda_configs_hooked(TD_BF16, TD_GEMM_B_KN, TD_GEMM_HOOK_KGATHER | TD_GEMM_HOOK_BCAST, cfgs, 16);
+  assert_true(nc >= 2);
+  int sms = 0;
+  assert_int_equal(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), cudaSuccess);
+  kg_inputs d1 = kg_make(2, 64, 2053, 2600), d2 = kg_make(2, 640, 1100, 520), e = kg_make_ex(2, 640, 17 * 128, 2048, 0);
+  for (int i = 0; i < nc && i < 16; i++) {
+    kg_bcast_defer = 1;
+    kgather_bcast_case(&cfgs[i], &d1, 8, 1, 0); /* 187 tiles of 128x256 on 132 blocks */
+    kgather_bcast_case(&cfgs[i], &d2, 3, 0, 1); /* 27 tiles: one a block */
+    uint16_t *x0 = kg_bcast_result(&cfgs[i], &e, 0), *x1 = kg_bcast_result(&cfgs[i], &e, 1);
+    size_t differ = 0;
+    for (size_t k = 0; k < (size_t)e.m * e.n; k++)
+      differ += x0[k] != x1[k];
+    if (differ)
+      fprintf(stderr, "kgather|bcast %dx%d: %zu of %d elements differ between bcast_defer 0 and 1\n", cfgs[i].bm,
+              cfgs[i].bn, differ, e.m * e.n);
+    assert_int_equal(differ, 0);
+    /* with the split tail: d2's 27 tiles in 2 K-slices each; e's full waves and a split last one,
+     * against the undeferred unsplit launch */
+    kg_ws_bytes = TD_GEMM_SPLIT_CNT_BYTES + (long long)sms * 128 * 256 * 4;
+    assert_int_equal(cudaMalloc(&kg_ws, (size_t)kg_ws_bytes), cudaSuccess);
+    assert_int_equal(cudaMemset(kg_ws, 0, TD_GEMM_SPLIT_CNT_BYTES), cudaSuccess);
+    int tail = 0, split = 0;
+    kg_plan(&cfgs[i], &d2, sms, &tail, &split);
+    assert_true(tail > 0 && split >= 2);
+    kgather_bcast_case(&cfgs[i], &d2, 8, 0, 0);
+    double *ref = malloc((size_t)e.m * e.n * sizeof(double));
+    for (size_t k = 0; k < (size_t)e.m * e.n; k++)
+      ref[k] = td_bf16_to_f32(x0[k]);
+    e.ref = ref;
+    kgather_bcast_case(&cfgs[i], &e, 2, 0, 0);
+    e.ref = NULL;
+    free(ref), free(x0), free(x1);
+    cudaFree(kg_ws);
+    kg_ws = NULL, kg_ws_bytes = 0;
+    kg_bcast_defer = 0;
+  }
+  kg_free(&d1), kg_free(&d2), kg_free(&e);
+}
+
 static td_gemm_arch sm90 = TD_GEMM_SM90, sm80 = TD_GEMM_SM80;
 
 /* GATHER | NSPLIT: C_j = A * B_j for col_srcs column sources in one launch,
@@ -956,6 +1030,7 @@ int main(void) {
       cmocka_unit_test(test_kgather_push),
       cmocka_unit_test(test_kgather_bcast),
       cmocka_unit_test(test_kgather_split),
+      cmocka_unit_test(test_kgather_bcast_defer),
       cmocka_unit_test(test_gather_nsplit),
       cmocka_unit_test_prestate(test_wait_raise, &sm80),
       cmocka_unit_test_prestate(test_timeout, &sm80),

@@ -181,6 +181,13 @@ static void test_fused_bcast_hint_values(void **state) {
   expect_two_values("TD_OPS_FUSED_BCAST_HINT", "none", "evict_first", "none,evict_first", bad, 5);
 }
 
+/* TD_OPS_FUSED_BCAST_HALF: wait (the default) or defer, exactly */
+static void test_fused_bcast_half_values(void **state) {
+  (void)state;
+  const char *bad[] = {"deferred", "Defer", "defer ", "late", "1"};
+  expect_two_values("TD_OPS_FUSED_BCAST_HALF", "wait", "defer", "wait,defer", bad, 5);
+}
+
 /* TD_OPS_FUSED_TAIL: split (the default) or none, exactly */
 static void test_fused_tail_values(void **state) {
   (void)state;
@@ -221,6 +228,7 @@ int main(void) {
       cmocka_unit_test(test_fused_kgather_values),
       cmocka_unit_test(test_fused_bcast_hint_values),
       cmocka_unit_test(test_fused_tail_values),
+      cmocka_unit_test(test_fused_bcast_half_values),
       cmocka_unit_test(test_fused_ag_values),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -542,6 +542,9 @@ static td_status td__f_alloc(td_tp_op *op, td__tp_fused *f) {
       const char *hint = NULL;
       TD_CHECK(td_config_str("TD_OPS_FUSED_BCAST_HINT", &hint));
       f->bcast_hint = hint && !strcmp(hint, "evict_first");
+      const char *half = NULL;
+      TD_CHECK(td_config_str("TD_OPS_FUSED_BCAST_HALF", &half));
+      f->bcast_defer = half && !strcmp(half, "defer");
       TD_CHECK(td__f_cu(cudaMalloc(&f->kmaps, 3 * (size_t)f->n * TD_GEMM_MAP_BYTES), "cudaMalloc (tensor maps)"));
       const char *tail = NULL;
       TD_CHECK(td_config_str("TD_OPS_FUSED_TAIL", &tail));
@@ -857,7 +860,7 @@ void td__tp_fused_describe(const td_tp_op *op, char *buf, size_t cap) {
     break;
   default: {
     /* kgather's split tail as rank 0's launch will plan it (one block per SM) */
-    char tail[64] = "";
+    char tail[96] = "";
     if (f->kgather && f->tail_split && td__gemm_split_plan) {
       const long long units = ((op->d.m + f->cfg.bm - 1) / f->cfg.bm) * ((op->d.n + f->cfg.bn - 1) / f->cfg.bn);
       int t = 0, s = 1;
@@ -866,6 +869,8 @@ void td__tp_fused_describe(const td_tp_op *op, char *buf, size_t cap) {
       if (t > 0)
         snprintf(tail, sizeof tail, ", last %d tile%s in %d K-slices", t, t > 1 ? "s" : "", s);
     }
+    if (f->kgather && op->d.kind == TD_TP_GEMM_AR && f->bcast_defer) /* a tile staged whole has no second half */
+      snprintf(tail + strlen(tail), sizeof tail - strlen(tail), ", second half deferred");
     snprintf(buf, cap, "%s %s%s, %s", td_tp_kind_name(op->d.kind),
              f->kgather && f->bcast_hint                ? "kgather, one launch for every rank, stores L2 evict-first"
              : f->kgather                               ? "kgather, one launch for every rank"

@@ -40,6 +40,8 @@ struct td__tp_fused {
                    * each row at its owner's C (rs) or at every rank's (ar) */
   void *kmaps;    /* kgather: device table of 3n tensor maps (A, B, C of each rank; rank 0's is used) */
   int bcast_hint; /* gemm_ar kgather: TD_OPS_FUSED_BCAST_HINT (1 = evict_first), read at creation */
+  int bcast_defer; /* gemm_ar kgather: TD_OPS_FUSED_BCAST_HALF=defer (the half-staged tile's second half stored
+                    * during the next tile's main loop) */
   int tail_split;  /* kgather: TD_OPS_FUSED_TAIL=split (every rank); rank 0's launch gets split_ws */
   void *split_ws; /* kgather, rank 0: the tile's split-tail workspace (counters zeroed once) */
   long long split_ws_bytes;

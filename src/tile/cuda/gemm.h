@@ -207,6 +207,10 @@ typedef struct td_gemm_hooks {
   int bcast_hint;                    /* BCAST: 0 = plain TMA stores; 1 = with an L2 evict-first policy, so the
                                       * n copies of the output leave L2 before the operands the next tiles read */
   int n_src;                         /* NSPLIT: column sources, 1..TD_GEMM_MAX_PEERS (B maps in b_maps, C in dst) */
+  int bcast_defer;                   /* BCAST: 0 = a half-staged tile's second half is staged once the first
+                                      * half's stores have read shared memory (inside the epilogue); 1 = it
+                                      * waits in registers and is stored 8 k-blocks into the next tile's main
+                                      * loop. Bits identical; no effect on kernels that stage whole tiles */
   void *split_ws;                    /* KGATHER: split-tail workspace (see below); NULL = no split */
   long long split_ws_bytes;          /* KGATHER: its bytes; the launcher splits only what fits */
   int split_tail, split_k;           /* KGATHER: set by the launcher (td__gemm_split_plan), not the caller */
@@ -333,7 +337,7 @@ td_status td__gemm_cuda_run_gather_cols(const td_gemm_problem *problem, const td
  * TD_GEMM_HOOK_PUSH (row r to its owner's buffer out->dst[peer], split by
  * out->rows_per_peer and out->push_long_peers; problem->c ignored) or
  * TD_GEMM_HOOK_BCAST (every row to each of out->dst[0..out->bcast_peers),
- * out->bcast_hint 0 or 1 as in td_gemm_hooks). With any route, a non-NULL
+ * out->bcast_hint and out->bcast_defer 0 or 1 as in td_gemm_hooks). With any route, a non-NULL
  * out->split_ws of out->split_ws_bytes lets the launch split its last
  * wave's tiles along K (the split tail above; 16-byte aligned, its counters
  * zero before the first use; NULL: no split). Only those fields of `out` are
@@ -344,7 +348,7 @@ td_status td__gemm_cuda_run_gather_cols(const td_gemm_problem *problem, const td
  * map_buf, B not [K,N], route not one of the three, `out` NULL with a route,
  * a NULL dst the rows need, rows_per_peer outside 1..2^31 - 1, a split that
  * leaves rows without an owner or needs more than TD_GEMM_MAX_PEERS,
- * bcast_peers outside 1..TD_GEMM_MAX_PEERS), TD_ERR_SHAPE (k_src not a
+ * bcast_peers outside 1..TD_GEMM_MAX_PEERS, bcast_hint or bcast_defer not 0 or 1), TD_ERR_SHAPE (k_src not a
  * multiple of 64),
  * TD_ERR_UNSUPPORTED (not an sm_90a configuration compiled with KGATHER and
  * that route). Thread-safe. */

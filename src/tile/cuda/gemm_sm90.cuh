@@ -144,6 +144,13 @@ struct td__gemm_sm90_shape {
   static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + NBARS * 8 + 1024;
 };
 
+/* BCAST with the second half deferred: k-blocks into the next unit's main
+ * loop before it is staged (about 8 us of the H200's 128x256 main loop: the
+ * first half's stores of a whole wave drain in ~10 us at once). */
+#define TD__BCAST_DEFER_KB 8
+/* The XV bit of that kernel (a variant the registry compiles, not a measurement one). */
+#define TD__XV_BCAST_DEFER 256
+
 /* BCAST's staged columns: the whole tile where it fits beside the ring, else
  * half of it at a time (128x256 at 4 stages: 192 KiB of ring leave room for
  * 32 KiB, not 64), so the ring keeps its depth; the launcher's C maps use
@@ -331,7 +338,10 @@ __device__ __forceinline__ void td__gemm_xv_stamp(const td_gemm_hooks &h, int ph
  *   XV & 64  the producer's warp index straight from threadIdx.x (the hooks6
  *            kernel's non-uniform loader loop, see below);
  *   XV & 128 the warpgroup index warp-uniform too (a candidate for every
- *            kernel, hooks or not). */
+ *            kernel, hooks or not);
+ *   XV & 256 (TD__XV_BCAST_DEFER) BCAST's second half deferred into the next
+ *            unit's main loop: a variant the registry compiles and the
+ *            launcher picks for hooks.bcast_defer, not a measurement one. */
 template <int BM, int BN, int STAGES, int GROUP_M, int DTYPE, int B_KN, unsigned HOOKS, int CLUSTER, int XV = 0>
 __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
                                                    const td__tensor_map &map_b, td__gemm_u16 *c, int m,
@@ -717,6 +727,80 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
     const bool vec = (n % 2) == 0;
     bool maps_fenced = false; /* BCAST: this block's first epilogue fences the C maps (not unit 0: a split
                                * tile's slice that did not draw the last ticket runs none) */
+    /* ---- BCAST's staging: a half (or the whole) of this warpgroup's rows, packed and transposed into the
+     * layout of the staged rows, then stored to shared memory and TMA-stored to every destination ---- */
+    const td__gemm_u32 mine = stg + (td__gemm_u32)(cw * S::WG_ROWS * EPI_COLS * 2);
+    const int bar = 2 + cw; /* named barriers 2.. (1 is the raise's, 4 the split tail's), one per warpgroup */
+    auto bcast_pack = [&](const float (*ac)[BN / 2], int hv, td__gemm_u32 (*out)[2][EPI_COLS / 32][4]) {
+#pragma unroll
+      for (int x = 0; x < S::MI; x++)
+#pragma unroll
+        for (int h = 0; h < 2; h++)
+#pragma unroll
+          for (int j = 0; j < EPI_COLS / 32; j++) {
+            const float *a4 = &ac[x][16 * (hv * (EPI_COLS / 32) + j) + 2 * h];
+            td__gemm_quad_transpose(td__gemm_pack2<DTYPE>(a4[0], a4[1]), td__gemm_pack2<DTYPE>(a4[4], a4[5]),
+                                    td__gemm_pack2<DTYPE>(a4[8], a4[9]), td__gemm_pack2<DTYPE>(a4[12], a4[13]),
+                                    out[x][h][j]);
+          }
+    };
+    /* the staged rows are free (the caller waited for the previous stores' reads and synced) */
+    auto bcast_stage_issue = [&](const td__gemm_u32 (*pk)[2][EPI_COLS / 32][4], int row0, int col0) {
+#pragma unroll
+      for (int x = 0; x < S::MI; x++)
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+          const int rl = x * 64 + warp * 16 + lane / 4 + 8 * h; /* row inside this warpgroup's part */
+#pragma unroll
+          for (int j = 0; j < EPI_COLS / 32; j++) {
+            const td__gemm_u32 at = mine + (td__gemm_u32)((rl * EPI_COLS + 32 * j + 8 * (lane & 3)) * 2);
+            asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" ::"r"(at), "r"(pk[x][h][j][0]),
+                         "r"(pk[x][h][j][1]), "r"(pk[x][h][j][2]), "r"(pk[x][h][j][3])
+                         : "memory");
+          }
+        }
+      /* every writer's rows visible to the async proxy, then one thread
+       * stores them to each destination (TMA clips rows >= M, columns >= N) */
+      asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+      asm volatile("bar.sync %0, 128;" ::"r"(bar) : "memory");
+      if (tid == 0) {
+        for (int o = 0; o < hooks.bcast_peers; o++) {
+          const td__tensor_map *cm = (const td__tensor_map *)hooks.c_maps + o;
+          if (!maps_fenced) /* the table was written by a copy before the launch */
+            asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" ::"l"(cm) : "memory");
+          if (hooks.bcast_hint) { /* the copies are not read again here: first out of L2 */
+            td__gemm_u64 pol;
+            asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
+            asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group.L2::cache_hint [%0, {%2, %3}], "
+                         "[%1], %4;" ::"l"((td__gemm_u64)cm),
+                         "r"(mine), "r"(col0), "r"(row0), "l"(pol)
+                         : "memory");
+          } else {
+            asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];" ::"l"(
+                             (td__gemm_u64)cm),
+                         "r"(mine), "r"(col0), "r"(row0)
+                         : "memory");
+          }
+        }
+        asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+        maps_fenced = true;
+      }
+    };
+    /* BCAST with half the tile staged, deferred (hooks.bcast_defer): the second half waits in registers,
+     * packed, and is staged and stored TD__BCAST_DEFER_KB k-blocks into the next unit's main loop (or after
+     * the last unit), when the first half's stores have long read shared memory, so no epilogue waits on
+     * the stores of a wave whose every block stores at once */
+    constexpr bool defer = BCAST && HALVES == 2 && (XV & TD__XV_BCAST_DEFER) != 0;
+    td__gemm_u32 held[S::MI][2][EPI_COLS / 32][4];
+    bool pend = false;
+    int pend_row0 = 0, pend_col0 = 0;
+    auto bcast_flush = [&]() {
+      if (tid == 0)
+        asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+      asm volatile("bar.sync %0, 128;" ::"r"(bar) : "memory");
+      bcast_stage_issue(held, pend_row0, pend_col0);
+      pend = false;
+    };
     int i = 0;
 
     for (int w = first_unit; w < work; w += unit_step, i++) {
@@ -770,6 +854,9 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
           stage = 0;
           phase ^= 1;
         }
+        if constexpr (defer)
+          if (pend && kb == (kb1 - kb0 > TD__BCAST_DEFER_KB ? kb0 + TD__BCAST_DEFER_KB : kb1 - 1))
+            bcast_flush(); /* the previous tile's second half, while this unit's wgmma runs */
       }
       td__wgmma_wait<0>();
 #pragma unroll
@@ -796,62 +883,22 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
 
       /* ---- epilogue: registers -> C (or a peer's buffer); BCAST: -> staged tile -> every destination ---- */
       if constexpr (BCAST) {
-        const td__gemm_u32 mine = stg + (td__gemm_u32)(cw * S::WG_ROWS * EPI_COLS * 2);
-        const int bar = 2 + cw; /* named barriers 2.. (1 is the raise's), one per consumer warpgroup */
 #pragma unroll
         for (int hv = 0; hv < HALVES; hv++) { /* the staged columns [hv * EPI_COLS, (hv + 1) * EPI_COLS) */
-        /* the previous stores have read the staged rows before they are overwritten (with half
-         * the tile staged, the first half's stores are waited for here, inside the epilogue) */
-        if (tid == 0 && (i > 0 || hv > 0))
-          asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
-        asm volatile("bar.sync %0, 128;" ::"r"(bar) : "memory");
-#pragma unroll
-        for (int x = 0; x < S::MI; x++) {
-#pragma unroll
-          for (int h = 0; h < 2; h++) {
-            const int rl = x * 64 + warp * 16 + lane / 4 + 8 * h; /* row inside this warpgroup's part */
-#pragma unroll
-            for (int jj = hv * (EPI_COLS / 32); jj < (hv + 1) * (EPI_COLS / 32); jj++) {
-              const float *a4 = &acc[x][16 * jj + 2 * h];
-              td__gemm_u32 o[4];
-              td__gemm_quad_transpose(td__gemm_pack2<DTYPE>(a4[0], a4[1]), td__gemm_pack2<DTYPE>(a4[4], a4[5]),
-                                      td__gemm_pack2<DTYPE>(a4[8], a4[9]),
-                                      td__gemm_pack2<DTYPE>(a4[12], a4[13]), o);
-              const td__gemm_u32 at =
-                  mine + (td__gemm_u32)((rl * EPI_COLS + 32 * (jj - hv * (EPI_COLS / 32)) + 8 * (lane & 3)) * 2);
-              asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" ::"r"(at), "r"(o[0]), "r"(o[1]),
-                           "r"(o[2]), "r"(o[3])
-                           : "memory");
-            }
+          if (defer && hv == 1) { /* held in registers; staged during the next unit's main loop */
+            bcast_pack(acc, 1, held);
+            pend = true, pend_row0 = tm * BM + cw * S::WG_ROWS, pend_col0 = tn * BN + EPI_COLS;
+            break;
           }
-        }
-        /* every writer's rows visible to the async proxy, then one thread
-         * stores them to each destination (TMA clips rows >= M, columns >= N) */
-        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-        asm volatile("bar.sync %0, 128;" ::"r"(bar) : "memory");
-        if (tid == 0) {
-          const int row0 = tm * BM + cw * S::WG_ROWS, col0 = tn * BN + hv * EPI_COLS;
-          for (int o = 0; o < hooks.bcast_peers; o++) {
-            const td__tensor_map *cm = (const td__tensor_map *)hooks.c_maps + o;
-            if (!maps_fenced) /* the table was written by a copy before the launch */
-              asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" ::"l"(cm) : "memory");
-            if (hooks.bcast_hint) { /* the copies are not read again here: first out of L2 */
-              td__gemm_u64 pol;
-              asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
-              asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group.L2::cache_hint [%0, {%2, %3}], "
-                           "[%1], %4;" ::"l"((td__gemm_u64)cm),
-                           "r"(mine), "r"(col0), "r"(row0), "l"(pol)
-                           : "memory");
-            } else {
-              asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];" ::"l"(
-                               (td__gemm_u64)cm),
-                           "r"(mine), "r"(col0), "r"(row0)
-                           : "memory");
-            }
-          }
-          asm volatile("cp.async.bulk.commit_group;" ::: "memory");
-          maps_fenced = true;
-        }
+          /* the previous stores have read the staged rows before they are overwritten (with half
+           * the tile staged and not deferred, the first half's stores are waited for here, inside
+           * the epilogue) */
+          if (tid == 0 && (i > 0 || hv > 0))
+            asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+          asm volatile("bar.sync %0, 128;" ::"r"(bar) : "memory");
+          td__gemm_u32 part[S::MI][2][EPI_COLS / 32][4];
+          bcast_pack(acc, hv, part);
+          bcast_stage_issue(part, tm * BM + cw * S::WG_ROWS, tn * BN + hv * EPI_COLS);
         }
       } else {
 #pragma unroll
@@ -928,6 +975,9 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
         }
       }
     }
+    if constexpr (defer)
+      if (pend) /* the last unit's deferred half */
+        bcast_flush();
     if constexpr (BCAST) /* the staged rows are the CTA's: every store is done before it leaves */
       if (tid == 0)
         asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");

@@ -5,15 +5,15 @@
 #include "gemm_sm90.cuh"
 #include "gemm_sm90_registry.h"
 
-template <int BM, int BN, int STAGES, int GROUP_M, int DTYPE, unsigned HOOKS, int CLUSTER = 1>
+template <int BM, int BN, int STAGES, int GROUP_M, int DTYPE, unsigned HOOKS, int CLUSTER = 1, int XV = 0>
 static td__gemm_kernel_entry td__entry(void) {
   typedef td__gemm_sm90_shape<BM, BN, STAGES> S;
   /* BCAST stages the tile (or half of it) for its TMA stores beside the ring (gemm_sm90.cuh) */
   const int cols = (HOOKS & TD_GEMM_HOOK_BCAST) ? td__gemm_sm90_bcast<BM, BN, STAGES>::COLS : 0;
   td__gemm_kernel_entry e = {90, BM, BN, S::BK, STAGES, GROUP_M, CLUSTER, DTYPE, TD_GEMM_B_KN, HOOKS,
                              (const void *)td__gemm_sm90_kernel<BM, BN, STAGES, GROUP_M, DTYPE,
-                                                                TD_GEMM_B_KN, HOOKS, CLUSTER>,
-                             S::THREADS, S::SMEM_BYTES + BM * cols * 2, cols};
+                                                                TD_GEMM_B_KN, HOOKS, CLUSTER, XV>,
+                             S::THREADS, S::SMEM_BYTES + BM * cols * 2, cols, XV == TD__XV_BCAST_DEFER};
   return e;
 }
 
@@ -41,6 +41,8 @@ static const td__gemm_kernel_entry td__kn[] = {
     td__entry<128, 256, 4, 8, TD_GEMM_DT_BF16, TD_GEMM_HOOK_KGATHER | TD_GEMM_HOOK_PUSH>(),
     td__entry<128, 128, 6, 8, TD_GEMM_DT_BF16, TD_GEMM_HOOK_KGATHER | TD_GEMM_HOOK_PUSH>(),
     td__entry<128, 256, 4, 8, TD_GEMM_DT_BF16, TD_GEMM_HOOK_KGATHER | TD_GEMM_HOOK_BCAST>(), /* + 32 KiB: half staged */
+    /* ... its second half deferred into the next tile's main loop (bcast_defer; variant 1) */
+    td__entry<128, 256, 4, 8, TD_GEMM_DT_BF16, TD_GEMM_HOOK_KGATHER | TD_GEMM_HOOK_BCAST, 1, TD__XV_BCAST_DEFER>(),
     td__entry<128, 128, 6, 8, TD_GEMM_DT_BF16, TD_GEMM_HOOK_KGATHER | TD_GEMM_HOOK_BCAST>(),
 };
 

@@ -73,7 +73,7 @@ static td_status td__make_map(td__tensor_map *out, const void *base, int dtype, 
 }
 
 static const td__gemm_kernel_entry *td__find(int arch, const td_gemm_config *cfg, int dtype,
-                                             int b_kn, unsigned hooks) {
+                                             int b_kn, unsigned hooks, int variant = 0) {
   int count = 0;
   const td__gemm_kernel_entry *tab;
   if (arch == 90)
@@ -84,7 +84,8 @@ static const td__gemm_kernel_entry *td__find(int arch, const td_gemm_config *cfg
     const td__gemm_kernel_entry *e = &tab[i];
     if (e->bm == cfg->bm && e->bn == cfg->bn && e->bk == cfg->bk && e->stages == cfg->stages &&
         e->cluster == (cfg->cluster > 1 ? cfg->cluster : 1) &&
-        e->group_m == cfg->group_m && e->dtype == dtype && e->b_kn == b_kn && e->hooks == hooks)
+        e->group_m == cfg->group_m && e->dtype == dtype && e->b_kn == b_kn && e->hooks == hooks &&
+        e->variant == variant)
       return e;
   }
   return NULL;
@@ -299,6 +300,9 @@ static td_status td__check(const td_gemm_problem *p, const td_gemm_config *cfg, 
     if (hooks->bcast_hint != 0 && hooks->bcast_hint != 1)
       return td__error(TD_ERR_INVALID_ARG, "gemm: BCAST bcast_hint=%d; 0 (plain stores) or 1 (L2 evict-first) "
                        "are allowed", hooks->bcast_hint);
+    if (hooks->bcast_defer != 0 && hooks->bcast_defer != 1)
+      return td__error(TD_ERR_INVALID_ARG, "gemm: BCAST bcast_defer=%d; 0 (second half staged in the epilogue) or "
+                       "1 (deferred into the next tile's main loop) are allowed", hooks->bcast_defer);
     for (int i = 0; i < hooks->bcast_peers; i++)
       if (!hooks->dst[i])
         return td__error(TD_ERR_INVALID_ARG, "gemm: BCAST needs dst[%d] (bcast_peers=%d)", i, hooks->bcast_peers);
@@ -321,7 +325,7 @@ static void td__list_configs(char *buf, size_t cap, int arch, int dtype, int b_k
   size_t used = 0;
   buf[0] = 0;
   for (int i = 0; i < count && used + 40 < cap; i++)
-    if (tab[i].dtype == dtype && tab[i].hooks == hooks && tab[i].b_kn == b_kn)
+    if (tab[i].dtype == dtype && tab[i].hooks == hooks && tab[i].b_kn == b_kn && !tab[i].variant)
       used += (size_t)snprintf(buf + used, cap - used, "%s%dx%dx%d/s%d/g%d/c%d", used ? ", " : "",
                                tab[i].bm, tab[i].bn, tab[i].bk, tab[i].stages, tab[i].group_m,
                                tab[i].cluster);
@@ -377,6 +381,11 @@ static td_status td__run(const td_gemm_problem *p, const td_gemm_config *cfg, un
   int b_kn = p->b_layout == TD_GEMM_B_KN;
   int arch = cfg->arch == TD_GEMM_SM90 ? 90 : 80;
   const td__gemm_kernel_entry *e = td__find(arch, cfg, dtype, b_kn, flags);
+  if (e && (flags & TD_GEMM_HOOK_BCAST) && hooks->bcast_defer) { /* its deferred-half kernel, where one exists */
+    const td__gemm_kernel_entry *d = td__find(arch, cfg, dtype, b_kn, flags, 1);
+    if (d)
+      e = d;
+  }
   if (!e) {
     char list[1024];
     td__list_configs(list, sizeof list, arch, dtype, b_kn, flags);
@@ -525,7 +534,7 @@ extern "C" int td__gemm_cuda_configs(td_gemm_arch arch, td_dtype dtype, int b_la
                                           : td__gemm_sm90_kernels_nk(&count))
               : td__gemm_sm80_kernels(&count);
   for (int i = 0; i < count; i++) {
-    if (tab[i].hooks != 0 || tab[i].dtype != dt || tab[i].b_kn != (b_layout == TD_GEMM_B_KN))
+    if (tab[i].hooks != 0 || tab[i].variant || tab[i].dtype != dt || tab[i].b_kn != (b_layout == TD_GEMM_B_KN))
       continue;
     if (out && n < cap) {
       td_gemm_config c = {arch,          tab[i].bm,      tab[i].bn, tab[i].bk,
@@ -691,6 +700,7 @@ extern "C" td_status td__gemm_cuda_run_kgather(const td_gemm_problem *p, const t
     h.push_long_peers = out->push_long_peers;
     h.bcast_peers = out->bcast_peers;
     h.bcast_hint = out->bcast_hint;
+    h.bcast_defer = out->bcast_defer;
   }
   h.a_maps = map_buf;
   h.b_maps = (const char *)map_buf + (size_t)sources * TD_GEMM_MAP_BYTES;
@@ -731,7 +741,7 @@ extern "C" int td__gemm_cuda_configs_hooked(td_dtype dtype, int b_layout, unsign
   const td__gemm_kernel_entry *tab =
       b_layout == TD_GEMM_B_KN ? td__gemm_sm90_kernels_kn(&count) : td__gemm_sm90_kernels_nk(&count);
   for (int i = 0; i < count; i++) {
-    if (tab[i].hooks != hooks || tab[i].dtype != dt)
+    if (tab[i].hooks != hooks || tab[i].variant || tab[i].dtype != dt)
       continue;
     if (out && n < cap) {
       td_gemm_config c = {TD_GEMM_SM90, tab[i].bm, tab[i].bn, tab[i].bk, tab[i].stages, tab[i].cluster,

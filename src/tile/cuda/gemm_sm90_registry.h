@@ -21,6 +21,9 @@ typedef struct td__gemm_kernel_entry {
   const void *fn;             /* the __global__ function */
   int threads, smem_bytes;    /* launch shape */
   int epi_cols;               /* BCAST: columns of a staged tile (the C maps' box width); 0 = bn */
+  int variant;                /* 0: the configuration's kernel; 1: BCAST's deferred second half
+                               * (td_gemm_hooks.bcast_defer), looked up only when asked for and
+                               * never listed as a configuration of its own */
 } td__gemm_kernel_entry;
 
 /* Each returns its array and writes its length. */
