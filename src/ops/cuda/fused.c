@@ -869,7 +869,8 @@ void td__tp_fused_describe(const td_tp_op *op, char *buf, size_t cap) {
       if (t > 0)
         snprintf(tail, sizeof tail, ", last %d tile%s in %d K-slices", t, t > 1 ? "s" : "", s);
     }
-    if (f->kgather && op->d.kind == TD_TP_GEMM_AR && f->bcast_defer) /* a tile staged whole has no second half */
+    /* only 128x256 stages its tile in halves (the one with a deferred variant); 128x128 stages it whole */
+    if (f->kgather && op->d.kind == TD_TP_GEMM_AR && f->bcast_defer && f->cfg.bn == 256)
       snprintf(tail + strlen(tail), sizeof tail - strlen(tail), ", second half deferred");
     snprintf(buf, cap, "%s %s%s, %s", td_tp_kind_name(op->d.kind),
              f->kgather && f->bcast_hint                ? "kgather, one launch for every rank, stores L2 evict-first"
