@@ -521,6 +521,16 @@ static void test_kgather_route(void **state) {
             "loop) are allowed");
   h.bcast_defer = -1;
   kr_expect(&p, &cfg90, TD_GEMM_HOOK_BCAST, &h, TD_ERR_INVALID_ARG, "BCAST bcast_defer=-1;");
+  /* the deferred-half kernel is a variant of 128x256 s4, never a configuration of its own: two BCAST
+   * configurations, each listed once (the listing of a configuration not compiled) */
+  assert_int_equal(td__gemm_cuda_configs_hooked(TD_BF16, TD_GEMM_B_KN, TD_GEMM_HOOK_KGATHER | TD_GEMM_HOOK_BCAST,
+                                                NULL, 0),
+                   2);
+  const td_gemm_config none64 = {TD_GEMM_SM90, 64, 64, 64, 4, 1, 8, 1};
+  h = routes(0, 0, 3);
+  h.bcast_defer = 1;
+  kr_expect(&p, &none64, TD_GEMM_HOOK_BCAST, &h, TD_ERR_UNSUPPORTED,
+            "compiled: 128x256x64/s4/g8/c1, 128x128x64/s6/g8/c1 (others need the JIT)");
 
   /* PUSH's split */
   h = routes(0, 0, 0);

@@ -885,10 +885,12 @@ static uint16_t *kg_bcast_result(const td_gemm_config *cfg, const kg_inputs *in,
  * with K of 2 k-blocks (stored at the next unit's last k-block) and where
  * one tile runs per block (stored after it); bit for bit against the
  * undeferred launch for 136 tiles with K of 20 k-blocks (stored at the next
- * unit's ninth), which the same arithmetic must give; and with the split
+ * unit's ninth), which the same arithmetic must give (a short unit stores it
+ * half-way through its k-blocks); and with the split
  * tail (27 tiles all split; 136 tiles, the last 4 split, against the
  * undeferred unsplit launch), whose slices that skip the epilogue still
- * store the deferred half.
+ * store the deferred half. (That the variant kernel is the one launched for
+ * 128x256 shows only in timing; gemm_args_test checks it is listed nowhere.)
  * On a tile staged whole (128x128) bcast_defer changes nothing. */
 static void test_kgather_bcast_defer(void **state) {
   (void)state;
@@ -896,7 +898,7 @@ static void test_kgather_bcast_defer(void **state) {
     skip();
   td_gemm_config cfgs[16];
   int nc = td__gemm_cuda_configs_hooked(TD_BF16, TD_GEMM_B_KN, TD_GEMM_HOOK_KGATHER | TD_GEMM_HOOK_BCAST, cfgs, 16);
-  assert_true(nc >= 2);
+  assert_int_equal(nc, 2); /* 128x256 s4 and 128x128 s6: the deferred variant is no configuration of its own */
   int sms = 0;
   assert_int_equal(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), cudaSuccess);
   kg_inputs d1 = kg_make(2, 64, 2053, 2600), d2 = kg_make(2, 640, 1100, 520), e = kg_make_ex(2, 640, 17 * 128, 2048, 0);

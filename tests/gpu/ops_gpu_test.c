@@ -400,9 +400,10 @@ static void test_fused_kgather(void **state) {
   setenv("TD_OPS_FUSED_BCAST_HALF", "defer", 1); /* the 128x256 tile's second half stored in the next main loop */
   setenv("TD_OPS_FUSED_TILE", "128x256", 1);
   fused_sched_rows("second half deferred", TD_TP_GEMM_AR, TD_TP_FUSED, TD_BF16, 2053, 2600, 1024, 20, 16, 8);
-  fused_sched("second half deferred", TD_TP_GEMM_AR, TD_TP_FUSED, TD_BF16, 1031, 520, 1024, 3, 4);
+  fused_sched_rows("second half deferred", TD_TP_GEMM_AR, TD_TP_FUSED, TD_BF16, 1031, 520, 1024, 3, 16, 4);
+  setenv("TD_OPS_FUSED_TILE", "128x128", 1); /* staged whole: nothing to defer, and the schedule says none */
+  fused_sched_rows("!deferred", TD_TP_GEMM_AR, TD_TP_FUSED, TD_BF16, 1031, 520, 1024, 2, 16, 4);
   unsetenv("TD_OPS_FUSED_TILE");
-  fused_sched("!deferred", TD_TP_GEMM_RS, TD_TP_FUSED, TD_BF16, 1024, 520, 1024, 2, 8); /* gemm_rs has no BCAST */
   unsetenv("TD_OPS_FUSED_BCAST_HALF");
   setenv("TD_OPS_FUSED_TAIL", "none", 1);
   fused_sched("!K-slices", TD_TP_GEMM_RS, TD_TP_FUSED, TD_BF16, 1024, 520, 1024, 2, 8);

@@ -146,7 +146,8 @@ struct td__gemm_sm90_shape {
 
 /* BCAST with the second half deferred: k-blocks into the next unit's main
  * loop before it is staged (about 8 us of the H200's 128x256 main loop: the
- * first half's stores of a whole wave drain in ~10 us at once). */
+ * first half's stores of a whole wave drain in ~10 us at once), or half the
+ * unit's k-blocks where it has fewer than twice as many. */
 #define TD__BCAST_DEFER_KB 8
 /* The XV bit of that kernel (a variant the registry compiles, not a measurement one). */
 #define TD__XV_BCAST_DEFER 256
@@ -375,6 +376,8 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
    * over, held the tensor cores idle: 0.3-0.5 TB/s, docs/perf.md) */
   constexpr int EPI_COLS = BCAST ? td__gemm_sm90_bcast<BM, BN, STAGES>::COLS : BN, HALVES = BN / EPI_COLS;
   constexpr int EPI_BYTES = BCAST ? BM * EPI_COLS * 2 : 0;
+  constexpr int EPI_J = EPI_COLS / 32 > 0 ? EPI_COLS / 32 : 1; /* 32-column groups of a staged part (BN may be 16
+                                                                * where nothing is staged: no zero-sized arrays) */
   static_assert(S::SMEM_BYTES + EPI_BYTES <= 232448, "tile ring and staged tile do not fit in shared memory");
   constexpr bool EARLY_WAIT = WAIT && (XV & 16) == 0;   /* first tile's acquire before the set-up */
   constexpr bool INLINE_RAISE = RAISE && (XV & 32) == 0; /* last tile raised by the consumers */
@@ -731,7 +734,7 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
      * layout of the staged rows, then stored to shared memory and TMA-stored to every destination ---- */
     const td__gemm_u32 mine = stg + (td__gemm_u32)(cw * S::WG_ROWS * EPI_COLS * 2);
     const int bar = 2 + cw; /* named barriers 2.. (1 is the raise's, 4 the split tail's), one per warpgroup */
-    auto bcast_pack = [&](const float (*ac)[BN / 2], int hv, td__gemm_u32 (*out)[2][EPI_COLS / 32][4]) {
+    auto bcast_pack = [&](const float (*ac)[BN / 2], int hv, td__gemm_u32 (*out)[2][EPI_J][4]) {
 #pragma unroll
       for (int x = 0; x < S::MI; x++)
 #pragma unroll
@@ -745,7 +748,7 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
           }
     };
     /* the staged rows are free (the caller waited for the previous stores' reads and synced) */
-    auto bcast_stage_issue = [&](const td__gemm_u32 (*pk)[2][EPI_COLS / 32][4], int row0, int col0) {
+    auto bcast_stage_issue = [&](const td__gemm_u32 (*pk)[2][EPI_J][4], int row0, int col0) {
 #pragma unroll
       for (int x = 0; x < S::MI; x++)
 #pragma unroll
@@ -787,11 +790,11 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
       }
     };
     /* BCAST with half the tile staged, deferred (hooks.bcast_defer): the second half waits in registers,
-     * packed, and is staged and stored TD__BCAST_DEFER_KB k-blocks into the next unit's main loop (or after
+     * packed, and is staged and stored up to TD__BCAST_DEFER_KB k-blocks into the next unit's main loop (or after
      * the last unit), when the first half's stores have long read shared memory, so no epilogue waits on
      * the stores of a wave whose every block stores at once */
     constexpr bool defer = BCAST && HALVES == 2 && (XV & TD__XV_BCAST_DEFER) != 0;
-    td__gemm_u32 held[S::MI][2][EPI_COLS / 32][4];
+    td__gemm_u32 held[S::MI][2][EPI_J][4]; /* no registers where unused (the compiler drops it) */
     bool pend = false;
     int pend_row0 = 0, pend_col0 = 0;
     auto bcast_flush = [&]() {
@@ -855,8 +858,9 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
           phase ^= 1;
         }
         if constexpr (defer)
-          if (pend && kb == (kb1 - kb0 > TD__BCAST_DEFER_KB ? kb0 + TD__BCAST_DEFER_KB : kb1 - 1))
-            bcast_flush(); /* the previous tile's second half, while this unit's wgmma runs */
+          if (pend && kb == kb0 + ((kb1 - kb0) / 2 < TD__BCAST_DEFER_KB ? (kb1 - kb0) / 2 : TD__BCAST_DEFER_KB))
+            bcast_flush(); /* the previous tile's second half, while this unit's wgmma runs (a short unit,
+                            * such as a split slice: half-way, so its own epilogue does not wait on it) */
       }
       td__wgmma_wait<0>();
 #pragma unroll
@@ -885,10 +889,12 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
       if constexpr (BCAST) {
 #pragma unroll
         for (int hv = 0; hv < HALVES; hv++) { /* the staged columns [hv * EPI_COLS, (hv + 1) * EPI_COLS) */
-          if (defer && hv == 1) { /* held in registers; staged during the next unit's main loop */
-            bcast_pack(acc, 1, held);
-            pend = true, pend_row0 = tm * BM + cw * S::WG_ROWS, pend_col0 = tn * BN + EPI_COLS;
-            break;
+          if constexpr (defer) {
+            if (hv == 1) { /* held in registers; staged during the next unit's main loop */
+              bcast_pack(acc, 1, held);
+              pend = true, pend_row0 = tm * BM + cw * S::WG_ROWS, pend_col0 = tn * BN + EPI_COLS;
+              break;
+            }
           }
           /* the previous stores have read the staged rows before they are overwritten (with half
            * the tile staged and not deferred, the first half's stores are waited for here, inside
@@ -896,7 +902,7 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
           if (tid == 0 && (i > 0 || hv > 0))
             asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
           asm volatile("bar.sync %0, 128;" ::"r"(bar) : "memory");
-          td__gemm_u32 part[S::MI][2][EPI_COLS / 32][4];
+          td__gemm_u32 part[S::MI][2][EPI_J][4];
           bcast_pack(acc, hv, part);
           bcast_stage_issue(part, tm * BM + cw * S::WG_ROWS, tn * BN + hv * EPI_COLS);
         }
