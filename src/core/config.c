@@ -124,10 +124,12 @@ static const td__cfg_var td__vars[] = {
      "half's stores have read shared memory, inside the epilogue) or defer (it waits in registers and is stored 8 "
      "k-blocks into the next tile's main loop, so no epilogue waits on a whole wave's stores); the same bytes; a "
      "measurement knob, not yet measured on a GPU, so wait stays the default", NULL},
-    {"TD_OPS_FUSED_TAIL", TD__CFG_STR, "split", 0, 0, "split,none",
+    {"TD_OPS_FUSED_TAIL", TD__CFG_STR, "split", 0, 0, "split,split2,none",
      "fused gemm_rs / gemm_ar kgather: split (the launch's last, partial wave of tiles runs each tile as up to 8 "
-     "K-slices on the idle SMs, the last slice to finish adding the others' fp32 partials) or none (every tile "
-     "whole, as before); a measurement knob", NULL},
+     "K-slices on the idle SMs, the last slice to finish adding the others' fp32 partials; measured), split2 (as "
+     "split, or the last full wave's tiles and the last wave's together over several rounds where a model says "
+     "that pays, e.g. a last wave of more than half the SMs; its workspace can reach ~130 MiB; not yet measured) "
+     "or none (every tile whole)", NULL},
     {"TD_OPS_FUSED_RS", TD__CFG_STR, "auto", 0, 0, "auto,pull,push,kgather",
      "fused gemm_rs / gemm_ar: pull (each rank reduces its rows from the peers' whole partials), push (row blocks "
      "pushed to their owner as each is computed) or, for gemm_rs of ranks sharing one GPU, kgather (one launch of "

@@ -462,6 +462,59 @@ static void test_no_device(void **state) {
   expect(&p, &c80, 0, NULL, TD_ERR_UNSUPPORTED, "the sm_80 kernels need one of compute capability 8.x");
 }
 
+/* td__gemm_split_plan_waves: waves = 2 takes the last full wave too where its model says that pays (the
+ * fused operators' shapes on 132 SMs, 128x256 tiles), and keeps the one-wave plan where that is better;
+ * waves = 1 is td__gemm_split_plan's plan. */
+static void test_split_plan_waves(void **state) {
+  (void)state;
+  const long long tile = 128 * 256 * 4, big = LLONG_MAX;
+  int t = -1, s = -1;
+  /* llama3.1-405b M = 1024: 12 waves + 80 tiles (too many to split onto 52 idle blocks): 212 tiles in 3
+   * slices, 5 rounds (12.7 tile times against 13) */
+  td__gemm_split_plan_waves(1664, 132, 256, big, tile, 2, &t, &s);
+  assert_int_equal(t, 212), assert_int_equal(s, 3);
+  td__gemm_split_plan_waves(1664, 132, 256, big, tile, 1, &t, &s);
+  assert_int_equal(t, 0), assert_int_equal(s, 1);
+  /* qwen2-72b M = 1024 (7 waves + 4): the one-wave plan, 4 tiles in 8 slices, stays the better */
+  td__gemm_split_plan_waves(928, 132, 128, big, tile, 2, &t, &s);
+  assert_int_equal(t, 4), assert_int_equal(s, 8);
+  /* llama3.1-8b M = 1024 (3 waves + 52): 184 tiles in 5 slices, 7 rounds (3.45 against 3.52) */
+  td__gemm_split_plan_waves(448, 132, 64, big, tile, 2, &t, &s);
+  assert_int_equal(t, 184), assert_int_equal(s, 5);
+  /* the exact workspace of a plan gives the same plan (the operator allocates just that) */
+  td__gemm_split_plan_waves(448, 132, 64, TD_GEMM_SPLIT_CNT_BYTES + 184 * 5 * tile, tile, 2, &t, &s);
+  assert_int_equal(t, 184), assert_int_equal(s, 5);
+  td__gemm_split_plan_waves(1664, 132, 256, TD_GEMM_SPLIT_CNT_BYTES + 212 * 3 * tile, tile, 2, &t, &s);
+  assert_int_equal(t, 212), assert_int_equal(s, 3);
+  /* a workspace for fewer slices: the best plan that fits; none: nothing */
+  td__gemm_split_plan_waves(1664, 132, 256, TD_GEMM_SPLIT_CNT_BYTES + 212 * 2 * tile, tile, 2, &t, &s);
+  assert_true(t == 0 || (long long)t * s <= 212 * 2);
+  td__gemm_split_plan_waves(1664, 132, 256, 0, tile, 2, &t, &s);
+  assert_int_equal(t, 0), assert_int_equal(s, 1);
+  /* no full wave before the last (units < slots), full waves, short K, bad arguments: the one-wave plan */
+  const long long cases[][3] = {{100, 132, 64}, {264, 132, 64}, {1664, 132, 15}, {0, 132, 64}, {1664, 0, 64}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    int t1 = -1, s1 = -1;
+    td__gemm_split_plan(cases[i][0], (int)cases[i][1], (int)cases[i][2], big, tile, &t1, &s1);
+    td__gemm_split_plan_waves(cases[i][0], (int)cases[i][1], (int)cases[i][2], big, tile, 2, &t, &s);
+    assert_int_equal(t, t1), assert_int_equal(s, s1);
+  }
+  /* every two-wave plan: a tail of the last wave or of the last two, slices of >= 8 k-blocks, within the
+   * counters and the workspace, never slower by the model than no split */
+  const long long ws = TD_GEMM_SPLIT_CNT_BYTES + 2000 * tile;
+  for (long long units = 1; units <= 3000; units += 11)
+    for (int nk = 1; nk <= 300; nk += 23) {
+      td__gemm_split_plan_waves(units, 132, nk, ws, tile, 2, &t, &s);
+      if (t == 0) {
+        assert_int_equal(s, 1);
+        continue;
+      }
+      assert_true(s >= 2 && s <= TD_GEMM_SPLIT_MAX && nk / s >= TD_GEMM_SPLIT_MIN_KB);
+      assert_true(t == units % 132 || (t == units % 132 + 132 && units >= t));
+      assert_true(t <= TD_GEMM_SPLIT_CNT_BYTES / 4 && TD_GEMM_SPLIT_CNT_BYTES + (long long)t * s * tile <= ws);
+    }
+}
+
 static void test_kgather_route(void **state) {
   (void)state;
   /* C NULL: a routed launch ignores C, so this problem is refused only for its route */
@@ -488,6 +541,14 @@ static void test_kgather_route(void **state) {
     h.split_ws = fake_out(7);
     h.split_ws_bytes = -1;
     kr_expect(&p, &cfg90, rts[i], &h, TD_ERR_INVALID_ARG, "bytes; a 16-byte aligned workspace of >= 0 bytes");
+  }
+
+  for (int i = 0; i < 3; i++) { /* split_waves: 0..2 */
+    h = routes(32, 0, 8);
+    h.split_waves = i == 2 ? -1 : 3 + i;
+    kr_expect(&p, &cfg90, rts[i], &h, TD_ERR_INVALID_ARG, "KGATHER split_waves=");
+    assert_non_null(strstr(td_last_error(), "0 or 1 (the last wave's tiles) or 2 (the last two waves' where that "
+                                            "pays) are allowed"));
   }
 
   /* BCAST: 1..8 destinations, each of them set */
@@ -709,7 +770,7 @@ int main(void) {
       cmocka_unit_test(test_null_and_sizes),  cmocka_unit_test(test_dtype_layout_alignment),
       cmocka_unit_test(test_hooks),           cmocka_unit_test(test_unknown_config),
       cmocka_unit_test(test_config_listing),  cmocka_unit_test(test_gather), cmocka_unit_test(test_gather_nsplit),
-      cmocka_unit_test(test_kgather),         cmocka_unit_test(test_kgather_route),   cmocka_unit_test(test_split_plan),
+      cmocka_unit_test(test_kgather),         cmocka_unit_test(test_kgather_route),   cmocka_unit_test(test_split_plan), cmocka_unit_test(test_split_plan_waves),
       cmocka_unit_test(test_no_device),   cmocka_unit_test(test_tile_count_overflow),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -529,6 +529,7 @@ static void kg_expect_poisoned(const char *what, const void *dev, size_t elems) 
 static void *kg_ws;
 static long long kg_ws_bytes;
 static int kg_bcast_defer;
+static int kg_split_waves; /* split_waves of the routed launches: 0 (the last wave) or 2 (two waves) */
 
 /* The routing description handed to td__gemm_cuda_run_kgather, its other
  * fields filled with junk: only dst, rows_per_peer, push_long_peers,
@@ -543,6 +544,7 @@ static td_gemm_hooks kg_route_junk(void) {
   h.scope = 0xffffffffu;
   h.k_src = 7;
   h.split_ws = kg_ws, h.split_ws_bytes = kg_ws_bytes; /* split_tail, split_k stay junk: the launcher plans */
+  h.split_waves = kg_split_waves;
   return h;
 }
 
@@ -864,6 +866,64 @@ static void test_kgather_split(void **state) {
   kg_ws = NULL, kg_ws_bytes = 0;
 }
 
+/* The split tail over two waves (split_waves = 2, td__gemm_split_plan_waves):
+ * llama3.1-8b's gemm_rs shape at M = 1024, K = 2 x 1280 (448 tiles of 128x256
+ * on the H200's 132 SMs: the last full wave and the last one, 184 tiles, in 5
+ * slices over 7 rounds, so every block runs several slices of several tiles;
+ * 896 of 128x128), every KGATHER tile and route, every destination against
+ * the unsplit launch; twice in a row on the same workspace. */
+static void test_kgather_split_waves(void **state) {
+  (void)state;
+  if (skip_arch(TD_GEMM_SM90))
+    skip();
+  int sms = 0;
+  assert_int_equal(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), cudaSuccess);
+  const long long ws_bytes = TD_GEMM_SPLIT_CNT_BYTES + 1100LL * 128 * 256 * 4;
+  void *ws = NULL;
+  assert_int_equal(cudaMalloc(&ws, (size_t)ws_bytes), cudaSuccess);
+  assert_int_equal(cudaMemset(ws, 0, TD_GEMM_SPLIT_CNT_BYTES), cudaSuccess);
+  kg_inputs d = kg_make_ex(2, 1280, 1024, 14336, 0);
+  const unsigned routes[3] = {0, TD_GEMM_HOOK_PUSH, TD_GEMM_HOOK_BCAST};
+  for (int r = 0; r < 3; r++) {
+    td_gemm_config cfgs[16];
+    const int nc = td__gemm_cuda_configs_hooked(TD_BF16, TD_GEMM_B_KN, TD_GEMM_HOOK_KGATHER | routes[r], cfgs, 16);
+    for (int i = 0; i < nc && i < 16; i++) {
+      const long long units = (long long)((d.m + cfgs[i].bm - 1) / cfgs[i].bm) * ((d.n + cfgs[i].bn - 1) / cfgs[i].bn);
+      int tail = 0, split = 0;
+      td__gemm_split_plan_waves(units, sms, d.k / 64, ws_bytes, (long long)cfgs[i].bm * cfgs[i].bn * 4, 2, &tail,
+                                &split);
+      if (sms == 132 && cfgs[i].bn == 256)
+        assert_true(tail == 184 && split == 5);
+      uint16_t *whole = kg_plain_result(&cfgs[i], &d); /* no workspace yet: unsplit */
+      double *ref = malloc((size_t)d.m * d.n * sizeof(double));
+      for (size_t e = 0; e < (size_t)d.m * d.n; e++)
+        ref[e] = td_bf16_to_f32(whole[e]);
+      d.ref = ref;
+      kg_ws = ws, kg_ws_bytes = ws_bytes, kg_split_waves = 2;
+      for (int rep = 0; rep < 2; rep++) {
+        if (routes[r] == 0) {
+          uint16_t *c = kg_plain_result(&cfgs[i], &d);
+          char what[200];
+          snprintf(what, sizeof what, "kgather split over two waves %dx%d s%d: %lld tiles, last %d in %d slices, "
+                   "launch %d (against the unsplit launch)", cfgs[i].bm, cfgs[i].bn, cfgs[i].stages, units, tail,
+                   split, rep);
+          kg_check_rows(what, c, ref, d.m, d.n, d.k);
+          free(c);
+        } else if (routes[r] == TD_GEMM_HOOK_PUSH) {
+          kgather_push_case(&cfgs[i], &d, 8, 0, rep == 0);
+        } else {
+          kgather_bcast_case(&cfgs[i], &d, 8, rep == 0, 0);
+        }
+      }
+      kg_ws = NULL, kg_ws_bytes = 0, kg_split_waves = 0;
+      d.ref = NULL;
+      free(ref), free(whole);
+    }
+  }
+  kg_free(&d);
+  cudaFree(ws);
+}
+
 /* One BCAST launch of `in` into a single destination (bcast_defer as
  * given), its rows copied back to the host (caller frees). */
 static uint16_t *kg_bcast_result(const td_gemm_config *cfg, const kg_inputs *in, int defer) {
@@ -1032,6 +1092,7 @@ int main(void) {
       cmocka_unit_test(test_kgather_push),
       cmocka_unit_test(test_kgather_bcast),
       cmocka_unit_test(test_kgather_split),
+      cmocka_unit_test(test_kgather_split_waves),
       cmocka_unit_test(test_kgather_bcast_defer),
       cmocka_unit_test(test_gather_nsplit),
       cmocka_unit_test_prestate(test_wait_raise, &sm80),

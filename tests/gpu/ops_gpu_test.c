@@ -405,6 +405,8 @@ static void test_fused_kgather(void **state) {
   fused_sched_rows("!deferred", TD_TP_GEMM_AR, TD_TP_FUSED, TD_BF16, 1031, 520, 1024, 2, 16, 4);
   unsetenv("TD_OPS_FUSED_TILE");
   unsetenv("TD_OPS_FUSED_BCAST_HALF");
+  setenv("TD_OPS_FUSED_TAIL", "split2", 1); /* llama3.1-8b's M = 1024 at K = 2560: the last two waves' 184 tiles */
+  fused_sched_rows("last 184 tiles in 5 K-slices", TD_TP_GEMM_RS, TD_TP_FUSED, TD_BF16, 1024, 14336, 2560, 2, 16, 8);
   setenv("TD_OPS_FUSED_TAIL", "none", 1);
   fused_sched("!K-slices", TD_TP_GEMM_RS, TD_TP_FUSED, TD_BF16, 1024, 520, 1024, 2, 8);
   fused_sched("!K-slices", TD_TP_GEMM_AR, TD_TP_FUSED, TD_BF16, 1031, 520, 1024, 2, 8);

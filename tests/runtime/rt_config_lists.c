@@ -188,11 +188,16 @@ static void test_fused_bcast_half_values(void **state) {
   expect_two_values("TD_OPS_FUSED_BCAST_HALF", "wait", "defer", "wait,defer", bad, 5);
 }
 
-/* TD_OPS_FUSED_TAIL: split (the default) or none, exactly */
+/* TD_OPS_FUSED_TAIL: split (the default), split2 or none, exactly */
 static void test_fused_tail_values(void **state) {
   (void)state;
-  const char *bad[] = {"off", "Split", "split ", "0", "stream-k"};
-  expect_two_values("TD_OPS_FUSED_TAIL", "split", "none", "split,none", bad, 5);
+  const char *bad[] = {"off", "Split", "split ", "0", "stream-k", "split-2", "split22", "split3"};
+  expect_two_values("TD_OPS_FUSED_TAIL", "split", "none", "split,split2,none", bad, 8);
+  const char *s = NULL;
+  setenv("TD_OPS_FUSED_TAIL", "split2", 1);
+  assert_int_equal(td_config_str("TD_OPS_FUSED_TAIL", &s), TD_OK);
+  assert_string_equal(s, "split2");
+  unsetenv("TD_OPS_FUSED_TAIL");
 }
 
 /* TD_OPS_FUSED_AG: gather (each rank's launch) and gather-one (one launch for every rank) exactly */

@@ -44,6 +44,7 @@
 #include <cudaTypedefs.h>
 #include <cuda_runtime.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
@@ -73,13 +74,18 @@
 #pragma weak td__gemm_cuda_run_kgather
 #pragma weak td__gemm_cuda_configs_hooked
 #pragma weak td__gemm_config_name
-#pragma weak td__gemm_split_plan
+#pragma weak td__gemm_split_plan_waves
 
-/* kgather's split-tail workspace: the counters and at most one partial tile
- * per SM of the largest KGATHER tile (128x256 fp32), since a split never
- * needs more slices than there are blocks (gemm.h, td__gemm_split_plan). */
-static long long td__f_split_ws_bytes(const td__tp_fused *f) {
-  return TD_GEMM_SPLIT_CNT_BYTES + (long long)f->sms * 128 * 256 * 4;
+/* kgather's split tail as rank 0's launch plans it (gemm.h, "Split tail"; one
+ * block per SM, the same on every rank): the tiles split and their slices,
+ * within a workspace of ws bytes. */
+static void td__f_split_plan(const td_tp_op *op, const td__tp_fused *f, long long ws, int *tail, int *split) {
+  *tail = 0, *split = 1;
+  if (!f->kgather || !f->tail_split || !td__gemm_split_plan_waves)
+    return;
+  const long long units = ((op->d.m + f->cfg.bm - 1) / f->cfg.bm) * ((op->d.n + f->cfg.bn - 1) / f->cfg.bn);
+  td__gemm_split_plan_waves(units, f->sms, (int)((op->d.k + 63) / 64), ws, (long long)f->cfg.bm * f->cfg.bn * 4,
+                            f->tail_split, tail, split);
 }
 
 /* The two records swapped at creation: where each rank is (its status and
@@ -548,10 +554,12 @@ static td_status td__f_alloc(td_tp_op *op, td__tp_fused *f) {
       TD_CHECK(td__f_cu(cudaMalloc(&f->kmaps, 3 * (size_t)f->n * TD_GEMM_MAP_BYTES), "cudaMalloc (tensor maps)"));
       const char *tail = NULL;
       TD_CHECK(td_config_str("TD_OPS_FUSED_TAIL", &tail));
-      f->tail_split = !(tail && !strcmp(tail, "none"));
-      if (f->r == 0 && f->tail_split) {
-        /* rank 0's launch splits its last wave's tiles along K (gemm.h, "Split tail") */
-        f->split_ws_bytes = td__f_split_ws_bytes(f);
+      f->tail_split = tail && !strcmp(tail, "none") ? 0 : tail && !strcmp(tail, "split2") ? 2 : 1;
+      int t = 0, s = 1; /* the workspace the plan for this shape needs, exactly (the launch plans the same) */
+      td__f_split_plan(op, f, LLONG_MAX, &t, &s);
+      if (f->r == 0 && t > 0) {
+        /* rank 0's launch splits its last wave's (or two waves') tiles along K */
+        f->split_ws_bytes = TD_GEMM_SPLIT_CNT_BYTES + (long long)t * s * f->cfg.bm * f->cfg.bn * 4;
         TD_CHECK(td__f_cu(cudaMalloc(&f->split_ws, (size_t)f->split_ws_bytes), "cudaMalloc (split-tail workspace)"));
         TD_CHECK(td__f_cu(cudaMemsetAsync(f->split_ws, 0, TD_GEMM_SPLIT_CNT_BYTES, f->s), "cudaMemsetAsync"));
       }
@@ -861,14 +869,10 @@ void td__tp_fused_describe(const td_tp_op *op, char *buf, size_t cap) {
   default: {
     /* kgather's split tail as rank 0's launch will plan it (one block per SM) */
     char tail[96] = "";
-    if (f->kgather && f->tail_split && td__gemm_split_plan) {
-      const long long units = ((op->d.m + f->cfg.bm - 1) / f->cfg.bm) * ((op->d.n + f->cfg.bn - 1) / f->cfg.bn);
-      int t = 0, s = 1;
-      td__gemm_split_plan(units, f->sms, (int)((op->d.k + 63) / 64), td__f_split_ws_bytes(f),
-                          (long long)f->cfg.bm * f->cfg.bn * 4, &t, &s);
-      if (t > 0)
-        snprintf(tail, sizeof tail, ", last %d tile%s in %d K-slices", t, t > 1 ? "s" : "", s);
-    }
+    int t = 0, s = 1;
+    td__f_split_plan(op, f, LLONG_MAX, &t, &s);
+    if (t > 0)
+      snprintf(tail, sizeof tail, ", last %d tile%s in %d K-slices", t, t > 1 ? "s" : "", s);
     /* only 128x256 stages its tile in halves (the one with a deferred variant); 128x128 stages it whole */
     if (f->kgather && op->d.kind == TD_TP_GEMM_AR && f->bcast_defer && f->cfg.bn == 256)
       snprintf(tail + strlen(tail), sizeof tail - strlen(tail), ", second half deferred");

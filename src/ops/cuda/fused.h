@@ -42,7 +42,8 @@ struct td__tp_fused {
   int bcast_hint; /* gemm_ar kgather: TD_OPS_FUSED_BCAST_HINT (1 = evict_first), read at creation */
   int bcast_defer; /* gemm_ar kgather: TD_OPS_FUSED_BCAST_HALF=defer (the half-staged tile's second half stored
                     * during the next tile's main loop) */
-  int tail_split;  /* kgather: TD_OPS_FUSED_TAIL=split (every rank); rank 0's launch gets split_ws */
+  int tail_split;  /* kgather: TD_OPS_FUSED_TAIL: 0 none, 1 split (the last wave), 2 split2 (or the last two
+                    * waves'); every rank; rank 0's launch gets split_ws */
   void *split_ws; /* kgather, rank 0: the tile's split-tail workspace (counters zeroed once) */
   long long split_ws_bytes;
   int ar_all_push; /* gemm_ar: every row block pushed to every peer as computed; each rank reduces all rows */

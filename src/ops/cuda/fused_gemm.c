@@ -362,7 +362,7 @@ static td_status td__f_kgather(td_tp_op *op, td__tp_fused *f, void *c, const voi
       out.bcast_hint = f->bcast_hint;
       out.bcast_defer = f->bcast_defer;
     }
-    out.split_ws = f->split_ws, out.split_ws_bytes = f->split_ws_bytes;
+    out.split_ws = f->split_ws, out.split_ws_bytes = f->split_ws_bytes, out.split_waves = f->tail_split;
     td_gemm_problem pr = {(int)op->d.m, (int)op->d.n, (int)op->d.k, op->d.dtype, TD_GEMM_B_KN, NULL, NULL, c, NULL};
     gst = td__gemm_cuda_run_kgather(&pr, &f->cfg, as, bs, n, op->d.k / n, f->kmaps,
                                     rs ? TD_GEMM_HOOK_PUSH : TD_GEMM_HOOK_BCAST, &out, f->s);

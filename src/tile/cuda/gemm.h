@@ -214,6 +214,8 @@ typedef struct td_gemm_hooks {
   void *split_ws;                    /* KGATHER: split-tail workspace (see below); NULL = no split */
   long long split_ws_bytes;          /* KGATHER: its bytes; the launcher splits only what fits */
   int split_tail, split_k;           /* KGATHER: set by the launcher (td__gemm_split_plan), not the caller */
+  int split_waves;                   /* KGATHER: 0 or 1 = split the last wave's tiles; 2 = or the last two
+                                      * waves' where td__gemm_split_plan_waves's model says it pays */
 } td_gemm_hooks;
 
 #if !defined(__CUDACC_RTC__)
@@ -340,10 +342,11 @@ td_status td__gemm_cuda_run_gather_cols(const td_gemm_problem *problem, const td
  * out->bcast_hint and out->bcast_defer 0 or 1 as in td_gemm_hooks). With any route, a non-NULL
  * out->split_ws of out->split_ws_bytes lets the launch split its last
  * wave's tiles along K (the split tail above; 16-byte aligned, its counters
- * zero before the first use; NULL: no split). Only those fields of `out` are
+ * zero before the first use; NULL: no split), or its last two waves' with
+ * out->split_waves = 2 (td__gemm_split_plan_waves). Only those fields of `out` are
  * read. Asynchronous. Errors: those of
  * td__gemm_cuda_run; TD_ERR_INVALID_ARG (NULL tables, entries or map_buf,
- * a misaligned split_ws or negative split_ws_bytes,
+ * a misaligned split_ws or negative split_ws_bytes, split_waves outside 0..2,
  * sources outside 1..TD_GEMM_MAX_SOURCES, K != sources * k_src, a misaligned
  * map_buf, B not [K,N], route not one of the three, `out` NULL with a route,
  * a NULL dst the rows need, rows_per_peer outside 1..2^31 - 1, a split that
@@ -368,6 +371,20 @@ td_status td__gemm_cuda_run_kgather(const td_gemm_problem *problem, const td_gem
  * small. Pure; thread-safe. */
 void td__gemm_split_plan(long long units, int slots, int nk, long long ws_bytes, long long tile_bytes, int *tail,
                          int *split);
+
+/** td__gemm_split_plan with `waves` = 2: where the last wave holds more
+ * than half the blocks' tiles (nothing to split onto), or where it pays
+ * more, the tiles of the last full wave and the last wave together (rem +
+ * slots of them) are split into 2..TD_GEMM_SPLIT_MAX slices run over as
+ * many rounds of the grid as they need: each block then runs several
+ * slices, of several tiles. It takes the plan of least modelled time (tile
+ * times: full waves, rounds / slices, plus 0.01 per slice for the fix-up;
+ * e.g. 1664 tiles on 132 blocks, 12 waves and 80 tiles: 212 tiles in 3
+ * slices, 5 rounds, 12.7 against 13 tile times), within the workspace and
+ * the counters. `waves` = 1 (or anything but 2) is td__gemm_split_plan.
+ * Pure; thread-safe. */
+void td__gemm_split_plan_waves(long long units, int slots, int nk, long long ws_bytes, long long tile_bytes, int waves,
+                               int *tail, int *split);
 
 /** The sm_90a configurations compiled with exactly the hook flags `hooks`
  * for (dtype, b_layout), as td__gemm_cuda_configs lists the hook-free ones:

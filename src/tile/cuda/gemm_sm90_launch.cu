@@ -447,8 +447,8 @@ static td_status td__run(const td_gemm_problem *p, const td_gemm_config *cfg, un
   int grid = td__grid_size(&prep, sms, cl, units);
   h.split_tail = 0, h.split_k = 1;
   if ((flags & TD_GEMM_HOOK_KGATHER) && h.split_ws) { /* the last wave's tiles in K-slices, where it pays */
-    td__gemm_split_plan(units, td__grid_size(&prep, sms, cl, LLONG_MAX), (p->k + 63) / 64, h.split_ws_bytes,
-                        (long long)e->bm * e->bn * 4, &h.split_tail, &h.split_k);
+    td__gemm_split_plan_waves(units, td__grid_size(&prep, sms, cl, LLONG_MAX), (p->k + 63) / 64, h.split_ws_bytes,
+                              (long long)e->bm * e->bn * 4, h.split_waves == 2 ? 2 : 1, &h.split_tail, &h.split_k);
     if (units + (long long)h.split_tail * (h.split_k - 1) > INT32_MAX) /* the kernel counts work units in int */
       h.split_tail = 0, h.split_k = 1;
     grid = td__grid_size(&prep, sms, cl, units - h.split_tail + (long long)h.split_tail * h.split_k);
@@ -688,11 +688,15 @@ extern "C" td_status td__gemm_cuda_run_kgather(const td_gemm_problem *p, const t
   if (out && (out->split_ws_bytes < 0 || (uintptr_t)out->split_ws % 16 != 0))
     return td__error(TD_ERR_INVALID_ARG, "gemm: KGATHER split_ws %p of %lld bytes; a 16-byte aligned workspace "
                      "of >= 0 bytes (or NULL: no split tail) is allowed", out->split_ws, out->split_ws_bytes);
+  if (out && (out->split_waves < 0 || out->split_waves > 2))
+    return td__error(TD_ERR_INVALID_ARG, "gemm: KGATHER split_waves=%d; 0 or 1 (the last wave's tiles) or 2 (the "
+                     "last two waves' where that pays) are allowed", out->split_waves);
   td_gemm_hooks h;
   memset(&h, 0, sizeof h);
   if (out) { /* the split tail's workspace (the launcher plans the split itself) */
     h.split_ws = out->split_ws;
     h.split_ws_bytes = out->split_ws ? out->split_ws_bytes : 0;
+    h.split_waves = out->split_waves;
   }
   if (route) { /* the routing fields alone: the rest of *out is not the caller's to set here */
     memcpy(h.dst, out->dst, sizeof h.dst);
@@ -730,6 +734,29 @@ extern "C" void td__gemm_split_plan(long long units, int slots, int nk, long lon
   if (s < 2)
     return;
   *tail = (int)rem, *split = (int)s;
+}
+
+extern "C" void td__gemm_split_plan_waves(long long units, int slots, int nk, long long ws_bytes, long long tile_bytes,
+                                          int waves, int *tail, int *split) {
+  td__gemm_split_plan(units, slots, nk, ws_bytes, tile_bytes, tail, split);
+  if (waves != 2 || units < 1 || slots < 1 || nk < 1 || tile_bytes < 1 || ws_bytes < TD_GEMM_SPLIT_CNT_BYTES)
+    return;
+  const long long full = units / slots, rem = units % slots, tail2 = rem + slots;
+  if (rem == 0 || full < 1 || tail2 > TD_GEMM_SPLIT_CNT_BYTES / 4)
+    return;
+  /* cost in tile-times: full waves, then the split units' rounds of 1/s of a tile, plus a margin per slice for
+   * the fix-up (the partial's store and the winner's reads), so a tie keeps fewer slices and less workspace */
+  const double margin = 0.01;
+  double best = *tail > 0 ? (double)full + 1.0 / *split + margin * *split : (double)full + 1;
+  const long long fit = (ws_bytes - TD_GEMM_SPLIT_CNT_BYTES) / tile_bytes;
+  for (long long s = 2; s <= TD_GEMM_SPLIT_MAX && s <= nk / TD_GEMM_SPLIT_MIN_KB; s++) {
+    if (tail2 * s > fit) /* tail2 * s <= 1024 * 8 */
+      break;
+    const long long rounds = (tail2 * s + slots - 1) / slots;
+    const double cost = (double)(full - 1) + (double)rounds / (double)s + margin * (double)s;
+    if (cost < best - 1e-9)
+      best = cost, *tail = (int)tail2, *split = (int)s;
+  }
 }
 
 extern "C" int td__gemm_cuda_configs_hooked(td_dtype dtype, int b_layout, unsigned hooks, td_gemm_config *out,
