@@ -405,8 +405,11 @@ static void test_fused_kgather(void **state) {
   fused_sched_rows("!deferred", TD_TP_GEMM_AR, TD_TP_FUSED, TD_BF16, 1031, 520, 1024, 2, 16, 4);
   unsetenv("TD_OPS_FUSED_TILE");
   unsetenv("TD_OPS_FUSED_BCAST_HALF");
-  setenv("TD_OPS_FUSED_TAIL", "split2", 1); /* llama3.1-8b's M = 1024 at K = 2560: the last two waves' 184 tiles */
-  fused_sched_rows("last 184 tiles in 5 K-slices", TD_TP_GEMM_RS, TD_TP_FUSED, TD_BF16, 1024, 14336, 2560, 2, 16, 8);
+  setenv("TD_OPS_FUSED_TAIL", "split2", 1); /* 216 tiles of 128x256, a wave and 84: all of them in 3 slices */
+  fused_sched_rows("last 216 tiles in 3 K-slices", TD_TP_GEMM_RS, TD_TP_FUSED, TD_BF16, 1024, 6912, 1536, 2, 16, 8);
+  setenv("TD_OPS_FUSED_BCAST_HALF", "defer", 1); /* gemm_ar's deferred half with slices of several tiles a block */
+  fused_sched_rows("second half deferred", TD_TP_GEMM_AR, TD_TP_FUSED, TD_BF16, 1024, 6912, 1536, 2, 16, 8);
+  unsetenv("TD_OPS_FUSED_BCAST_HALF");
   setenv("TD_OPS_FUSED_TAIL", "none", 1);
   fused_sched("!K-slices", TD_TP_GEMM_RS, TD_TP_FUSED, TD_BF16, 1024, 520, 1024, 2, 8);
   fused_sched("!K-slices", TD_TP_GEMM_AR, TD_TP_FUSED, TD_BF16, 1031, 520, 1024, 2, 8);

@@ -91,8 +91,10 @@
  * which leaves most multiprocessors idle for a whole tile's time (qwen2-72b,
  * M = 1024: 928 tiles of 128x256 on 132 SMs, a last wave of 4). Given a
  * workspace (split_ws, split_ws_bytes), the launcher splits each of those
- * last split_tail tiles along K into split_k slices run by split_k blocks at
- * once (td__gemm_split_plan decides). Each slice stores its fp32 partial
+ * last split_tail tiles along K into split_k slices, run by split_k blocks at
+ * once (td__gemm_split_plan decides; with split_waves = 2 the last two
+ * waves' tiles may be split instead, over several rounds of the grid, each
+ * block then running slices of several tiles). Each slice stores its fp32 partial
  * tile in the workspace and takes a ticket from the tile's counter; the
  * slice that draws the last ticket adds the others' partials to its own and
  * runs the tile's epilogue and routing as usual, then sets the counter back

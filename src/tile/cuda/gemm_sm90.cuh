@@ -389,7 +389,8 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
   const int rows_c = (tiles_m + CLUSTER - 1) / CLUSTER; /* tile rows of clusters */
   const int units = rows_c * tiles_n;
   /* KGATHER's split tail (gemm.h): tiles [dp_units, units) run as nsplit K-slices each, work units
-   * dp_units.. in tile order, so that a tile's slices go to consecutive blocks (the same wave). The
+   * dp_units.. in tile order, so that a tile's slices go to consecutive blocks (the same wave, or two
+   * rounds of the grid where the plan splits two waves' tiles: nothing waits, so no order matters). The
    * launcher's plan always passes this check; a plan outside it (a hand-built hooks value: more tiles
    * than exist or than the counters hold, slices of no k-block, no workspace) runs unsplit. */
   const int nsplit = KGATHER && hooks.split_k > 1 && hooks.split_k <= (k + 63) / 64 && hooks.split_tail > 0 &&

@@ -745,8 +745,10 @@ extern "C" void td__gemm_split_plan_waves(long long units, int slots, int nk, lo
   if (rem == 0 || full < 1 || tail2 > TD_GEMM_SPLIT_CNT_BYTES / 4)
     return;
   /* cost in tile-times: full waves, then the split units' rounds of 1/s of a tile, plus a margin per slice for
-   * the fix-up (the partial's store and the winner's reads), so a tie keeps fewer slices and less workspace */
-  const double margin = 0.01;
+   * the fix-up (the partial's store and the winner's reads), so a tie keeps fewer slices and less workspace;
+   * the two-wave plan must gain a tenth of a tile-time, since its workspace is up to 2 * slots * 8 partial
+   * tiles (~250 MiB of 128x256 on 132 SMs), not worth a marginal gain */
+  const double margin = 0.01, min_gain = 0.1;
   double best = *tail > 0 ? (double)full + 1.0 / *split + margin * *split : (double)full + 1;
   const long long fit = (ws_bytes - TD_GEMM_SPLIT_CNT_BYTES) / tile_bytes;
   for (long long s = 2; s <= TD_GEMM_SPLIT_MAX && s <= nk / TD_GEMM_SPLIT_MIN_KB; s++) {
@@ -754,8 +756,8 @@ extern "C" void td__gemm_split_plan_waves(long long units, int slots, int nk, lo
       break;
     const long long rounds = (tail2 * s + slots - 1) / slots;
     const double cost = (double)(full - 1) + (double)rounds / (double)s + margin * (double)s;
-    if (cost < best - 1e-9)
-      best = cost, *tail = (int)tail2, *split = (int)s;
+    if (cost < best - min_gain)
+      best = cost + min_gain, *tail = (int)tail2, *split = (int)s; /* a later s must beat this one outright */
   }
 }
 
