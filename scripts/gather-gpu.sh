@@ -135,7 +135,7 @@ lane_waves() { # the split over two waves (TD_OPS_FUSED_TAIL=split2) against the
   TD_ITERS=20 bench wv_rs_4096 gemm_rs --variants none --models llama3.1-8b --m 4096
   TD_ITERS=20 TD_OPS_FUSED_TAIL=split2 bench wv_rs2_4096 gemm_rs --variants none --models llama3.1-8b --m 4096
 }
-lane_split2() { # the tile tests (test_kgather_split), then the operators' kgather and direct tests
+lane_split2() { # the tile tests (the split tail's, the deferred half's), then the operators' kgather tests
   run gemm_args_test 60 "$BIN/gemm_args_test"
   run gemm_hooks_test 120 "$BIN/gemm_hooks_test"
   TD_GPU_TEST_FILTER='test_fused_kgather' TD_GPU_TEST_VERBOSE=1 run ops_gpu_kgather 300 "$BIN/ops_gpu_test"
