@@ -197,13 +197,14 @@ __device__ __forceinline__ void td__tma_load_2d_multicast(td__gemm_u32 dst, cons
  * fp32 partials (L2 only: the reader is another SM), then one thread takes
  * the tile's ticket (the stores released by the block barrier, a gpu fence
  * and the relaxed add); the slice that draws the last one sets the counter
- * back to 0, adds every other slice's partial into acc (acquired by the
- * fence and the reducing barrier after its add) and returns true: it runs
- * the tile's epilogue. The others return false and skip it. No thread
- * waits on another CTA, so the blocks may run in any order. Named barrier 4
- * over the consumer threads (1 is the raise's, 2.. BCAST's). Layout of a
- * slot: float4 q of slice x of consumer thread ct at (x * BN/8 + q) * T + ct,
- * so each warp's 16-byte stores and loads are contiguous. */
+ * back to 0, sums every slice's partial, its own included, in slice order
+ * into acc (acquired by the fence and the reducing barrier after its add)
+ * and returns true: it runs the tile's epilogue. The others return false
+ * and skip it. No thread waits on another CTA, so the blocks may run in any
+ * order. Named barrier 4 over the consumer threads (1 is the raise's, 2 and
+ * 3 BCAST's). Layout of a slot: float4 q of m64 slice x of consumer thread
+ * ct at (x * BN/8 + q) * T + ct, so each warp's 16-byte stores and loads are
+ * contiguous. */
 template <int BN, int NC, int MI>
 __device__ __forceinline__ bool td__gemm_split_fixup(float (*acc)[BN / 2], const td_gemm_hooks &h, int slot,
                                                      int part, int nsplit, int tile, int ct) {
