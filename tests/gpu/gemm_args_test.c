@@ -297,6 +297,12 @@ static void test_tile_count_overflow(void **state) {
   g.m = 1 << 22;
   g.n = 1 << 22;
   gc_expect(&g, &cfg90, src, 1, 1LL << 22, bs, cs, 8, maps, TD_ERR_SHAPE, "tiles of every column source");
+  /* units within 65536 of INT32_MAX: the persistent loop's last step past them would wrap
+   * (2^24 - 1 tile rows x 16 x 8 = 2147483520 units) */
+  g.m = INT_MAX - 127;
+  g.n = 4096;
+  gc_expect(&g, &cfg90, src, 1, 1LL << 31, bs, cs, 8, maps, TD_ERR_SHAPE,
+            "the tiles of every column source at most 2147418111");
   /* the largest M whose count fits passes these checks (then: no GPU here) */
   g.m = INT_MAX - 127;
   g.n = 256;

@@ -163,6 +163,11 @@ static cudaError_t td__prepare(const td__gemm_kernel_entry *e, td__prepared *out
 /* Blocks in the persistent grid: every co-resident slot (clusters of `cl`
  * blocks when clustered, capped at what the multiprocessors can hold), never
  * more than there are tile units. */
+/* Room the launcher leaves between the kernels' work units and INT32_MAX:
+ * more than any grid (the persistent loop steps w by gridDim.x past the
+ * last unit; 65536 blocks would be 256 per SM on 256 SMs). */
+#define TD__UNIT_HEADROOM 65536
+
 static int td__grid_size(const td__prepared *prep, int sms, int cl, long long units) {
   long long slots = prep->slots < 0 ? -prep->slots : (long long)prep->slots * sms;
   if (cl > 1 && slots > sms / cl)
@@ -399,16 +404,18 @@ static td_status td__run(const td_gemm_problem *p, const td_gemm_config *cfg, un
   {
     /* The kernels count tiles in int: M + BM - 1 and N + BN - 1 (and, with
      * NSPLIT, the tile units of every column source) must fit, or the counts
-     * wrap (UB; no tile runs, or tiles run at wrong places). Before any CUDA call. */
+     * wrap (UB; no tile runs, or tiles run at wrong places); the units leave
+     * TD__UNIT_HEADROOM below INT32_MAX for the persistent loop's last
+     * `w += gridDim.x` step and the split tail's extra units. Before any CUDA call. */
     const long long tm = ((long long)p->m + e->bm - 1) / e->bm, tn = ((long long)p->n + e->bn - 1) / e->bn;
     const long long cols = (flags & TD_GEMM_HOOK_NSPLIT) ? hooks->n_src : 1;
     const int cl0 = e->cluster > 1 ? e->cluster : 1;
     if ((long long)p->m + e->bm - 1 > INT32_MAX || (long long)p->n + e->bn - 1 > INT32_MAX ||
-        ((tm + cl0 - 1) / cl0) * tn * cols > INT32_MAX)
+        ((tm + cl0 - 1) / cl0) * tn * cols > INT32_MAX - TD__UNIT_HEADROOM)
       return td__error(TD_ERR_SHAPE, "gemm: M=%d N=%d%s with %dx%d tiles overflow the kernel's int tile counts "
-                       "(M + BM - 1, N + BN - 1 and the tiles%s must be at most %d); split the problem",
-                       p->m, p->n, cols > 1 ? " (per column source)" : "", e->bm, e->bn,
-                       cols > 1 ? " of every column source" : "", INT32_MAX);
+                       "(M + BM - 1 and N + BN - 1 must be at most %d, the tiles%s at most %d); split the problem",
+                       p->m, p->n, cols > 1 ? " (per column source)" : "", e->bm, e->bn, INT32_MAX,
+                       cols > 1 ? " of every column source" : "", INT32_MAX - TD__UNIT_HEADROOM);
   }
   int major = 0, sms = td__sm_count(&major);
   if (sm_cap > 0 && sm_cap < sms)
@@ -449,7 +456,7 @@ static td_status td__run(const td_gemm_problem *p, const td_gemm_config *cfg, un
   if ((flags & TD_GEMM_HOOK_KGATHER) && h.split_ws) { /* the last wave's tiles in K-slices, where it pays */
     td__gemm_split_plan_waves(units, td__grid_size(&prep, sms, cl, LLONG_MAX), (p->k + 63) / 64, h.split_ws_bytes,
                               (long long)e->bm * e->bn * 4, h.split_waves == 2 ? 2 : 1, &h.split_tail, &h.split_k);
-    if (units + (long long)h.split_tail * (h.split_k - 1) > INT32_MAX) /* the kernel counts work units in int */
+    if (units + (long long)h.split_tail * (h.split_k - 1) > INT32_MAX - TD__UNIT_HEADROOM) /* int work units */
       h.split_tail = 0, h.split_k = 1;
     grid = td__grid_size(&prep, sms, cl, units - h.split_tail + (long long)h.split_tail * h.split_k);
   }
