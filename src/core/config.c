@@ -319,6 +319,20 @@ int td_config_unknown(FILE *out) {
   return count;
 }
 
+td_status td_config_check_prefix(const char *prefix) {
+  if (!prefix)
+    return td__error(TD_ERR_INVALID_ARG, "td_config_check_prefix: prefix is NULL");
+  const size_t n = strlen(prefix);
+  for (int i = 0; i < TD__NVARS; i++) {
+    const char *name = td__vars[i].name, *sv = NULL, *set = getenv(name);
+    if (strncmp(name, prefix, n) != 0 || !set || !*set)
+      continue;
+    int64_t iv = 0;
+    TD_CHECK(td__vars[i].type == TD__CFG_STR ? td_config_str(name, &sv) : td_config_int(name, &iv));
+  }
+  return TD_OK;
+}
+
 int td_config_check_all(FILE *out) {
   int bad = 0;
   for (int i = 0; i < TD__NVARS; i++) {

@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "ops/ops_internal.h"
 #include "tdist/coll.h"
+#include "tdist/config.h"
 
 /* The record every rank contributes; plain integers so that memcmp-free
  * field comparisons are exact. */
@@ -29,6 +30,13 @@ static td_status td__tp_local_check(const td__tp_desc *d, const td_tp_opts *o, i
   const char *kn = td_tp_kind_name(d->kind);
   if (!have_out)
     return td__error(TD_ERR_INVALID_ARG, "%s: out is NULL", kn);
+  /* every operator knob, whichever backend and schedule would read it: a bad value is this call's error on
+   * every rank now (through the exchange), not silence on one path and a failure on another */
+  td_status env = td_config_check_prefix("TD_OPS_");
+  if (env != TD_OK) {
+    td__error_prefix("%s: ", kn);
+    return env;
+  }
   if (d->dtype != TD_F32 && d->dtype != TD_F16 && d->dtype != TD_BF16)
     return td__error(TD_ERR_INVALID_ARG, "%s: dtype %s (%d) is not supported; use f32, f16 or bf16", kn,
                      td_dtype_name(d->dtype), (int)d->dtype);

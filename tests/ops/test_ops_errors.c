@@ -101,6 +101,31 @@ static void test_create_errors(void **state) {
     run_err(&cases[i]);
 }
 
+/* A bad operator knob (TD_OPS_*) fails every operator's creation on every
+ * rank, on the cpu backend too, where no fused schedule would read it: the
+ * variable, the value and the allowed values in each rank's message. */
+static void test_env_knobs(void **state) {
+  (void)state;
+  static const char *const vars[][3] = {
+      {"TD_OPS_FUSED_TAIL", "junk", "allowed: split,split2,none"},
+      {"TD_OPS_FUSED_BCAST_HALF", "later", "allowed: wait,defer"},
+      {"TD_OPS_FUSED_AG", "gather_one", "allowed: auto,copy,direct,batched,gather,gather-one"},
+      {"TD_OPS_FUSED_AG_GEMMS", "two", "is not"},
+  };
+  for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+    setenv(vars[i][0], vars[i][1], 1);
+    char want[96];
+    snprintf(want, sizeof want, "%s='%s'", vars[i][0], vars[i][1]);
+    err_case e = {-1, -1, TD_ERR_INVALID_ARG, {want, vars[i][2]}}; /* a well-formed ag_gemm on cpu */
+    run_err(&e);
+    unsetenv(vars[i][0]);
+  }
+  setenv("TD_OPS_FUSED_TAIL", "", 1); /* empty reads as unset: fine */
+  err_case ok = {-1, -1, TD_OK, {NULL, NULL}};
+  run_err(&ok);
+  unsetenv("TD_OPS_FUSED_TAIL");
+}
+
 static void test_null_team(void **state) {
   (void)state;
   td_tp_op *op = NULL;
@@ -168,6 +193,7 @@ static void test_call_errors(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_create_errors),
+      cmocka_unit_test(test_env_knobs),
       cmocka_unit_test(test_null_team),
       cmocka_unit_test(test_call_errors),
   };
