@@ -597,6 +597,14 @@ static void test_kgather_route(void **state) {
   assert_int_equal(td__gemm_cuda_configs_hooked(TD_BF16, TD_GEMM_B_KN, TD_GEMM_HOOK_KGATHER | TD_GEMM_HOOK_BCAST,
                                                 NULL, 0),
                    2);
+  const unsigned kb = TD_GEMM_HOOK_KGATHER | TD_GEMM_HOOK_BCAST;
+  const td_gemm_config c128 = {TD_GEMM_SM90, 128, 128, 64, 6, 1, 8, 1};
+  assert_int_equal(td__gemm_cuda_has_variant(&cfg90, TD_BF16, TD_GEMM_B_KN, kb, 1), 1); /* half staged */
+  assert_int_equal(td__gemm_cuda_has_variant(&c128, TD_BF16, TD_GEMM_B_KN, kb, 1), 0);  /* staged whole */
+  assert_int_equal(td__gemm_cuda_has_variant(&cfg90, TD_BF16, TD_GEMM_B_KN, TD_GEMM_HOOK_KGATHER | TD_GEMM_HOOK_PUSH,
+                                             1), 0);
+  assert_int_equal(td__gemm_cuda_has_variant(&cfg90, TD_BF16, TD_GEMM_B_KN, kb, 0), 0); /* not a variant number */
+  assert_int_equal(td__gemm_cuda_has_variant(NULL, TD_BF16, TD_GEMM_B_KN, kb, 1), 0);
   const td_gemm_config none64 = {TD_GEMM_SM90, 64, 64, 64, 4, 1, 8, 1};
   h = routes(0, 0, 3);
   h.bcast_defer = 1;

@@ -765,6 +765,27 @@ static uint16_t *kg_plain_result(const td_gemm_config *cfg, const kg_inputs *in)
   return host;
 }
 
+/* A zeroed split-tail workspace of `bytes` for the routed launches (kg_ws),
+ * and its release. */
+static void kg_ws_open(long long bytes) {
+  kg_ws_bytes = bytes;
+  assert_int_equal(cudaMalloc(&kg_ws, (size_t)bytes), cudaSuccess);
+  assert_int_equal(cudaMemset(kg_ws, 0, TD_GEMM_SPLIT_CNT_BYTES), cudaSuccess);
+}
+static void kg_ws_close(void) {
+  cudaFree(kg_ws);
+  kg_ws = NULL, kg_ws_bytes = 0;
+}
+
+/* A launch's bf16 result as the f64 reference of a later one (caller frees). */
+static double *kg_ref_of(const uint16_t *host, size_t count) {
+  double *ref = malloc(count * sizeof(double));
+  assert_non_null(ref);
+  for (size_t e = 0; e < count; e++)
+    ref[e] = td_bf16_to_f32(host[e]);
+  return ref;
+}
+
 /* The split tail's plan for `in` under cfg on this GPU (one block per SM). */
 static void kg_plan(const td_gemm_config *cfg, const kg_inputs *in, int sms, int *tail, int *split) {
   const long long units = (long long)((in->m + cfg->bm - 1) / cfg->bm) * ((in->n + cfg->bn - 1) / cfg->bn);
@@ -789,9 +810,7 @@ static void test_kgather_split(void **state) {
     skip();
   int sms = 0;
   assert_int_equal(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), cudaSuccess);
-  kg_ws_bytes = TD_GEMM_SPLIT_CNT_BYTES + (long long)sms * 128 * 256 * 4;
-  assert_int_equal(cudaMalloc(&kg_ws, (size_t)kg_ws_bytes), cudaSuccess);
-  assert_int_equal(cudaMemset(kg_ws, 0, TD_GEMM_SPLIT_CNT_BYTES), cudaSuccess);
+  kg_ws_open(TD_GEMM_SPLIT_CNT_BYTES + (long long)sms * 128 * 256 * 4);
   kg_inputs a = kg_make(4, 1024, 301, 520), b = kg_make_ex(2, 512, 17 * 128, 2048, 0);
   const unsigned routes[3] = {0, TD_GEMM_HOOK_PUSH, TD_GEMM_HOOK_BCAST};
   for (int r = 0; r < 3; r++) {
@@ -822,9 +841,7 @@ static void test_kgather_split(void **state) {
       kg_ws = NULL;
       uint16_t *whole = kg_plain_result(&cfgs[i], &b);
       kg_ws = ws;
-      double *ref = malloc((size_t)b.m * b.n * sizeof(double));
-      for (size_t e = 0; e < (size_t)b.m * b.n; e++)
-        ref[e] = td_bf16_to_f32(whole[e]);
+      double *ref = kg_ref_of(whole, (size_t)b.m * b.n);
       if (routes[r] != 0) { /* the routes' full waves and split last wave, each destination against it */
         b.ref = ref;
         if (routes[r] == TD_GEMM_HOOK_PUSH)
@@ -862,8 +879,7 @@ static void test_kgather_split(void **state) {
   }
   kg_free(&a);
   kg_free(&b);
-  cudaFree(kg_ws);
-  kg_ws = NULL, kg_ws_bytes = 0;
+  kg_ws_close();
 }
 
 /* The split tail over two waves (split_waves = 2, td__gemm_split_plan_waves):
@@ -879,10 +895,10 @@ static void test_kgather_split_waves(void **state) {
     skip();
   int sms = 0;
   assert_int_equal(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), cudaSuccess);
-  const long long ws_bytes = TD_GEMM_SPLIT_CNT_BYTES + 1100LL * 128 * 256 * 4;
-  void *ws = NULL;
-  assert_int_equal(cudaMalloc(&ws, (size_t)ws_bytes), cudaSuccess);
-  assert_int_equal(cudaMemset(ws, 0, TD_GEMM_SPLIT_CNT_BYTES), cudaSuccess);
+  kg_ws_open(TD_GEMM_SPLIT_CNT_BYTES + 1100LL * 128 * 256 * 4);
+  void *const ws = kg_ws;
+  const long long ws_bytes = kg_ws_bytes;
+  kg_ws = NULL, kg_ws_bytes = 0; /* the unsplit reference launches first */
   kg_inputs d = kg_make_ex(2, 768, 1024, 6912, 0);
   const unsigned routes[3] = {0, TD_GEMM_HOOK_PUSH, TD_GEMM_HOOK_BCAST};
   for (int r = 0; r < 3; r++) {
@@ -896,9 +912,7 @@ static void test_kgather_split_waves(void **state) {
       if (sms == 132 && cfgs[i].bn == 256)
         assert_true(tail == 216 && split == 3);
       uint16_t *whole = kg_plain_result(&cfgs[i], &d); /* no workspace yet: unsplit */
-      double *ref = malloc((size_t)d.m * d.n * sizeof(double));
-      for (size_t e = 0; e < (size_t)d.m * d.n; e++)
-        ref[e] = td_bf16_to_f32(whole[e]);
+      double *ref = kg_ref_of(whole, (size_t)d.m * d.n);
       d.ref = ref;
       kg_ws = ws, kg_ws_bytes = ws_bytes, kg_split_waves = 2;
       for (int rep = 0; rep < (routes[r] == TD_GEMM_HOOK_BCAST ? 3 : 2); rep++) {
@@ -923,7 +937,8 @@ static void test_kgather_split_waves(void **state) {
     }
   }
   kg_free(&d);
-  cudaFree(ws);
+  kg_ws = ws, kg_ws_bytes = ws_bytes;
+  kg_ws_close();
 }
 
 /* One BCAST launch of `in` into a single destination (bcast_defer as
@@ -978,22 +993,17 @@ static void test_kgather_bcast_defer(void **state) {
     assert_int_equal(differ, 0);
     /* with the split tail: d2's 27 tiles in 2 K-slices each; e's full waves and a split last one,
      * against the undeferred unsplit launch */
-    kg_ws_bytes = TD_GEMM_SPLIT_CNT_BYTES + (long long)sms * 128 * 256 * 4;
-    assert_int_equal(cudaMalloc(&kg_ws, (size_t)kg_ws_bytes), cudaSuccess);
-    assert_int_equal(cudaMemset(kg_ws, 0, TD_GEMM_SPLIT_CNT_BYTES), cudaSuccess);
+    kg_ws_open(TD_GEMM_SPLIT_CNT_BYTES + (long long)sms * 128 * 256 * 4);
     int tail = 0, split = 0;
     kg_plan(&cfgs[i], &d2, sms, &tail, &split);
     assert_true(tail > 0 && split >= 2);
     kgather_bcast_case(&cfgs[i], &d2, 8, 0, 0);
-    double *ref = malloc((size_t)e.m * e.n * sizeof(double));
-    for (size_t k = 0; k < (size_t)e.m * e.n; k++)
-      ref[k] = td_bf16_to_f32(x0[k]);
+    double *ref = kg_ref_of(x0, (size_t)e.m * e.n);
     e.ref = ref;
     kgather_bcast_case(&cfgs[i], &e, 2, 0, 0);
     e.ref = NULL;
     free(ref), free(x0), free(x1);
-    cudaFree(kg_ws);
-    kg_ws = NULL, kg_ws_bytes = 0;
+    kg_ws_close();
     kg_bcast_defer = 0;
   }
   kg_free(&d1), kg_free(&d2), kg_free(&e);

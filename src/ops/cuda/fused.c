@@ -75,6 +75,7 @@
 #pragma weak td__gemm_cuda_configs_hooked
 #pragma weak td__gemm_config_name
 #pragma weak td__gemm_split_plan_waves
+#pragma weak td__gemm_cuda_has_variant
 
 /* kgather's split tail as rank 0's launch plans it (gemm.h, "Split tail"; one
  * block per SM, the same on every rank): the tiles split and their slices,
@@ -873,8 +874,9 @@ void td__tp_fused_describe(const td_tp_op *op, char *buf, size_t cap) {
     td__f_split_plan(op, f, LLONG_MAX, &t, &s);
     if (t > 0)
       snprintf(tail, sizeof tail, ", last %d tile%s in %d K-slices", t, t > 1 ? "s" : "", s);
-    /* only 128x256 stages its tile in halves (the one with a deferred variant); 128x128 stages it whole */
-    if (f->kgather && op->d.kind == TD_TP_GEMM_AR && f->bcast_defer && f->cfg.bn == 256)
+    /* only a tile staged half at a time has the deferred variant (128x256; 128x128 stages it whole) */
+    if (f->kgather && op->d.kind == TD_TP_GEMM_AR && f->bcast_defer && td__gemm_cuda_has_variant &&
+        td__gemm_cuda_has_variant(&f->cfg, op->d.dtype, TD_GEMM_B_KN, TD_GEMM_HOOK_KGATHER | TD_GEMM_HOOK_BCAST, 1))
       snprintf(tail + strlen(tail), sizeof tail - strlen(tail), ", second half deferred");
     snprintf(buf, cap, "%s %s%s, %s", td_tp_kind_name(op->d.kind),
              f->kgather && f->bcast_hint                ? "kgather, one launch for every rank, stores L2 evict-first"

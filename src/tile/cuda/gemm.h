@@ -388,6 +388,14 @@ void td__gemm_split_plan(long long units, int slots, int nk, long long ws_bytes,
 void td__gemm_split_plan_waves(long long units, int slots, int nk, long long ws_bytes, long long tile_bytes, int waves,
                                int *tail, int *split);
 
+/** Whether this build compiled a kernel variant of `config` (sm_90a) for
+ * (dtype, b_layout, hooks): variant 1 is BCAST's deferred second half
+ * (td_gemm_hooks.bcast_defer; only tiles staged half at a time have one).
+ * 1 or 0; a NULL config or another variant number gives 0. Pure table
+ * lookup, no CUDA call; thread-safe. */
+int td__gemm_cuda_has_variant(const td_gemm_config *config, td_dtype dtype, int b_layout, unsigned hooks,
+                              int variant);
+
 /** The sm_90a configurations compiled with exactly the hook flags `hooks`
  * for (dtype, b_layout), as td__gemm_cuda_configs lists the hook-free ones:
  * writes up to `cap` (out may be NULL when cap is 0), returns the total. */

@@ -610,6 +610,14 @@ static td_status td__check_gather(const td_gemm_problem *p, const td_gemm_config
   return TD_OK;
 }
 
+/* The in-place hooks that read B from sources (NSPLIT, KGATHER) read each as [K,N]. */
+static td_status td__check_b_kn(const td_gemm_problem *p, const char *hook) {
+  if (p->b_layout != TD_GEMM_B_KN)
+    return td__error(TD_ERR_INVALID_ARG, "gemm: %s reads B as [K,N] sources (TD_GEMM_B_KN); b_layout %d given", hook,
+                     p->b_layout);
+  return TD_OK;
+}
+
 extern "C" td_status td__gemm_cuda_run_gather(const td_gemm_problem *p, const td_gemm_config *cfg,
                                               const void *const *a_src, int sources, long long src_rows,
                                               void *map_buf, void *stream) {
@@ -631,9 +639,7 @@ extern "C" td_status td__gemm_cuda_run_gather_cols(const td_gemm_problem *p, con
   if (col_srcs < 1 || col_srcs > TD_GEMM_MAX_PEERS)
     return td__error(TD_ERR_INVALID_ARG, "gemm: NSPLIT col_srcs=%d; 1..%d are allowed", col_srcs,
                      TD_GEMM_MAX_PEERS);
-  if (p->b_layout != TD_GEMM_B_KN)
-    return td__error(TD_ERR_INVALID_ARG, "gemm: NSPLIT reads B as [K,N] sources (TD_GEMM_B_KN); b_layout %d given",
-                     p->b_layout);
+  TD_CHECK(td__check_b_kn(p, "NSPLIT"));
   for (int j = 0; j < col_srcs; j++)
     if (!b_src[j] || !c_dst[j])
       return td__error(TD_ERR_INVALID_ARG, "gemm: NSPLIT column source %d of %d has a NULL %s", j, col_srcs,
@@ -668,9 +674,7 @@ extern "C" td_status td__gemm_cuda_run_kgather(const td_gemm_problem *p, const t
   if (sources < 1 || sources > TD_GEMM_MAX_SOURCES)
     return td__error(TD_ERR_INVALID_ARG, "gemm: KGATHER sources=%d; 1..%d are allowed", sources,
                      TD_GEMM_MAX_SOURCES);
-  if (p->b_layout != TD_GEMM_B_KN)
-    return td__error(TD_ERR_INVALID_ARG, "gemm: KGATHER reads B as [K,N] sources (TD_GEMM_B_KN); b_layout %d given",
-                     p->b_layout);
+  TD_CHECK(td__check_b_kn(p, "KGATHER"));
   if (k_src < 1 || k_src % 64 != 0)
     return td__error(TD_ERR_SHAPE, "gemm: KGATHER k_src=%lld is not a positive multiple of 64 (BK), so a k-block "
                      "would straddle two sources", k_src);
@@ -766,6 +770,14 @@ extern "C" void td__gemm_split_plan_waves(long long units, int slots, int nk, lo
     if (cost < best - min_gain)
       best = cost + min_gain, *tail = (int)tail2, *split = (int)s; /* a later s must beat this one outright */
   }
+}
+
+extern "C" int td__gemm_cuda_has_variant(const td_gemm_config *cfg, td_dtype dtype, int b_layout, unsigned hooks,
+                                         int variant) {
+  if (!cfg || cfg->arch != TD_GEMM_SM90 || variant != 1 || (dtype != TD_BF16 && dtype != TD_F16))
+    return 0;
+  return td__find(90, cfg, dtype == TD_BF16 ? TD_GEMM_DT_BF16 : TD_GEMM_DT_F16, b_layout == TD_GEMM_B_KN, hooks,
+                  variant) != NULL;
 }
 
 extern "C" int td__gemm_cuda_configs_hooked(td_dtype dtype, int b_layout, unsigned hooks, td_gemm_config *out,
