@@ -40,7 +40,9 @@ int td_config_check_all(FILE *out);
 /** Parses every variable of the table whose name starts with `prefix` and is
  * set in the environment (an empty value reads as unset); returns TD_OK, or
  * the first failure's status with its message (name, value, what is
- * allowed) as the thread's last error. The operators call it with "TD_OPS_"
+ * allowed) as the thread's last error. With a prefix longer than "TD_", a
+ * set variable under it that the table does not have is a failure too (a
+ * misspelt knob, named with the close table names). The operators call it with "TD_OPS_"
  * when they are created, on every backend, so a misspelt value of a knob
  * the chosen path would not read still fails at once. Errors:
  * TD_ERR_INVALID_ARG (a NULL prefix, or a value that does not parse). Not

@@ -289,28 +289,47 @@ static size_t td__edit_distance(const char *a, const char *b) {
 
 extern char **environ;
 
-int td_config_unknown(FILE *out) {
+/* The "did you mean" of an unknown name: the table names within one edit of
+ * the closest (and within 3), closest first, at most 3 ("TD_OPS_FUSED_TALE":
+ * TILE at 1 edit, TAIL at 2; naming only the closest would point at the
+ * wrong one). Empty when none. */
+static void td__suggest(const char *name, char *buf, size_t cap) {
+  size_t used = 0, shown = 0, best = 4;
+  buf[0] = 0;
+  for (int i = 0; i < TD__NVARS; i++) {
+    size_t d = td__edit_distance(name, td__vars[i].name);
+    if (d < best)
+      best = d;
+  }
+  for (size_t d = best; d < 4 && d <= best + 1 && shown < 3; d++)
+    for (int i = 0; i < TD__NVARS && shown < 3; i++)
+      if (td__edit_distance(name, td__vars[i].name) == d) {
+        int w = snprintf(buf + used, cap - used, "%s%s", shown ? " or " : "", td__vars[i].name);
+        if (w < 0 || (size_t)w >= cap - used)
+          return;
+        used += (size_t)w, shown++;
+      }
+}
+
+/* The unknown TD_* names of the environment starting with `prefix`, as td_config_unknown. */
+static int td__unknown(FILE *out, const char *prefix) {
   int count = 0;
+  const size_t pl = strlen(prefix);
   for (char **e = environ; e && *e; e++) {
     const char *eq = strchr(*e, '=');
     size_t len = eq ? (size_t)(eq - *e) : strlen(*e);
-    if (len < 4 || strncmp(*e, "TD_", 3) != 0 || len > 63)
+    if (len < 4 || strncmp(*e, "TD_", 3) != 0 || len > 63 || len < pl || strncmp(*e, prefix, pl) != 0)
       continue;
     char name[64];
     memcpy(name, *e, len);
     name[len] = 0;
     if (td__find(name))
       continue;
-    const char *near = NULL;
-    size_t best = 4; /* suggest only close names: a typo, not another variable */
-    for (int i = 0; i < TD__NVARS; i++) {
-      size_t d = td__edit_distance(name, td__vars[i].name);
-      if (d < best)
-        best = d, near = td__vars[i].name;
-    }
     count++;
     if (out) {
-      if (near)
+      char near[200];
+      td__suggest(name, near, sizeof near);
+      if (near[0])
         fprintf(out, "%s (not a tdist variable; did you mean %s?)\n", name, near);
       else
         fprintf(out, "%s (not a tdist variable)\n", name);
@@ -319,10 +338,27 @@ int td_config_unknown(FILE *out) {
   return count;
 }
 
+int td_config_unknown(FILE *out) { return td__unknown(out, "TD_"); }
+
 td_status td_config_check_prefix(const char *prefix) {
   if (!prefix)
     return td__error(TD_ERR_INVALID_ARG, "td_config_check_prefix: prefix is NULL");
   const size_t n = strlen(prefix);
+  /* a name under the prefix that is not in the table is a typo of one that is (the prefix is ours) */
+  for (char **e = environ; n > 3 && e && *e; e++) {
+    const char *eq = strchr(*e, '=');
+    size_t len = eq ? (size_t)(eq - *e) : strlen(*e);
+    if (len < n || len > 63 || strncmp(*e, prefix, n) != 0 || (eq && !eq[1]))
+      continue;
+    char name[64], near[200];
+    memcpy(name, *e, len);
+    name[len] = 0;
+    if (td__find(name))
+      continue;
+    td__suggest(name, near, sizeof near);
+    return td__error(TD_ERR_INVALID_ARG, "%s is not a tdist variable%s%s%s (`tdist doctor` lists them)", name,
+                     near[0] ? "; did you mean " : "", near, near[0] ? "?" : "");
+  }
   for (int i = 0; i < TD__NVARS; i++) {
     const char *name = td__vars[i].name, *sv = NULL, *set = getenv(name);
     if (strncmp(name, prefix, n) != 0 || !set || !*set)

@@ -111,6 +111,7 @@ static void test_env_knobs(void **state) {
       {"TD_OPS_FUSED_BCAST_HALF", "later", "allowed: wait,defer"},
       {"TD_OPS_FUSED_AG", "gather_one", "allowed: auto,copy,direct,batched,gather,gather-one"},
       {"TD_OPS_FUSED_AG_GEMMS", "two", "is not"},
+      {"TD_OPS_FUSED_BCAST_HINT", "evict-first", "allowed: none,evict_first"},
   };
   for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
     setenv(vars[i][0], vars[i][1], 1);
@@ -120,6 +121,12 @@ static void test_env_knobs(void **state) {
     run_err(&e);
     unsetenv(vars[i][0]);
   }
+  /* a misspelt knob: refused, with the close names (TILE is one edit away, TAIL two) */
+  setenv("TD_OPS_FUSED_TALE", "split", 1);
+  err_case typo = {-1, -1, TD_ERR_INVALID_ARG,
+                   {"TD_OPS_FUSED_TALE is not a tdist variable", "did you mean TD_OPS_FUSED_TILE or TD_OPS_FUSED_TAIL?"}};
+  run_err(&typo);
+  unsetenv("TD_OPS_FUSED_TALE");
   setenv("TD_OPS_FUSED_TAIL", "", 1); /* empty reads as unset: fine */
   err_case ok = {-1, -1, TD_OK, {NULL, NULL}};
   run_err(&ok);

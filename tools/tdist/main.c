@@ -54,6 +54,11 @@ int main(int argc, char **argv) {
         fprintf(stderr, "(`tdist doctor` lists every variable and what it allows)\n");
         return 2;
       }
+      /* a misspelt operator knob (TD_OPS_*, our namespace) would be dropped without a word */
+      if (c->checks_env && td_config_check_prefix("TD_OPS_") != TD_OK) {
+        fprintf(stderr, "tdist %s: %s\n", c->name, td_last_error());
+        return 2;
+      }
       td_perf_model m; /* the library's operators read it leniently: the CLI refuses a broken one */
       if (c->reads_model && td_perf_model_load_checked(&m) != TD_OK) {
         fprintf(stderr, "tdist %s: %s\n", c->name, td_last_error());
