@@ -122,6 +122,14 @@ lane_defer() { # gemm_ar's deferred second half against the default (wait), alte
       --models llama3.1-8b,qwen2-72b,llama3.1-70b --m 1024,4096
   done
 }
+lane_pace() { # gemm_ar's paced copies against wait and defer, alternating (A B C A B C), where 128x256 runs
+  for rep in 1 2; do
+    for half in wait defer pace; do
+      TD_ITERS=30 TD_OPS_FUSED_BCAST_HALF=$half bench pc_${half}$rep gemm_ar --variants none \
+        --models llama3.1-8b,qwen2-72b,llama3.1-70b,gpt3-175b --m 1024,4096,8192
+    done
+  done
+}
 lane_waves() { # the split over two waves (TD_OPS_FUSED_TAIL=split2) against the last wave's (split), alternating,
   # where the last wave holds more than half the SMs' tiles (405b, 70b, gpt3 at M = 1024; 8b at M = 4096) or split2
   # plans otherwise (8b M = 1024)
@@ -195,7 +203,7 @@ for f in "$OUT"/*.log; do # the failures' tails
   n=$(basename "$f" .log)
   grep -q "rc=0 " <(grep -h "^$n " "$OUT"/summary.* 2>/dev/null) || { echo "--- $n:"; tail -n 12 "$f"; }
 done
-for b in wv_gemm_rs_split1 wv_gemm_rs_split2_1 wv_gemm_ar_split1 wv_gemm_ar_split2_1 wv_gemm_rs_split2 wv_gemm_rs_split2_2 wv_gemm_ar_split2 wv_gemm_ar_split2_2 wv_rs_4096 wv_rs2_4096 df_wait1 df_defer1 df_wait2 df_defer2 ab_gemm_rs_split1 ab_gemm_rs_none1 ab_gemm_ar_split1 ab_gemm_ar_none1 ab_gemm_rs_split2 ab_gemm_rs_none2 ab_gemm_ar_split2 ab_gemm_ar_none2 sp_rs sp_rs_none sp_ar sp_ar_none fin_rs fin_ar fin_ag fin_ag256 kg_ar4 ag1_auto ag1_rank kg_rs1024 ag_auto ag_copy1024 ag_batched rs_auto rs_pull kg_rs kg_ar kg_rs256 kg_ar256 kg_ar_ef mg_ag_gemm mg_gemm_rs mg_gemm_ar; do
+for b in pc_wait1 pc_defer1 pc_pace1 pc_wait2 pc_defer2 pc_pace2 wv_gemm_rs_split1 wv_gemm_rs_split2_1 wv_gemm_ar_split1 wv_gemm_ar_split2_1 wv_gemm_rs_split2 wv_gemm_rs_split2_2 wv_gemm_ar_split2 wv_gemm_ar_split2_2 wv_rs_4096 wv_rs2_4096 df_wait1 df_defer1 df_wait2 df_defer2 ab_gemm_rs_split1 ab_gemm_rs_none1 ab_gemm_ar_split1 ab_gemm_ar_none1 ab_gemm_rs_split2 ab_gemm_rs_none2 ab_gemm_ar_split2 ab_gemm_ar_none2 sp_rs sp_rs_none sp_ar sp_ar_none fin_rs fin_ar fin_ag fin_ag256 kg_ar4 ag1_auto ag1_rank kg_rs1024 ag_auto ag_copy1024 ag_batched rs_auto rs_pull kg_rs kg_ar kg_rs256 kg_ar256 kg_ar_ef mg_ag_gemm mg_gemm_rs mg_gemm_ar; do
   echo "== $b"; grep -E "^\| " "$OUT/$b.log" 2>/dev/null | grep -v -- "---" | cut -c1-150
 done
 grep -E "^\[  (PASSED|FAILED) |^\[  FAILED  \]|^\[       OK \]|^\[  SKIPPED \]|schedule \"" "$OUT"/*.log | head -60

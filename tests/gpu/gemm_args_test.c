@@ -585,11 +585,11 @@ static void test_kgather_route(void **state) {
             "BCAST bcast_hint=2; 0 (plain stores) or 1 (L2 evict-first) are allowed");
   h.bcast_hint = -1;
   kr_expect(&p, &cfg90, TD_GEMM_HOOK_BCAST, &h, TD_ERR_INVALID_ARG, "BCAST bcast_hint=-1;");
-  h = routes(64, 0, 3); /* the deferred second half: 0 or 1 */
-  h.bcast_defer = 2;
+  h = routes(64, 0, 3); /* the deferred second half: 0, 1 or 2 */
+  h.bcast_defer = 3;
   kr_expect(&p, &cfg90, TD_GEMM_HOOK_BCAST, &h, TD_ERR_INVALID_ARG,
-            "BCAST bcast_defer=2; 0 (second half staged in the epilogue) or 1 (deferred into the next tile's main "
-            "loop) are allowed");
+            "BCAST bcast_defer=3; 0 (second half staged in the epilogue), 1 (deferred into the next tile's main "
+            "loop) or 2 (every copy paced over the next tile's main loop) are allowed");
   h.bcast_defer = -1;
   kr_expect(&p, &cfg90, TD_GEMM_HOOK_BCAST, &h, TD_ERR_INVALID_ARG, "BCAST bcast_defer=-1;");
   /* the deferred-half kernel is a variant of 128x256 s4, never a configuration of its own: two BCAST

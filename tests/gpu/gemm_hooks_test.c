@@ -915,8 +915,8 @@ static void test_kgather_split_waves(void **state) {
       double *ref = kg_ref_of(whole, (size_t)d.m * d.n);
       d.ref = ref;
       kg_ws = ws, kg_ws_bytes = ws_bytes, kg_split_waves = 2;
-      for (int rep = 0; rep < (routes[r] == TD_GEMM_HOOK_BCAST ? 3 : 2); rep++) {
-        kg_bcast_defer = rep == 2;
+      for (int rep = 0; rep < (routes[r] == TD_GEMM_HOOK_BCAST ? 4 : 2); rep++) {
+        kg_bcast_defer = rep >= 2 ? rep - 1 : 0; /* BCAST: then deferred, then paced */
         if (routes[r] == 0) {
           uint16_t *c = kg_plain_result(&cfgs[i], &d);
           char what[200];
@@ -961,13 +961,17 @@ static uint16_t *kg_bcast_result(const td_gemm_config *cfg, const kg_inputs *in,
  * destination against the f64 product where several tiles run per block
  * with K of 2 k-blocks (stored at the next unit's last k-block) and where
  * one tile runs per block (stored after it); bit for bit against the
- * undeferred launch for 136 tiles with K of 20 k-blocks (stored at the next
+ * undeferred launch for 272 tiles with K of 20 k-blocks (stored at the next
  * unit's ninth), which the same arithmetic must give (a short unit stores it
  * half-way through its k-blocks); and with the split
- * tail (27 tiles all split; 136 tiles, the last 4 split, against the
+ * tail (27 tiles all split; 272 tiles, the last 8 split, against the
  * undeferred unsplit launch), whose slices that skip the epilogue still
  * store the deferred half. (That the variant kernel is the one launched for
  * 128x256 shows only in timing; gemm_args_test checks it is listed nowhere.)
+ * All of it for bcast_defer 1 (deferred) and 2 (paced: every copy one at a
+ * time over the next unit, the second half staged after the first's
+ * copies; units of 2 k-blocks leave most steps to the next epilogue, units
+ * of 20 take all 17 steps of 8 destinations inside the main loop).
  * On a tile staged whole (128x128) bcast_defer changes nothing. */
 static void test_kgather_bcast_defer(void **state) {
   (void)state;
@@ -978,34 +982,35 @@ static void test_kgather_bcast_defer(void **state) {
   assert_int_equal(nc, 2); /* 128x256 s4 and 128x128 s6: the deferred variant is no configuration of its own */
   int sms = 0;
   assert_int_equal(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), cudaSuccess);
-  kg_inputs d1 = kg_make(2, 64, 2053, 2600), d2 = kg_make(2, 640, 1100, 520), e = kg_make_ex(2, 640, 17 * 128, 2048, 0);
-  for (int i = 0; i < nc && i < 16; i++) {
-    kg_bcast_defer = 1;
-    kgather_bcast_case(&cfgs[i], &d1, 8, 1, 0); /* 187 tiles of 128x256 on 132 blocks */
-    kgather_bcast_case(&cfgs[i], &d2, 3, 0, 1); /* 27 tiles: one a block */
-    uint16_t *x0 = kg_bcast_result(&cfgs[i], &e, 0), *x1 = kg_bcast_result(&cfgs[i], &e, 1);
-    size_t differ = 0;
-    for (size_t k = 0; k < (size_t)e.m * e.n; k++)
-      differ += x0[k] != x1[k];
-    if (differ)
-      fprintf(stderr, "kgather|bcast %dx%d: %zu of %d elements differ between bcast_defer 0 and 1\n", cfgs[i].bm,
-              cfgs[i].bn, differ, e.m * e.n);
-    assert_int_equal(differ, 0);
-    /* with the split tail: d2's 27 tiles in 2 K-slices each; e's full waves and a split last one,
-     * against the undeferred unsplit launch */
-    kg_ws_open(TD_GEMM_SPLIT_CNT_BYTES + (long long)sms * 128 * 256 * 4);
-    int tail = 0, split = 0;
-    kg_plan(&cfgs[i], &d2, sms, &tail, &split);
-    assert_true(tail > 0 && split >= 2);
-    kgather_bcast_case(&cfgs[i], &d2, 8, 0, 0);
-    double *ref = kg_ref_of(x0, (size_t)e.m * e.n);
-    e.ref = ref;
-    kgather_bcast_case(&cfgs[i], &e, 2, 0, 0);
-    e.ref = NULL;
-    free(ref), free(x0), free(x1);
-    kg_ws_close();
-    kg_bcast_defer = 0;
-  }
+  kg_inputs d1 = kg_make(2, 64, 2053, 2600), d2 = kg_make(2, 640, 1100, 520), e = kg_make_ex(2, 640, 34 * 128, 2048, 0);
+  for (int i = 0; i < nc && i < 16; i++)
+    for (int mode = 1; mode <= 2; mode++) { /* deferred, then paced */
+      kg_bcast_defer = mode;
+      kgather_bcast_case(&cfgs[i], &d1, 8, 1, 0); /* 187 tiles of 128x256 on 132 blocks */
+      kgather_bcast_case(&cfgs[i], &d2, 3, 0, 1); /* 27 tiles: one a block */
+      uint16_t *x0 = kg_bcast_result(&cfgs[i], &e, 0), *x1 = kg_bcast_result(&cfgs[i], &e, mode);
+      size_t differ = 0;
+      for (size_t k = 0; k < (size_t)e.m * e.n; k++)
+        differ += x0[k] != x1[k];
+      if (differ)
+        fprintf(stderr, "kgather|bcast %dx%d: %zu of %d elements differ between bcast_defer 0 and %d\n", cfgs[i].bm,
+                cfgs[i].bn, differ, e.m * e.n, mode);
+      assert_int_equal(differ, 0);
+      /* with the split tail: d2's 27 tiles in 2 K-slices each; e's full waves and a split last one,
+       * against the undeferred unsplit launch */
+      kg_ws_open(TD_GEMM_SPLIT_CNT_BYTES + (long long)sms * 128 * 256 * 4);
+      int tail = 0, split = 0;
+      kg_plan(&cfgs[i], &d2, sms, &tail, &split);
+      assert_true(tail > 0 && split >= 2);
+      kgather_bcast_case(&cfgs[i], &d2, 8, 0, 0);
+      double *ref = kg_ref_of(x0, (size_t)e.m * e.n);
+      e.ref = ref;
+      kgather_bcast_case(&cfgs[i], &e, 2, 0, 0);
+      e.ref = NULL;
+      free(ref), free(x0), free(x1);
+      kg_ws_close();
+      kg_bcast_defer = 0;
+    }
   kg_free(&d1), kg_free(&d2), kg_free(&e);
 }
 

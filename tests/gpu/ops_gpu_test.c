@@ -403,12 +403,18 @@ static void test_fused_kgather(void **state) {
   fused_sched_rows("second half deferred", TD_TP_GEMM_AR, TD_TP_FUSED, TD_BF16, 1031, 520, 1024, 3, 16, 4);
   setenv("TD_OPS_FUSED_TILE", "128x128", 1); /* staged whole: nothing to defer, and the schedule says none */
   fused_sched_rows("!deferred", TD_TP_GEMM_AR, TD_TP_FUSED, TD_BF16, 1031, 520, 1024, 2, 16, 4);
+  setenv("TD_OPS_FUSED_TILE", "128x256", 1);
+  setenv("TD_OPS_FUSED_BCAST_HALF", "pace", 1); /* every copy issued one at a time over the next main loop */
+  fused_sched_rows("copies paced", TD_TP_GEMM_AR, TD_TP_FUSED, TD_BF16, 2053, 2600, 1024, 20, 16, 8);
+  fused_sched_rows("copies paced", TD_TP_GEMM_AR, TD_TP_FUSED, TD_BF16, 1031, 520, 1024, 3, 16, 4);
   unsetenv("TD_OPS_FUSED_TILE");
   unsetenv("TD_OPS_FUSED_BCAST_HALF");
   setenv("TD_OPS_FUSED_TAIL", "split2", 1); /* 216 tiles of 128x256, a wave and 84: all of them in 3 slices */
   fused_sched_rows("last 216 tiles in 3 K-slices", TD_TP_GEMM_RS, TD_TP_FUSED, TD_BF16, 1024, 6912, 1536, 2, 16, 8);
   setenv("TD_OPS_FUSED_BCAST_HALF", "defer", 1); /* gemm_ar's deferred half with slices of several tiles a block */
   fused_sched_rows("second half deferred", TD_TP_GEMM_AR, TD_TP_FUSED, TD_BF16, 1024, 6912, 1536, 2, 16, 8);
+  setenv("TD_OPS_FUSED_BCAST_HALF", "pace", 1); /* paced copies across split slices (short units) */
+  fused_sched_rows("copies paced", TD_TP_GEMM_AR, TD_TP_FUSED, TD_BF16, 1024, 6912, 1536, 2, 16, 8);
   unsetenv("TD_OPS_FUSED_BCAST_HALF");
   setenv("TD_OPS_FUSED_TAIL", "none", 1);
   fused_sched("!K-slices", TD_TP_GEMM_RS, TD_TP_FUSED, TD_BF16, 1024, 520, 1024, 2, 8);

@@ -181,11 +181,16 @@ static void test_fused_bcast_hint_values(void **state) {
   expect_two_values("TD_OPS_FUSED_BCAST_HINT", "none", "evict_first", "none,evict_first", bad, 5);
 }
 
-/* TD_OPS_FUSED_BCAST_HALF: wait (the default) or defer, exactly */
+/* TD_OPS_FUSED_BCAST_HALF: wait (the default), defer or pace, exactly */
 static void test_fused_bcast_half_values(void **state) {
   (void)state;
-  const char *bad[] = {"deferred", "Defer", "defer ", "late", "1"};
-  expect_two_values("TD_OPS_FUSED_BCAST_HALF", "wait", "defer", "wait,defer", bad, 5);
+  const char *bad[] = {"deferred", "Defer", "defer ", "late", "1", "paced", "PACE", " pace"};
+  expect_two_values("TD_OPS_FUSED_BCAST_HALF", "wait", "defer", "wait,defer,pace", bad, 8);
+  const char *s = NULL;
+  setenv("TD_OPS_FUSED_BCAST_HALF", "pace", 1);
+  assert_int_equal(td_config_str("TD_OPS_FUSED_BCAST_HALF", &s), TD_OK);
+  assert_string_equal(s, "pace");
+  unsetenv("TD_OPS_FUSED_BCAST_HALF");
 }
 
 /* TD_OPS_FUSED_TAIL: split (the default), split2 or none, exactly */

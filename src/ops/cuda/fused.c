@@ -551,7 +551,7 @@ static td_status td__f_alloc(td_tp_op *op, td__tp_fused *f) {
       f->bcast_hint = hint && !strcmp(hint, "evict_first");
       const char *half = NULL;
       TD_CHECK(td_config_str("TD_OPS_FUSED_BCAST_HALF", &half));
-      f->bcast_defer = half && !strcmp(half, "defer");
+      f->bcast_defer = half && !strcmp(half, "defer") ? 1 : half && !strcmp(half, "pace") ? 2 : 0;
       TD_CHECK(td__f_cu(cudaMalloc(&f->kmaps, 3 * (size_t)f->n * TD_GEMM_MAP_BYTES), "cudaMalloc (tensor maps)"));
       const char *tail = NULL;
       TD_CHECK(td_config_str("TD_OPS_FUSED_TAIL", &tail));
@@ -877,7 +877,8 @@ void td__tp_fused_describe(const td_tp_op *op, char *buf, size_t cap) {
     /* only a tile staged half at a time has the deferred variant (128x256; 128x128 stages it whole) */
     if (f->kgather && op->d.kind == TD_TP_GEMM_AR && f->bcast_defer && td__gemm_cuda_has_variant &&
         td__gemm_cuda_has_variant(&f->cfg, op->d.dtype, TD_GEMM_B_KN, TD_GEMM_HOOK_KGATHER | TD_GEMM_HOOK_BCAST, 1))
-      snprintf(tail + strlen(tail), sizeof tail - strlen(tail), ", second half deferred");
+      snprintf(tail + strlen(tail), sizeof tail - strlen(tail),
+               f->bcast_defer == 2 ? ", copies paced" : ", second half deferred");
     snprintf(buf, cap, "%s %s%s, %s", td_tp_kind_name(op->d.kind),
              f->kgather && f->bcast_hint                ? "kgather, one launch for every rank, stores L2 evict-first"
              : f->kgather                               ? "kgather, one launch for every rank"

@@ -212,7 +212,10 @@ typedef struct td_gemm_hooks {
   int bcast_defer;                   /* BCAST: 0 = a half-staged tile's second half is staged once the first
                                       * half's stores have read shared memory (inside the epilogue); 1 = it
                                       * waits in registers and is stored 8 k-blocks into the next tile's main
-                                      * loop. Bits identical; no effect on kernels that stage whole tiles */
+                                      * loop; 2 = paced: the tile's 2 x bcast_peers copies are issued one at a
+                                      * time over the first 3/4 of the next tile's main loop (the second half
+                                      * staged after the first half's copies). Bits identical; no effect on
+                                      * kernels that stage whole tiles */
   void *split_ws;                    /* KGATHER: split-tail workspace (see below); NULL = no split */
   long long split_ws_bytes;          /* KGATHER: its bytes; the launcher splits only what fits */
   int split_tail, split_k;           /* KGATHER: set by the launcher (td__gemm_split_plan), not the caller */
@@ -341,7 +344,7 @@ td_status td__gemm_cuda_run_gather_cols(const td_gemm_problem *problem, const td
  * TD_GEMM_HOOK_PUSH (row r to its owner's buffer out->dst[peer], split by
  * out->rows_per_peer and out->push_long_peers; problem->c ignored) or
  * TD_GEMM_HOOK_BCAST (every row to each of out->dst[0..out->bcast_peers),
- * out->bcast_hint and out->bcast_defer 0 or 1 as in td_gemm_hooks). With any route, a non-NULL
+ * out->bcast_hint 0 or 1 and out->bcast_defer 0..2 as in td_gemm_hooks). With any route, a non-NULL
  * out->split_ws of out->split_ws_bytes lets the launch split its last
  * wave's tiles along K (the split tail above; 16-byte aligned, its counters
  * zero before the first use; NULL: no split), or its last two waves' with
@@ -353,7 +356,7 @@ td_status td__gemm_cuda_run_gather_cols(const td_gemm_problem *problem, const td
  * map_buf, B not [K,N], route not one of the three, `out` NULL with a route,
  * a NULL dst the rows need, rows_per_peer outside 1..2^31 - 1, a split that
  * leaves rows without an owner or needs more than TD_GEMM_MAX_PEERS,
- * bcast_peers outside 1..TD_GEMM_MAX_PEERS, bcast_hint or bcast_defer not 0 or 1), TD_ERR_SHAPE (k_src not a
+ * bcast_peers outside 1..TD_GEMM_MAX_PEERS, bcast_hint not 0 or 1, bcast_defer not 0..2), TD_ERR_SHAPE (k_src not a
  * multiple of 64),
  * TD_ERR_UNSUPPORTED (not an sm_90a configuration compiled with KGATHER and
  * that route). Thread-safe. */
@@ -390,7 +393,7 @@ void td__gemm_split_plan_waves(long long units, int slots, int nk, long long ws_
 
 /** Whether this build compiled a kernel variant of `config` (sm_90a) for
  * (dtype, b_layout, hooks): variant 1 is BCAST's deferred second half
- * (td_gemm_hooks.bcast_defer; only tiles staged half at a time have one).
+ * (td_gemm_hooks.bcast_defer 1 or 2; only tiles staged half at a time have one).
  * 1 or 0; a NULL config or another variant number gives 0. Pure table
  * lookup, no CUDA call; thread-safe. */
 int td__gemm_cuda_has_variant(const td_gemm_config *config, td_dtype dtype, int b_layout, unsigned hooks,

@@ -149,6 +149,12 @@ struct td__gemm_sm90_shape {
  * first half's stores of a whole wave drain in ~10 us at once), or half the
  * unit's k-blocks where it has fewer than twice as many. */
 #define TD__BCAST_DEFER_KB 8
+/* Paced BCAST (bcast_defer 2): k-blocks between two of a tile's 2P + 1 steps
+ * in the next unit's main loop (3 of the H200's 128x256 k-blocks, ~2.4 us:
+ * 8 copies' 17 steps take 51 k-blocks, most of a 64-k-block unit; a shorter
+ * unit leaves the rest to its epilogue). A constant, not a per-unit gap:
+ * one register fewer, and the variant kernel spilled with it. */
+#define TD__BCAST_PACE_KB 3
 /* The XV bit of that kernel (a variant the registry compiles, not a measurement one). */
 #define TD__XV_BCAST_DEFER 256
 
@@ -750,7 +756,7 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
           }
     };
     /* the staged rows are free (the caller waited for the previous stores' reads and synced) */
-    auto bcast_stage_issue = [&](const td__gemm_u32 (*pk)[2][EPI_J][4], int row0, int col0) {
+    auto bcast_stage = [&](const td__gemm_u32 (*pk)[2][EPI_J][4]) {
 #pragma unroll
       for (int x = 0; x < S::MI; x++)
 #pragma unroll
@@ -764,15 +770,20 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
                          : "memory");
           }
         }
-      /* every writer's rows visible to the async proxy, then one thread
-       * stores them to each destination (TMA clips rows >= M, columns >= N) */
+      /* every writer's rows visible to the async proxy before one thread stores them */
       asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
       asm volatile("bar.sync %0, 128;" ::"r"(bar) : "memory");
+    };
+    /* the staged rows to destinations [o0, o1), one bulk group (TMA clips rows >= M, columns >= N) */
+    auto bcast_issue = [&](int o0, int o1, int row0, int col0) {
       if (tid == 0) {
-        for (int o = 0; o < hooks.bcast_peers; o++) {
+        if (!maps_fenced) /* the table was written by a copy before the launch: every map, once */
+          for (int o = 0; o < hooks.bcast_peers; o++)
+            asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" ::"l"(
+                             (const td__tensor_map *)hooks.c_maps + o)
+                         : "memory");
+        for (int o = o0; o < o1; o++) {
           const td__tensor_map *cm = (const td__tensor_map *)hooks.c_maps + o;
-          if (!maps_fenced) /* the table was written by a copy before the launch */
-            asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" ::"l"(cm) : "memory");
           if (hooks.bcast_hint) { /* the copies are not read again here: first out of L2 */
             td__gemm_u64 pol;
             asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
@@ -788,14 +799,23 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
           }
         }
         asm volatile("cp.async.bulk.commit_group;" ::: "memory");
-        maps_fenced = true;
       }
+      maps_fenced = true;
     };
-    /* BCAST with half the tile staged, deferred (hooks.bcast_defer): the second half waits in registers,
+    auto bcast_stage_issue = [&](const td__gemm_u32 (*pk)[2][EPI_J][4], int row0, int col0) {
+      bcast_stage(pk);
+      bcast_issue(0, hooks.bcast_peers, row0, col0);
+    };
+    /* BCAST with half the tile staged, deferred (hooks.bcast_defer 1): the second half waits in registers,
      * packed, and is staged and stored up to TD__BCAST_DEFER_KB k-blocks into the next unit's main loop (or after
      * the last unit), when the first half's stores have long read shared memory, so no epilogue waits on
-     * the stores of a wave whose every block stores at once */
+     * the stores of a wave whose every block stores at once.
+     * Paced (hooks.bcast_defer 2): the tile's 2 x P copies are not issued at once but one at a time, every
+     * TD__BCAST_PACE_KB k-blocks of the next unit's main loop (the first half's P copies, then the second half
+     * staged, then its P copies): the blocks of a wave finish their tiles together, and a wave's whole
+     * output at once (8 copies of 132 tiles: 66 MiB) queues behind the next tiles' first loads. */
     constexpr bool defer = BCAST && HALVES == 2 && (XV & TD__XV_BCAST_DEFER) != 0;
+    const bool pace = defer && hooks.bcast_defer == 2;
     td__gemm_u32 held[S::MI][2][EPI_J][4]; /* no registers where unused (the compiler drops it) */
     bool pend = false;
     int pend_row0 = 0, pend_col0 = 0;
@@ -805,6 +825,25 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
       asm volatile("bar.sync %0, 128;" ::"r"(bar) : "memory");
       bcast_stage_issue(held, pend_row0, pend_col0);
       pend = false;
+    };
+    /* paced: step s of the pending tile's 2P + 1 (s < P: first half's copy s; P: the second half staged;
+     * P < s: its copy s - P - 1); pstep < 0: none pending. Every step's condition is uniform over the
+     * warpgroup (the staging step's barrier joins its 128 threads). */
+    int pstep = -1;
+    auto pace_step = [&]() {
+      const int np = hooks.bcast_peers;
+      if (pstep < np) {
+        bcast_issue(pstep, pstep + 1, pend_row0, pend_col0 - EPI_COLS);
+      } else if (pstep == np) {
+        if (tid == 0)
+          asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+        asm volatile("bar.sync %0, 128;" ::"r"(bar) : "memory");
+        bcast_stage(held);
+        pend = false;
+      } else {
+        bcast_issue(pstep - np - 1, pstep - np, pend_row0, pend_col0);
+      }
+      pstep = pstep == 2 * np ? -1 : pstep + 1;
     };
     int i = 0;
 
@@ -859,10 +898,14 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
           stage = 0;
           phase ^= 1;
         }
-        if constexpr (defer)
-          if (pend && kb == kb0 + ((kb1 - kb0) / 2 < TD__BCAST_DEFER_KB ? (kb1 - kb0) / 2 : TD__BCAST_DEFER_KB))
+        if constexpr (defer) {
+          if (pstep >= 0) {
+            if ((kb - kb0) % TD__BCAST_PACE_KB == TD__BCAST_PACE_KB - 1)
+              pace_step();
+          } else if (pend && kb == kb0 + ((kb1 - kb0) / 2 < TD__BCAST_DEFER_KB ? (kb1 - kb0) / 2 : TD__BCAST_DEFER_KB))
             bcast_flush(); /* the previous tile's second half, while this unit's wgmma runs (a short unit,
                             * such as a split slice: half-way, so its own epilogue does not wait on it) */
+        }
       }
       td__wgmma_wait<0>();
 #pragma unroll
@@ -889,6 +932,9 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
 
       /* ---- epilogue: registers -> C (or a peer's buffer); BCAST: -> staged tile -> every destination ---- */
       if constexpr (BCAST) {
+        if constexpr (defer)
+          while (pstep >= 0) /* a unit too short for the previous tile's steps: the rest now */
+            pace_step();
 #pragma unroll
         for (int hv = 0; hv < HALVES; hv++) { /* the staged columns [hv * EPI_COLS, (hv + 1) * EPI_COLS) */
           if constexpr (defer) {
@@ -896,6 +942,18 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
               bcast_pack(acc, 1, held);
               pend = true, pend_row0 = tm * BM + cw * S::WG_ROWS, pend_col0 = tn * BN + EPI_COLS;
               break;
+            }
+            if (pace) { /* the first half staged; its first copy now, the other steps paced */
+              if (tid == 0 && i > 0)
+                asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+              asm volatile("bar.sync %0, 128;" ::"r"(bar) : "memory");
+              td__gemm_u32 part[S::MI][2][EPI_J][4];
+              bcast_pack(acc, 0, part);
+              bcast_stage(part);
+              pend_row0 = tm * BM + cw * S::WG_ROWS, pend_col0 = tn * BN + EPI_COLS;
+              bcast_issue(0, 1, pend_row0, pend_col0 - EPI_COLS); /* step 0 */
+              pstep = 1;
+              continue;
             }
           }
           /* the previous stores have read the staged rows before they are overwritten (with half
@@ -983,9 +1041,12 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
         }
       }
     }
-    if constexpr (defer)
+    if constexpr (defer) {
+      while (pstep >= 0) /* the last unit's paced steps */
+        pace_step();
       if (pend) /* the last unit's deferred half */
         bcast_flush();
+    }
     if constexpr (BCAST) /* the staged rows are the CTA's: every store is done before it leaves */
       if (tid == 0)
         asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");

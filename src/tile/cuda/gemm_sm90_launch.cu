@@ -305,9 +305,10 @@ static td_status td__check(const td_gemm_problem *p, const td_gemm_config *cfg, 
     if (hooks->bcast_hint != 0 && hooks->bcast_hint != 1)
       return td__error(TD_ERR_INVALID_ARG, "gemm: BCAST bcast_hint=%d; 0 (plain stores) or 1 (L2 evict-first) "
                        "are allowed", hooks->bcast_hint);
-    if (hooks->bcast_defer != 0 && hooks->bcast_defer != 1)
-      return td__error(TD_ERR_INVALID_ARG, "gemm: BCAST bcast_defer=%d; 0 (second half staged in the epilogue) or "
-                       "1 (deferred into the next tile's main loop) are allowed", hooks->bcast_defer);
+    if (hooks->bcast_defer < 0 || hooks->bcast_defer > 2)
+      return td__error(TD_ERR_INVALID_ARG, "gemm: BCAST bcast_defer=%d; 0 (second half staged in the epilogue), "
+                       "1 (deferred into the next tile's main loop) or 2 (every copy paced over the next tile's "
+                       "main loop) are allowed", hooks->bcast_defer);
     for (int i = 0; i < hooks->bcast_peers; i++)
       if (!hooks->dst[i])
         return td__error(TD_ERR_INVALID_ARG, "gemm: BCAST needs dst[%d] (bcast_peers=%d)", i, hooks->bcast_peers);
