@@ -407,6 +407,10 @@ static void test_fused_kgather(void **state) {
   setenv("TD_OPS_FUSED_BCAST_HALF", "pace", 1); /* every copy issued one at a time over the next main loop */
   fused_sched_rows("copies paced", TD_TP_GEMM_AR, TD_TP_FUSED, TD_BF16, 2053, 2600, 1024, 20, 16, 8);
   fused_sched_rows("copies paced", TD_TP_GEMM_AR, TD_TP_FUSED, TD_BF16, 1031, 520, 1024, 3, 16, 4);
+  unsetenv("TD_OPS_FUSED_BCAST_HALF"); /* pace is the default */
+  fused_sched_rows("copies paced", TD_TP_GEMM_AR, TD_TP_FUSED, TD_BF16, 1031, 520, 1024, 2, 16, 8);
+  setenv("TD_OPS_FUSED_BCAST_HALF", "wait", 1); /* the second half staged inside the epilogue */
+  fused_sched_rows("!paced", TD_TP_GEMM_AR, TD_TP_FUSED, TD_BF16, 2053, 2600, 1024, 3, 16, 8);
   unsetenv("TD_OPS_FUSED_TILE");
   unsetenv("TD_OPS_FUSED_BCAST_HALF");
   setenv("TD_OPS_FUSED_TAIL", "split2", 1); /* 216 tiles of 128x256, a wave and 84: all of them in 3 slices */

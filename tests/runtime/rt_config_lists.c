@@ -181,15 +181,15 @@ static void test_fused_bcast_hint_values(void **state) {
   expect_two_values("TD_OPS_FUSED_BCAST_HINT", "none", "evict_first", "none,evict_first", bad, 5);
 }
 
-/* TD_OPS_FUSED_BCAST_HALF: wait (the default), defer or pace, exactly */
+/* TD_OPS_FUSED_BCAST_HALF: pace (the default), wait or defer, exactly */
 static void test_fused_bcast_half_values(void **state) {
   (void)state;
   const char *bad[] = {"deferred", "Defer", "defer ", "late", "1", "paced", "PACE", " pace"};
-  expect_two_values("TD_OPS_FUSED_BCAST_HALF", "wait", "defer", "wait,defer,pace", bad, 8);
+  expect_two_values("TD_OPS_FUSED_BCAST_HALF", "pace", "defer", "wait,defer,pace", bad, 8);
   const char *s = NULL;
-  setenv("TD_OPS_FUSED_BCAST_HALF", "pace", 1);
+  setenv("TD_OPS_FUSED_BCAST_HALF", "wait", 1);
   assert_int_equal(td_config_str("TD_OPS_FUSED_BCAST_HALF", &s), TD_OK);
-  assert_string_equal(s, "pace");
+  assert_string_equal(s, "wait");
   unsetenv("TD_OPS_FUSED_BCAST_HALF");
 }
 

@@ -40,8 +40,9 @@ struct td__tp_fused {
                    * each row at its owner's C (rs) or at every rank's (ar) */
   void *kmaps;    /* kgather: device table of 3n tensor maps (A, B, C of each rank; rank 0's is used) */
   int bcast_hint; /* gemm_ar kgather: TD_OPS_FUSED_BCAST_HINT (1 = evict_first), read at creation */
-  int bcast_defer; /* gemm_ar kgather: TD_OPS_FUSED_BCAST_HALF=defer (the half-staged tile's second half stored
-                    * during the next tile's main loop) */
+  int bcast_defer; /* gemm_ar kgather: TD_OPS_FUSED_BCAST_HALF: 0 wait, 1 defer (the half-staged tile's second
+                    * half stored during the next tile's main loop), 2 pace (the default: every copy paced
+                    * over it); td_gemm_hooks.bcast_defer */
   int tail_split;  /* kgather: TD_OPS_FUSED_TAIL: 0 none, 1 split (the last wave), 2 split2 (or the last two
                     * waves'); every rank; rank 0's launch gets split_ws */
   void *split_ws; /* kgather, rank 0: the tile's split-tail workspace (counters zeroed once) */
