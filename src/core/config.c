@@ -129,7 +129,7 @@ static const td__cfg_var td__vars[] = {
      "fused gemm_rs / gemm_ar kgather: split (the launch's last, partial wave of tiles runs each tile as up to 8 "
      "K-slices on the idle SMs, the last slice to finish adding the others' fp32 partials; measured), split2 (as "
      "split, or the last full wave's tiles and the last wave's together over several rounds where a model says "
-     "that pays, e.g. a last wave of more than half the SMs; its workspace can reach ~250 MiB; not yet measured) "
+     "that pays, e.g. a last wave of more than half the SMs; its workspace can reach ~250 MiB; measured slower where it plans 5 slices, docs/perf.md) "
      "or none (every tile whole)", NULL},
     {"TD_OPS_FUSED_RS", TD__CFG_STR, "auto", 0, 0, "auto,pull,push,kgather",
      "fused gemm_rs / gemm_ar: pull (each rank reduces its rows from the peers' whole partials), push (row blocks "
