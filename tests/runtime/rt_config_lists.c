@@ -174,6 +174,15 @@ static void expect_two_values(const char *name, const char *dflt, const char *ot
   unsetenv(name);
 }
 
+/* A third value of a string variable, read back as set. */
+static void expect_accepted(const char *name, const char *value) {
+  const char *s = NULL;
+  setenv(name, value, 1);
+  assert_int_equal(td_config_str(name, &s), TD_OK);
+  assert_string_equal(s, value);
+  unsetenv(name);
+}
+
 /* TD_OPS_FUSED_BCAST_HINT: none (the default) or evict_first, exactly */
 static void test_fused_bcast_hint_values(void **state) {
   (void)state;
@@ -186,11 +195,7 @@ static void test_fused_bcast_half_values(void **state) {
   (void)state;
   const char *bad[] = {"deferred", "Defer", "defer ", "late", "1", "paced", "PACE", " pace"};
   expect_two_values("TD_OPS_FUSED_BCAST_HALF", "pace", "defer", "wait,defer,pace", bad, 8);
-  const char *s = NULL;
-  setenv("TD_OPS_FUSED_BCAST_HALF", "wait", 1);
-  assert_int_equal(td_config_str("TD_OPS_FUSED_BCAST_HALF", &s), TD_OK);
-  assert_string_equal(s, "wait");
-  unsetenv("TD_OPS_FUSED_BCAST_HALF");
+  expect_accepted("TD_OPS_FUSED_BCAST_HALF", "wait");
 }
 
 /* TD_OPS_FUSED_TAIL: split (the default), split2 or none, exactly */
@@ -198,11 +203,7 @@ static void test_fused_tail_values(void **state) {
   (void)state;
   const char *bad[] = {"off", "Split", "split ", "0", "stream-k", "split-2", "split22", "split3"};
   expect_two_values("TD_OPS_FUSED_TAIL", "split", "none", "split,split2,none", bad, 8);
-  const char *s = NULL;
-  setenv("TD_OPS_FUSED_TAIL", "split2", 1);
-  assert_int_equal(td_config_str("TD_OPS_FUSED_TAIL", &s), TD_OK);
-  assert_string_equal(s, "split2");
-  unsetenv("TD_OPS_FUSED_TAIL");
+  expect_accepted("TD_OPS_FUSED_TAIL", "split2");
 }
 
 /* TD_OPS_FUSED_AG: gather (each rank's launch) and gather-one (one launch for every rank) exactly */
