@@ -48,6 +48,13 @@ int td_config_check_all(FILE *out);
  * TD_ERR_INVALID_ARG (a NULL prefix, or a value that does not parse). Not
  * thread-safe against concurrent setenv. */
 td_status td_config_check_prefix(const char *prefix);
+/** How many environment variables under `prefix` (longer than "TD_"), set
+ * to a non-empty value, the table does not have: the misspelt knobs
+ * td_config_check_prefix refuses (0 for a NULL or "TD_" prefix). `tdist
+ * doctor` counts those under "TD_OPS_" as problems, since the operators and
+ * tdist's other commands refuse to start while one is set. Reads the
+ * environment only; not thread-safe against concurrent setenv. */
+int td_config_unknown_set(const char *prefix);
 
 #ifdef __cplusplus
 }

@@ -941,18 +941,31 @@ static void test_kgather_split_waves(void **state) {
   kg_ws_close();
 }
 
-/* One BCAST launch of `in` into a single destination (bcast_defer as
- * given), its rows copied back to the host (caller frees). */
-static uint16_t *kg_bcast_result(const td_gemm_config *cfg, const kg_inputs *in, int defer) {
+/* One BCAST launch of `in` into `peers` destinations (bcast_defer as
+ * given), their rows copied back to the host one after another (caller
+ * frees). */
+static uint16_t *kg_bcast_results(const td_gemm_config *cfg, const kg_inputs *in, int defer, int peers) {
   td_gemm_hooks out = kg_route_junk();
-  out.bcast_peers = 1, out.bcast_hint = 0, out.bcast_defer = defer;
-  kg_dest d = kg_dest_make(in->m, in->n);
-  out.dst[0] = kg_dest_rows(&d, in->n);
+  out.bcast_peers = peers, out.bcast_hint = 0, out.bcast_defer = defer;
+  kg_dest d[TD_GEMM_MAX_PEERS];
+  for (int q = 0; q < peers; q++) {
+    d[q] = kg_dest_make(in->m, in->n);
+    out.dst[q] = kg_dest_rows(&d[q], in->n);
+  }
   kg_run_routed(cfg, in, TD_GEMM_HOOK_BCAST, &out, 0);
-  uint16_t *host = malloc((size_t)in->m * in->n * 2);
-  assert_int_equal(cudaMemcpy(host, out.dst[0], (size_t)in->m * in->n * 2, cudaMemcpyDeviceToHost), cudaSuccess);
-  cudaFree(d.base);
+  const size_t count = (size_t)in->m * in->n;
+  uint16_t *host = malloc(count * 2 * (size_t)peers);
+  assert_non_null(host);
+  for (int q = 0; q < peers; q++) {
+    assert_int_equal(cudaMemcpy(host + q * count, out.dst[q], count * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+    cudaFree(d[q].base);
+  }
   return host;
+}
+
+/* The same into a single destination. */
+static uint16_t *kg_bcast_result(const td_gemm_config *cfg, const kg_inputs *in, int defer) {
+  return kg_bcast_results(cfg, in, defer, 1);
 }
 
 /* BCAST's deferred second half (bcast_defer: the half-staged 128x256 tile's
@@ -970,8 +983,14 @@ static uint16_t *kg_bcast_result(const td_gemm_config *cfg, const kg_inputs *in,
  * 128x256 shows only in timing; gemm_args_test checks it is listed nowhere.)
  * All of it for bcast_defer 1 (deferred) and 2 (paced: every copy one at a
  * time over the next unit, the second half staged after the first's
- * copies; units of 2 k-blocks leave most steps to the next epilogue, units
- * of 20 take all 17 steps of 8 destinations inside the main loop).
+ * copies, one step every 3 k-blocks; units of 2 k-blocks leave every step
+ * to the next epilogue, units of 20 with one or two destinations take all
+ * of theirs inside the main loop). And bit for bit with 8 destinations
+ * (the operators' 8 ranks) on 272 tiles of 64 k-blocks (the 8b models' K
+ * of 4096), the paced tile's 16 steps after its epilogue's first all inside
+ * the next unit's main loop: every copy of the first half at its column,
+ * the second half staged after them, each of its copies to its
+ * destination, against the undeferred launch's one destination.
  * On a tile staged whole (128x128) bcast_defer changes nothing. */
 static void test_kgather_bcast_defer(void **state) {
   (void)state;
@@ -983,6 +1002,7 @@ static void test_kgather_bcast_defer(void **state) {
   int sms = 0;
   assert_int_equal(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), cudaSuccess);
   kg_inputs d1 = kg_make(2, 64, 2053, 2600), d2 = kg_make(2, 640, 1100, 520), e = kg_make_ex(2, 640, 34 * 128, 2048, 0);
+  kg_inputs f = kg_make_ex(2, 2048, 34 * 128, 2048, 0); /* 64 k-blocks a tile */
   for (int i = 0; i < nc && i < 16; i++)
     for (int mode = 1; mode <= 2; mode++) { /* deferred, then paced */
       kg_bcast_defer = mode;
@@ -996,6 +1016,20 @@ static void test_kgather_bcast_defer(void **state) {
         fprintf(stderr, "kgather|bcast %dx%d: %zu of %d elements differ between bcast_defer 0 and %d\n", cfgs[i].bm,
                 cfgs[i].bn, differ, e.m * e.n, mode);
       assert_int_equal(differ, 0);
+      {
+        const size_t count = (size_t)f.m * f.n;
+        uint16_t *f0 = kg_bcast_result(&cfgs[i], &f, 0), *f8 = kg_bcast_results(&cfgs[i], &f, mode, 8);
+        for (int q = 0; q < 8; q++) {
+          size_t fd = 0;
+          for (size_t k = 0; k < count; k++)
+            fd += f0[k] != f8[q * count + k];
+          if (fd)
+            fprintf(stderr, "kgather|bcast %dx%d, K of 64 k-blocks: %zu of %zu elements of destination %d of 8 "
+                    "differ between bcast_defer 0 and %d\n", cfgs[i].bm, cfgs[i].bn, fd, count, q, mode);
+          assert_int_equal(fd, 0);
+        }
+        free(f0), free(f8);
+      }
       /* with the split tail: d2's 27 tiles in 2 K-slices each; e's full waves and a split last one,
        * against the undeferred unsplit launch */
       kg_ws_open(TD_GEMM_SPLIT_CNT_BYTES + (long long)sms * 128 * 256 * 4);
@@ -1011,7 +1045,7 @@ static void test_kgather_bcast_defer(void **state) {
       kg_ws_close();
       kg_bcast_defer = 0;
     }
-  kg_free(&d1), kg_free(&d2), kg_free(&e);
+  kg_free(&d1), kg_free(&d2), kg_free(&e), kg_free(&f);
 }
 
 static td_gemm_arch sm90 = TD_GEMM_SM90, sm80 = TD_GEMM_SM80;

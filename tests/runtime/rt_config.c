@@ -54,6 +54,27 @@ static void test_unknown(void **state) {
   assert_int_equal(td_config_unknown(NULL), base);
 }
 
+/* td_config_unknown_set: the misspelt knobs td_config_check_prefix refuses, counted (doctor's problems) */
+static void test_unknown_set(void **state) {
+  (void)state;
+  const int base = td_config_unknown_set("TD_OPS_"); /* whatever the test environment sets */
+  setenv("TD_OPS_FUSED_BCAST_HAFL", "pace", 1);
+  setenv("TD_OPS_FUSED_TALE", "split", 1);
+  setenv("TD_OPS_FUSED_TAIL", "split", 1); /* a table name: not counted */
+  setenv("TD_TIMEOUT_MSS", "5", 1);        /* outside the prefix */
+  assert_int_equal(td_config_unknown_set("TD_OPS_"), base + 2);
+  assert_int_equal(td_config_check_prefix("TD_OPS_"), TD_ERR_INVALID_ARG);
+  setenv("TD_OPS_FUSED_TALE", "", 1); /* empty reads as unset: no typo in use */
+  assert_int_equal(td_config_unknown_set("TD_OPS_"), base + 1);
+  assert_int_equal(td_config_unknown_set("TD_"), 0); /* as td_config_check_prefix: only a longer prefix */
+  assert_int_equal(td_config_unknown_set(NULL), 0);
+  unsetenv("TD_OPS_FUSED_BCAST_HAFL");
+  unsetenv("TD_OPS_FUSED_TALE");
+  unsetenv("TD_OPS_FUSED_TAIL");
+  unsetenv("TD_TIMEOUT_MSS");
+  assert_int_equal(td_config_unknown_set("TD_OPS_"), base);
+}
+
 static void test_check_all(void **state) {
   (void)state;
   char out[4096];
@@ -198,7 +219,8 @@ static void test_rows_unique(void **state) {
 }
 
 int main(void) {
-  const struct CMUnitTest tests[] = {cmocka_unit_test(test_unknown), cmocka_unit_test(test_check_all),
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_unknown), cmocka_unit_test(test_unknown_set),
+                                     cmocka_unit_test(test_check_all),
                                      cmocka_unit_test(test_doctor), cmocka_unit_test(test_rows_unique)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0
  * `tdist doctor` with stdout and stderr on one pipe (2>&1): no line is split
  * by the other stream (stdout is line-buffered and flushed before stderr);
- * TD_CUDA_TARGET_NAME without TD_CUDA_TARGET_SM is reported as ignored; and
- * a /dev/shm/tdist-* object whose creator pid is dead is listed with its
- * remedy (a live one is not). */
+ * TD_CUDA_TARGET_NAME without TD_CUDA_TARGET_SM is reported as ignored; a
+ * misspelt TD_OPS_* knob, which every other command refuses, is a problem
+ * (exit 1) and not only a listed name; and a /dev/shm/tdist-* object whose
+ * creator pid is dead is listed with its remedy (a live one is not). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -71,6 +72,45 @@ static void test_target_name_alone(void **state) {
   unsetenv("TD_CUDA_TARGET_NAME");
 }
 
+/* TD_OPS_FUSED_BCAST_HAFL: `tdist run` and the operators refuse it (exit 2), so doctor, asked what is wrong,
+ * must not exit 0; a typo outside TD_OPS_ (read by nobody, refused by nobody) stays a listed name only, and an
+ * empty value reads as unset there as everywhere. */
+static void test_ops_typo_is_a_problem(void **state) {
+  (void)state;
+  setenv("TD_OPS_FUSED_BCAST_HAFL", "pace", 1);
+  int rc = run("doctor", out, sizeof out);
+  assert_int_equal(rc, 1);
+  assert_non_null(strstr(out, "TD_OPS_FUSED_BCAST_HAFL (not a tdist variable; did you mean "
+                              "TD_OPS_FUSED_BCAST_HALF or TD_OPS_FUSED_BCAST_HINT?)"));
+  char line[1024];
+  assert_non_null(line_starting("1 unknown TD_OPS_* variable (listed above): the operators and tdist's other "
+                                "commands refuse to start while it is set", line, sizeof line));
+  assert_non_null(line_starting("doctor: 1 problem in the configuration", line, sizeof line));
+  char args[1024]; /* what doctor warns of */
+  const char *src = getenv("TD_SOURCE_DIR");
+  snprintf(args, sizeof args, "run '%s/examples/tp_mlp.td' --ranks 2", src ? src : ".");
+  rc = run(args, out, sizeof out);
+  assert_int_equal(rc, 2);
+  assert_non_null(strstr(out, "TD_OPS_FUSED_BCAST_HAFL is not a tdist variable"));
+  setenv("TD_OPS_FUSED_BCAST_HALF", "PACE", 1); /* a bad value beside it: two problems */
+  rc = run("doctor", out, sizeof out);
+  unsetenv("TD_OPS_FUSED_BCAST_HALF");
+  assert_int_equal(rc, 1);
+  assert_non_null(line_starting("TD_OPS_FUSED_BCAST_HALF='PACE' is not allowed; allowed: wait,defer,pace", line,
+                                sizeof line));
+  assert_non_null(line_starting("doctor: 2 problems in the configuration", line, sizeof line));
+  setenv("TD_OPS_FUSED_BCAST_HAFL", "", 1);
+  rc = run("doctor", out, sizeof out);
+  assert_int_equal(rc, 0);
+  unsetenv("TD_OPS_FUSED_BCAST_HAFL");
+  setenv("TD_TIMEOUT_MSS", "5", 1);
+  rc = run("doctor", out, sizeof out);
+  unsetenv("TD_TIMEOUT_MSS");
+  assert_int_equal(rc, 0);
+  assert_non_null(strstr(out, "TD_TIMEOUT_MSS (not a tdist variable; did you mean TD_TIMEOUT_MS?)"));
+  assert_null(strstr(out, "unknown TD_OPS_*"));
+}
+
 /* Makes /dev/shm/<name> holding a finished region header whose creator is `pid`. */
 static void make_region(const char *name, int32_t pid) {
   int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
@@ -118,6 +158,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_lines_not_split),
       cmocka_unit_test(test_target_name_alone),
+      cmocka_unit_test(test_ops_typo_is_a_problem),
       cmocka_unit_test(test_stale_shm_listed),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -115,8 +115,10 @@ int td_cmd_doctor(int argc, char **argv) {
   if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
     printf("usage: tdist doctor\n  prints the build, what this machine has (cores, /dev/shm, BLAS, GPUs), every\n"
            "  configuration variable with its value, the set ones that do not parse (exit status 1)\n"
-           "  and TD_* variables that tdist does not know (typos), TD_CUDA_TARGET_NAME set without\n"
-           "  TD_CUDA_TARGET_SM (ignored), and stale /dev/shm/tdist-* objects whose creator is gone\n");
+           "  and TD_* variables that tdist does not know (typos; a set TD_OPS_* one counts as a\n"
+           "  problem too, exit status 1, since the operators and the other commands refuse it),\n"
+           "  TD_CUDA_TARGET_NAME set without TD_CUDA_TARGET_SM (ignored), and stale /dev/shm/tdist-*\n"
+           "  objects whose creator is gone\n");
     return 0;
   }
   if (argc > 1) {
@@ -148,6 +150,16 @@ int td_cmd_doctor(int argc, char **argv) {
   if (td_config_unknown(NULL) > 0) {
     printf("\nunknown TD_ variables (tdist does not read them):\n");
     td_config_unknown(stdout);
+  }
+  /* A misspelt operator knob is more than a listed name: the operators and every other tdist command refuse
+   * to start while one is set, so doctor must not say the configuration is fine (exit 0) either. */
+  const int ops_typos = td_config_unknown_set("TD_OPS_");
+  if (ops_typos) {
+    fflush(stdout);
+    fprintf(stderr, "%d unknown TD_OPS_* variable%s (listed above): the operators and tdist's other commands "
+            "refuse to start while %s set\n", ops_typos, ops_typos == 1 ? "" : "s", ops_typos == 1 ? "it is" :
+            "they are");
+    bad += ops_typos;
   }
   td__doctor_stale_shm();
   fflush(stdout);

@@ -213,8 +213,9 @@ typedef struct td_gemm_hooks {
                                       * half's stores have read shared memory (inside the epilogue); 1 = it
                                       * waits in registers and is stored 8 k-blocks into the next tile's main
                                       * loop; 2 = paced: the tile's 2 x bcast_peers copies are issued one at a
-                                      * time over the first 3/4 of the next tile's main loop (the second half
-                                      * staged after the first half's copies). Bits identical; no effect on
+                                      * time, one every 3 k-blocks of the next tile's main loop (the second
+                                      * half staged after the first half's copies; what a short unit has no
+                                      * k-blocks for, its epilogue issues). Bits identical; no effect on
                                       * kernels that stage whole tiles */
   void *split_ws;                    /* KGATHER: split-tail workspace (see below); NULL = no split */
   long long split_ws_bytes;          /* KGATHER: its bytes; the launcher splits only what fits */

@@ -151,8 +151,9 @@ struct td__gemm_sm90_shape {
 #define TD__BCAST_DEFER_KB 8
 /* Paced BCAST (bcast_defer 2): k-blocks between two of a tile's 2P + 1 steps
  * in the next unit's main loop (3 of the H200's 128x256 k-blocks, ~2.4 us:
- * 8 copies' 17 steps take 51 k-blocks, most of a 64-k-block unit; a shorter
- * unit leaves the rest to its epilogue). A constant, not a per-unit gap:
+ * with 8 destinations the 16 steps after the epilogue's first take 48
+ * k-blocks, 3/4 of a 64-k-block unit; a shorter unit leaves the rest to its
+ * epilogue, or to the next unit's when a split slice skips its own). A constant, not a per-unit gap:
  * one register fewer, and the variant kernel spilled with it. */
 #define TD__BCAST_PACE_KB 3
 /* The XV bit of that kernel (a variant the registry compiles, not a measurement one). */
