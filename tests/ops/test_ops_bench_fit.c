@@ -4,6 +4,8 @@
  *    operand is allocated, with the total, the heap size and the remedy, and
  *    the message is whole in the table and the JSON (not cut at 255), and
  *    a heap of exactly the size it asks for runs the case;
+ *  - with TD_SYMM_HEAP_SIZE unset a cpu case over the default heap (up to
+ *    2 GiB) runs on a heap of its own need, said on stderr and in the JSON;
  *  - --sizes beyond any heap is refused while parsing, naming the limit;
  *  - the sides' operands fitting is not enough: the executors' and the
  *    team's blocks count too (the sides are alive together);
@@ -109,6 +111,37 @@ static void test_suggested_heap_runs(void **state) {
   suggested_heap_runs("bench gemm_ar --backend cpu --ranks 2 --shape 256x128x128 --iters 1");
 }
 
+/* With TD_SYMM_HEAP_SIZE unset a cpu case over the default heap (all_reduce
+ * 64M: ~450 MiB with its sides) runs on a heap of its own need, said on
+ * stderr and in the JSON; set, the same case is refused as before; and past
+ * BO_AUTO_HEAP_MAX (2 GiB) it is refused too (test_heap_refused_up_front). */
+static void test_heap_sized_when_unset(void **state) {
+  (void)state;
+  char json[256], cmd[512];
+  snprintf(json, sizeof json, "/tmp/td_ops_bench_auto_%ld.json", (long)getpid());
+  snprintf(cmd, sizeof cmd, "bench all_reduce --backend cpu --ranks 2 --sizes 64M --iters 1 --warmup 0 --json %s",
+           json);
+  int rc = run(cmd, out, sizeof out);
+  if (rc != 0)
+    fprintf(stderr, "%s\n", out);
+  assert_int_equal(rc, 0);
+  assert_non_null(strstr(out, "TD_SYMM_HEAP_SIZE is unset and this case's sides need "));
+  assert_null(strstr(out, "not run"));
+  cJSON *root = load_json(json);
+  unlink(json);
+  cJSON *c = cJSON_GetArrayItem(cJSON_GetObjectItem(root, "results"), 0);
+  double need = cJSON_GetObjectItem(c, "heap_bytes_needed_per_rank")->valuedouble;
+  double got = cJSON_GetObjectItem(c, "heap_bytes_per_rank_auto")->valuedouble;
+  assert_true(need > 268435456.0 && got >= need && got < need + 1048576.0);
+  cJSON_Delete(root);
+  setenv("TD_SYMM_HEAP_SIZE", "256M", 1); /* chosen by the user: refused, with the remedy */
+  rc = run("bench all_reduce --backend cpu --ranks 2 --sizes 64M --iters 1 --warmup 0", out, sizeof out);
+  unsetenv("TD_SYMM_HEAP_SIZE");
+  assert_int_equal(rc, 1);
+  assert_non_null(strstr(out, "set TD_SYMM_HEAP_SIZE="));
+  assert_null(strstr(out, "is unset"));
+}
+
 static void test_sizes_limit_at_parse(void **state) {
   (void)state;
   expect_usage_error("bench all_reduce --sizes 8K,600G", "tdist bench all_reduce: --sizes 600G is 644245094400 "
@@ -193,7 +226,8 @@ int main(void) {
   snprintf(tdist_bin, sizeof tdist_bin, "%s/tdist", bin ? bin : ".");
   unsetenv("TD_SYMM_HEAP_SIZE"); /* the default heap (256M) in the messages */
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_heap_refused_up_front), cmocka_unit_test(test_suggested_heap_runs), cmocka_unit_test(test_sizes_limit_at_parse),
+      cmocka_unit_test(test_heap_refused_up_front), cmocka_unit_test(test_suggested_heap_runs), cmocka_unit_test(test_heap_sized_when_unset),
+      cmocka_unit_test(test_sizes_limit_at_parse),
       cmocka_unit_test(test_shared_heap_said),      cmocka_unit_test(test_cpu_m_alone),
       cmocka_unit_test(test_oversubscription_note), cmocka_unit_test(test_help_exit_status),
   };

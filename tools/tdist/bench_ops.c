@@ -366,8 +366,9 @@ static int bo_run_case(const bo_opts *o, const bo_shape *shape, cJSON *results) 
       tv[ntd] = bc.side[s].forced, tn[ntd++] = bc.side[s].name;
   td_status st = TD_OK;
   double heap_need = 0;
+  size_t heap_auto = 0;
   int refused = bo_fit_check(o->kind, &bc.s, o->dt, o->ranks, o->cuda, tv, tn, ntd, bc.nsides, bc.msg,
-                             sizeof bc.msg, &heap_need);
+                             sizeof bc.msg, &heap_need, &heap_auto);
   if (refused) {
     st = TD_ERR_NO_MEMORY;
     for (int s = 0; s < bc.nsides; s++)
@@ -375,6 +376,12 @@ static int bo_run_case(const bo_opts *o, const bo_shape *shape, cJSON *results) 
   } else {
     td_world_opts wo;
     td_world_opts_init(&wo);
+    if (heap_auto) {
+      wo.heap_size = heap_auto;
+      fprintf(stderr, "tdist bench: TD_SYMM_HEAP_SIZE is unset and this case's sides need %.0f bytes of symmetric "
+              "heap per rank, more than the default 256 MiB: its ranks get %zuM each\n", heap_need,
+              heap_auto >> 20);
+    }
     st = td_local_world_run(o->ranks, &wo, bo_rank, &bc);
   }
   for (int s = 0; s < bc.nsides; s++)
@@ -424,6 +431,8 @@ static int bo_run_case(const bo_opts *o, const bo_shape *shape, cJSON *results) 
       cJSON_AddNumberToObject(jc, "memory_bytes_all_sides_per_rank", all);
     if (heap_need > 0) /* the estimate the refusal is based on (operands, executors, the team's block) */
       cJSON_AddNumberToObject(jc, "heap_bytes_needed_per_rank", heap_need);
+    if (heap_auto) /* the heap the bench chose for the case, TD_SYMM_HEAP_SIZE being unset */
+      cJSON_AddNumberToObject(jc, "heap_bytes_per_rank_auto", (double)heap_auto);
   }
   cJSON *js = cJSON_AddArrayToObject(jc, "sides");
   for (int s = 0; s < bc.nsides; s++) {
@@ -749,8 +758,10 @@ static void bo_usage(FILE *f, const char *kind) {
           "measure correctness and overhead, not interconnect speed.\n"
           "Before a case allocates anything, the sides' symmetric memory (alive together: they alternate\n"
           "call by call, so it adds up) is checked against TD_SYMM_HEAP_SIZE (and on cpu the operands\n"
-          "against host memory): a case that cannot fit is refused at once with the total. On cpu, ranks x\n"
-          "workers over %d x the cores draws a note on stderr.\n"
+          "against host memory): a case that cannot fit is refused at once with the total. On cpu with\n"
+          "TD_SYMM_HEAP_SIZE unset, a case needing more than the default 256 MiB (up to 2 GiB) gets the heap\n"
+          "it needs instead, said on stderr. On cpu, ranks x workers over %d x the cores draws a note on\n"
+          "stderr.\n"
           "Exit status: 0 all cases ran; 1 a case or side failed; 2 a bad option or variable, or no\n"
           "usable GPU (checked before any case, so nothing ran; tdist run reports that as 1 since it\n"
           "fails when its executor starts).\n",

@@ -55,15 +55,23 @@ void bo_env(int cuda, int ranks, const int *devices, void *json_obj);
 /* Binds the calling thread to the rank's device (cuda: the one bo_devices chose). */
 int bo_set_device(int cuda, int rank);
 
+/* Largest symmetric heap per rank (bytes) the cpu bench gives a case by
+ * itself when TD_SYMM_HEAP_SIZE is unset and the default is too small: its
+ * own default cases need up to ~450 MiB (all_reduce 64M), more than the
+ * library's 256 MiB default; past this the user is asked to choose. */
+#define BO_AUTO_HEAP_MAX ((double)(2ull << 30))
 /* bench_ops_fit.c. Whether a case can fit before anything is allocated:
  * sides[0..nsides_tdist-1] are the tdist sides' variants (auto first) named
  * names[], nsides_all counts every side (each has its own C). Returns 0, or 1
  * with the reason in msg (the total per rank, the heap size from
  * TD_SYMM_HEAP_SIZE or the host memory, and the remedy). *heap_need gets the
- * symmetric bytes per rank the case needs (0 when TD_SYMM_HEAP_SIZE is bad). */
+ * symmetric bytes per rank the case needs (0 when TD_SYMM_HEAP_SIZE is bad).
+ * *heap_auto gets 0, or, on cpu with TD_SYMM_HEAP_SIZE unset (or empty) and
+ * a need over the default but at most BO_AUTO_HEAP_MAX, the heap per rank
+ * (bytes, whole MiB) the case's world is to be created with instead. */
 int bo_fit_check(td_tp_kind kind, const bo_shape *s, td_dtype dt, int ranks, int cuda, const td_tp_variant *sides,
                  const char *const *names, int nsides_tdist, int nsides_all, char *msg, size_t cap,
-                 double *heap_need);
+                 double *heap_need, size_t *heap_auto);
 /* Ranks x threads beyond this many times the cores draws a note. */
 enum { BO_OVERSUB_FACTOR = 4 };
 /* cpu: one note on stderr, prefixed `cmd`, when ranks x (compute + comm)

@@ -23,6 +23,7 @@
  * Also the warning for ranks x workers far beyond the cores. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -67,9 +68,10 @@ static double bo_host_operands(td_tp_kind kind, const bo_shape *s, td_dtype dt, 
 
 int bo_fit_check(td_tp_kind kind, const bo_shape *s, td_dtype dt, int ranks, int cuda, const td_tp_variant *sides,
                  const char *const *names, int nsides_tdist, int nsides_all, char *msg, size_t cap,
-                 double *heap_need) {
+                 double *heap_need, size_t *heap_auto) {
   int64_t heap = 0;
   *heap_need = 0;
+  *heap_auto = 0;
   if (td_config_int("TD_SYMM_HEAP_SIZE", &heap) != TD_OK)
     return 0; /* a malformed variable was refused before the first case */
   double need = 0, part[16];
@@ -83,7 +85,12 @@ int bo_fit_check(td_tp_kind kind, const bo_shape *s, td_dtype dt, int ranks, int
   char hn[32], hh[32];
   td__format_bytes(need, hn, sizeof hn);
   td__format_bytes((double)heap, hh, sizeof hh);
-  if (need > (double)heap) {
+  const char *hv = getenv("TD_SYMM_HEAP_SIZE");
+  if (need > (double)heap && !cuda && (!hv || !*hv) && ask * 1048576.0 <= BO_AUTO_HEAP_MAX) {
+    /* nobody chose a heap: the case gets the one it needs (device heaps are
+     * left to the user, as the GPU's memory is not known here) */
+    *heap_auto = (size_t)ask * 1048576u;
+  } else if (need > (double)heap) {
     size_t off = (size_t)snprintf(msg, cap, "not run: the %d tdist side%s of this case need at least %.0f bytes "
                                   "(%s) of symmetric heap per rank together (",
                                   nsides_tdist, nsides_tdist == 1 ? "" : "s", need, hn);
