@@ -185,6 +185,16 @@ static void test_doctor(void **state) {
   assert_non_null(strstr(out, "tdist explain: the environment has configuration variables that do not parse"));
   assert_non_null(strstr(out, "TD_CPU_COMPUTE_WORKERS='-3' is out of range"));
   assert_non_null(strstr(out, "TD_TRANSPORT='ib' is not allowed; allowed: local,shm"));
+  /* but a command's --help is still shown: the variables are what the user may be asking about */
+  snprintf(cmd, sizeof cmd, "env TD_TRANSPORT=ib TD_OPS_FUSED_TALE=x '%s' explain --help 2>&1", path);
+  p = popen(cmd, "r");
+  assert_non_null(p);
+  len = fread(out, 1, sizeof out - 1, p);
+  out[len] = 0;
+  st = pclose(p);
+  assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  assert_null(strstr(out, "do not parse"));
+  assert_non_null(strstr(out, "explain"));
 }
 
 static int dump_all(FILE *f) {

@@ -46,16 +46,20 @@ int main(int argc, char **argv) {
   for (int i = 0; i < TD__NCOMMANDS; i++)
     if (!strcmp(argv[1], td__commands[i].name)) {
       const td_cli_command *c = &td__commands[i];
+      /* --help does no work: shown whatever the environment holds */
+      int help = 0;
+      for (int j = 2; j < argc; j++)
+        help |= !strcmp(argv[j], "--help") || !strcmp(argv[j], "-h");
       /* A variable that does not parse is an error before any work, even if
        * this command would not read it (doctor reports them itself). */
-      if (c->checks_env && td_config_check_all(NULL) > 0) {
+      if (c->checks_env && !help && td_config_check_all(NULL) > 0) {
         fprintf(stderr, "tdist %s: the environment has configuration variables that do not parse:\n", c->name);
         td_config_check_all(stderr);
         fprintf(stderr, "(`tdist doctor` lists every variable and what it allows)\n");
         return 2;
       }
       /* a misspelt operator knob (TD_OPS_*, our namespace) would be dropped without a word */
-      if (c->checks_env && td_config_check_prefix("TD_OPS_") != TD_OK) {
+      if (c->checks_env && !help && td_config_check_prefix("TD_OPS_") != TD_OK) {
         fprintf(stderr, "tdist %s: %s\n", c->name, td_last_error());
         return 2;
       }
