@@ -118,11 +118,12 @@ static void test_check_all(void **state) {
   unsetenv("TD_OPS_FUSED_AG_GEMMS");
 }
 
-/* Runs `tdist doctor` with extra environment; returns its exit status. */
-static int doctor(const char *env, char *out, size_t cap) {
+/* Runs `tdist ARGS` with extra environment, stdout and stderr into out;
+ * returns its exit status (-1 when it did not exit). */
+static int tdist_cmd(const char *env, const char *args, char *out, size_t cap) {
   const char *bin = getenv("TD_BIN_DIR");
   char cmd[4096];
-  snprintf(cmd, sizeof cmd, "env %s '%s/tdist' doctor 2>&1", env, bin ? bin : ".");
+  snprintf(cmd, sizeof cmd, "env %s '%s/tdist' %s 2>&1", env, bin ? bin : ".", args);
   FILE *p = popen(cmd, "r");
   assert_non_null(p);
   size_t len = fread(out, 1, cap - 1, p);
@@ -130,6 +131,9 @@ static int doctor(const char *env, char *out, size_t cap) {
   int st = pclose(p);
   return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
+
+/* Runs `tdist doctor` with extra environment; returns its exit status. */
+static int doctor(const char *env, char *out, size_t cap) { return tdist_cmd(env, "doctor", out, cap); }
 
 static void test_doctor(void **state) {
   (void)state;
@@ -165,34 +169,16 @@ static void test_doctor(void **state) {
   assert_non_null(strstr(out, "BLAS"));
   assert_non_null(strstr(out, "CUDA"));
   /* doctor takes no arguments */
-  char cmd[8192];
-  snprintf(cmd, sizeof cmd, "'%s' doctor --bogus 2>&1", path);
-  FILE *p = popen(cmd, "r");
-  assert_non_null(p);
-  size_t len = fread(out, 1, sizeof out - 1, p);
-  out[len] = 0;
-  int st = pclose(p);
-  assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 2);
+  assert_int_equal(tdist_cmd("", "doctor --bogus", out, sizeof out), 2);
   assert_non_null(strstr(out, "unexpected argument '--bogus'"));
   /* every other command refuses a bad variable before any work, naming it */
-  snprintf(cmd, sizeof cmd, "env TD_CPU_COMPUTE_WORKERS=-3 TD_TRANSPORT=ib '%s' explain x.td --ranks 2 2>&1", path);
-  p = popen(cmd, "r");
-  assert_non_null(p);
-  len = fread(out, 1, sizeof out - 1, p);
-  out[len] = 0;
-  st = pclose(p);
-  assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 2);
+  assert_int_equal(tdist_cmd("TD_CPU_COMPUTE_WORKERS=-3 TD_TRANSPORT=ib", "explain x.td --ranks 2", out, sizeof out),
+                   2);
   assert_non_null(strstr(out, "tdist explain: the environment has configuration variables that do not parse"));
   assert_non_null(strstr(out, "TD_CPU_COMPUTE_WORKERS='-3' is out of range"));
   assert_non_null(strstr(out, "TD_TRANSPORT='ib' is not allowed; allowed: local,shm"));
   /* but a command's --help is still shown: the variables are what the user may be asking about */
-  snprintf(cmd, sizeof cmd, "env TD_TRANSPORT=ib TD_OPS_FUSED_TALE=x '%s' explain --help 2>&1", path);
-  p = popen(cmd, "r");
-  assert_non_null(p);
-  len = fread(out, 1, sizeof out - 1, p);
-  out[len] = 0;
-  st = pclose(p);
-  assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  assert_int_equal(tdist_cmd("TD_TRANSPORT=ib TD_OPS_FUSED_TALE=x", "explain --help", out, sizeof out), 0);
   assert_null(strstr(out, "do not parse"));
   assert_non_null(strstr(out, "explain"));
 }
