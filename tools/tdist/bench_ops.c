@@ -379,7 +379,7 @@ static int bo_run_case(const bo_opts *o, const bo_shape *shape, cJSON *results) 
     if (heap_auto) {
       wo.heap_size = heap_auto;
       fprintf(stderr, "tdist bench: TD_SYMM_HEAP_SIZE is unset and this case's sides need %.0f bytes of symmetric "
-              "heap per rank, more than the default 256 MiB: its ranks get %zuM each\n", heap_need,
+              "heap per rank, more than the default heap: its ranks get %zuM each\n", heap_need,
               heap_auto >> 20);
     }
     st = td_local_world_run(o->ranks, &wo, bo_rank, &bc);

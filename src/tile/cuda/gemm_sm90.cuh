@@ -803,10 +803,6 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
       }
       maps_fenced = true;
     };
-    auto bcast_stage_issue = [&](const td__gemm_u32 (*pk)[2][EPI_J][4], int row0, int col0) {
-      bcast_stage(pk);
-      bcast_issue(0, hooks.bcast_peers, row0, col0);
-    };
     /* BCAST with half the tile staged, deferred (hooks.bcast_defer 1): the second half waits in registers,
      * packed, and is staged and stored up to TD__BCAST_DEFER_KB k-blocks into the next unit's main loop (or after
      * the last unit), when the first half's stores have long read shared memory, so no epilogue waits on
@@ -824,7 +820,8 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
       if (tid == 0)
         asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
       asm volatile("bar.sync %0, 128;" ::"r"(bar) : "memory");
-      bcast_stage_issue(held, pend_row0, pend_col0);
+      bcast_stage(held);
+      bcast_issue(0, hooks.bcast_peers, pend_row0, pend_col0);
       pend = false;
     };
     /* paced: step s of the pending tile's 2P + 1 (s < P: first half's copy s; P: the second half staged;
@@ -944,18 +941,6 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
               pend = true, pend_row0 = tm * BM + cw * S::WG_ROWS, pend_col0 = tn * BN + EPI_COLS;
               break;
             }
-            if (pace) { /* the first half staged; its first copy now, the other steps paced */
-              if (tid == 0 && i > 0)
-                asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
-              asm volatile("bar.sync %0, 128;" ::"r"(bar) : "memory");
-              td__gemm_u32 part[S::MI][2][EPI_J][4];
-              bcast_pack(acc, 0, part);
-              bcast_stage(part);
-              pend_row0 = tm * BM + cw * S::WG_ROWS, pend_col0 = tn * BN + EPI_COLS;
-              bcast_issue(0, 1, pend_row0, pend_col0 - EPI_COLS); /* step 0 */
-              pstep = 1;
-              continue;
-            }
           }
           /* the previous stores have read the staged rows before they are overwritten (with half
            * the tile staged and not deferred, the first half's stores are waited for here, inside
@@ -965,7 +950,14 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
           asm volatile("bar.sync %0, 128;" ::"r"(bar) : "memory");
           td__gemm_u32 part[S::MI][2][EPI_J][4];
           bcast_pack(acc, hv, part);
-          bcast_stage_issue(part, tm * BM + cw * S::WG_ROWS, tn * BN + hv * EPI_COLS);
+          bcast_stage(part);
+          const int row0 = tm * BM + cw * S::WG_ROWS, col0 = tn * BN + hv * EPI_COLS;
+          if (pace) { /* paced (hv == 0 here): the first copy now, the other steps in the next main loop */
+            bcast_issue(0, 1, row0, col0);
+            pstep = 1;
+          } else {
+            bcast_issue(0, hooks.bcast_peers, row0, col0);
+          }
         }
       } else {
 #pragma unroll
