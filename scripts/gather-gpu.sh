@@ -143,6 +143,21 @@ lane_waves() { # the split over two waves (TD_OPS_FUSED_TAIL=split2) against the
   TD_ITERS=20 bench wv_rs_4096 gemm_rs --variants none --models llama3.1-8b --m 4096
   TD_ITERS=20 TD_OPS_FUSED_TAIL=split2 bench wv_rs2_4096 gemm_rs --variants none --models llama3.1-8b --m 4096
 }
+lane_gap() { # the paced copies' gap: the previous build (.gpubin-prev: 3 k-blocks, no closing in short units)
+  # against this one at 3 (closing to fit), 2 and 4, alternating, gemm_ar where it misses (M = 1024, 4096);
+  # the tile tests first
+  run gemm_args_test 60 "$BIN/gemm_args_test"
+  run gemm_hooks_test 120 "$BIN/gemm_hooks_test"
+  grep -q "FAILED" "$OUT/gemm_hooks_test.log" && return 0
+  for rep in 1 2; do
+    [ -x .gpubin-prev/tdist ] && (BIN=.gpubin-prev; TD_ITERS=30 bench gp_prev$rep gemm_ar --variants none \
+      --models llama3.1-8b,qwen2-72b,llama3.1-70b,gpt3-175b --m 1024,4096)
+    for g in 3 2 4; do
+      TD_ITERS=30 TD_OPS_FUSED_BCAST_PACE=$g bench gp_g$g$rep gemm_ar --variants none \
+        --models llama3.1-8b,qwen2-72b,llama3.1-70b,gpt3-175b --m 1024,4096
+    done
+  done
+}
 lane_split2() { # the tile tests (the split tail's, the deferred half's), then the operators' kgather tests
   run gemm_args_test 60 "$BIN/gemm_args_test"
   run gemm_hooks_test 120 "$BIN/gemm_hooks_test"
@@ -203,7 +218,7 @@ for f in "$OUT"/*.log; do # the failures' tails
   n=$(basename "$f" .log)
   grep -q "rc=0 " <(grep -h "^$n " "$OUT"/summary.* 2>/dev/null) || { echo "--- $n:"; tail -n 12 "$f"; }
 done
-for b in pc_wait1 pc_defer1 pc_pace1 pc_wait2 pc_defer2 pc_pace2 wv_gemm_rs_split1 wv_gemm_rs_split2_1 wv_gemm_ar_split1 wv_gemm_ar_split2_1 wv_gemm_rs_split2 wv_gemm_rs_split2_2 wv_gemm_ar_split2 wv_gemm_ar_split2_2 wv_rs_4096 wv_rs2_4096 df_wait1 df_defer1 df_wait2 df_defer2 ab_gemm_rs_split1 ab_gemm_rs_none1 ab_gemm_ar_split1 ab_gemm_ar_none1 ab_gemm_rs_split2 ab_gemm_rs_none2 ab_gemm_ar_split2 ab_gemm_ar_none2 sp_rs sp_rs_none sp_ar sp_ar_none fin_rs fin_ar fin_ag fin_ag256 kg_ar4 ag1_auto ag1_rank kg_rs1024 ag_auto ag_copy1024 ag_batched rs_auto rs_pull kg_rs kg_ar kg_rs256 kg_ar256 kg_ar_ef mg_ag_gemm mg_gemm_rs mg_gemm_ar; do
+for b in gp_prev1 gp_g31 gp_g21 gp_g41 gp_prev2 gp_g32 gp_g22 gp_g42 pc_wait1 pc_defer1 pc_pace1 pc_wait2 pc_defer2 pc_pace2 wv_gemm_rs_split1 wv_gemm_rs_split2_1 wv_gemm_ar_split1 wv_gemm_ar_split2_1 wv_gemm_rs_split2 wv_gemm_rs_split2_2 wv_gemm_ar_split2 wv_gemm_ar_split2_2 wv_rs_4096 wv_rs2_4096 df_wait1 df_defer1 df_wait2 df_defer2 ab_gemm_rs_split1 ab_gemm_rs_none1 ab_gemm_ar_split1 ab_gemm_ar_none1 ab_gemm_rs_split2 ab_gemm_rs_none2 ab_gemm_ar_split2 ab_gemm_ar_none2 sp_rs sp_rs_none sp_ar sp_ar_none fin_rs fin_ar fin_ag fin_ag256 kg_ar4 ag1_auto ag1_rank kg_rs1024 ag_auto ag_copy1024 ag_batched rs_auto rs_pull kg_rs kg_ar kg_rs256 kg_ar256 kg_ar_ef mg_ag_gemm mg_gemm_rs mg_gemm_ar; do
   echo "== $b"; grep -E "^\| " "$OUT/$b.log" 2>/dev/null | grep -v -- "---" | cut -c1-150
 done
 grep -E "^\[  (PASSED|FAILED) |^\[  FAILED  \]|^\[       OK \]|^\[  SKIPPED \]|schedule \"" "$OUT"/*.log | head -60

@@ -125,6 +125,10 @@ static const td__cfg_var td__vars[] = {
      "k-blocks into the next tile's main loop, so no epilogue waits on a whole wave's stores) or pace (every copy "
      "of the tile issued one at a time over the next tile's main loop, so a wave's blocks do not store at once; the "
      "default: faster than wait in 23 of 24 measured pairs, by 5-9%, docs/perf.md); the same bytes", NULL},
+    {"TD_OPS_FUSED_BCAST_PACE", TD__CFG_INT, "3", 1, 16, NULL,
+     "fused gemm_ar kgather with TD_OPS_FUSED_BCAST_HALF=pace: k-blocks of the next tile's main loop between two "
+     "of a tile's paced copies (a tile of fewer k-blocks than its copies need at that pace, such as a split "
+     "slice, closes the gap to fit them); a measurement knob, 1..16", NULL},
     {"TD_OPS_FUSED_TAIL", TD__CFG_STR, "split", 0, 0, "split,split2,none",
      "fused gemm_rs / gemm_ar kgather: split (the launch's last, partial wave of tiles runs each tile as up to 8 "
      "K-slices on the idle SMs, the last slice to finish adding the others' fp32 partials; measured), split2 (as "

@@ -592,6 +592,12 @@ static void test_kgather_route(void **state) {
             "loop) or 2 (every copy paced over the next tile's main loop) are allowed");
   h.bcast_defer = -1;
   kr_expect(&p, &cfg90, TD_GEMM_HOOK_BCAST, &h, TD_ERR_INVALID_ARG, "BCAST bcast_defer=-1;");
+  h = routes(64, 0, 3); /* the paced copies' gap: 0 (the default) or 1..TD_GEMM_PACE_KB_MAX k-blocks */
+  h.bcast_defer = 2, h.bcast_pace_kb = TD_GEMM_PACE_KB_MAX + 1;
+  kr_expect(&p, &cfg90, TD_GEMM_HOOK_BCAST, &h, TD_ERR_INVALID_ARG,
+            "BCAST bcast_pace_kb=17; 0 (the default, 3) or 1..16 k-blocks between two paced copies are allowed");
+  h.bcast_pace_kb = -1;
+  kr_expect(&p, &cfg90, TD_GEMM_HOOK_BCAST, &h, TD_ERR_INVALID_ARG, "BCAST bcast_pace_kb=-1;");
   /* the deferred-half kernel is a variant of 128x256 s4, never a configuration of its own: two BCAST
    * configurations, each listed once (the listing of a configuration not compiled) */
   assert_int_equal(td__gemm_cuda_configs_hooked(TD_BF16, TD_GEMM_B_KN, TD_GEMM_HOOK_KGATHER | TD_GEMM_HOOK_BCAST,

@@ -529,11 +529,12 @@ static void kg_expect_poisoned(const char *what, const void *dev, size_t elems) 
 static void *kg_ws;
 static long long kg_ws_bytes;
 static int kg_bcast_defer;
+static int kg_bcast_pace; /* bcast_pace_kb of the routed BCAST launches (0: the default gap) */
 static int kg_split_waves; /* split_waves of the routed launches: 0 (the last wave) or 2 (two waves) */
 
 /* The routing description handed to td__gemm_cuda_run_kgather, its other
  * fields filled with junk: only dst, rows_per_peer, push_long_peers,
- * bcast_peers, bcast_hint and the split workspace are read, so a launch that
+ * bcast_peers, bcast_hint, bcast_defer, bcast_pace_kb and the split workspace are read, so a launch that
  * copied the rest (an unknown scope, signals, another map table or k_src, a
  * split plan of the caller's) would be refused or compute garbage. */
 static td_gemm_hooks kg_route_junk(void) {
@@ -711,6 +712,7 @@ static void kgather_bcast_case(const td_gemm_config *cfg, const kg_inputs *in, i
   out.bcast_peers = peers;
   out.bcast_hint = hint; /* 1: the stores carry an L2 evict-first policy (the same bytes land) */
   out.bcast_defer = kg_bcast_defer; /* 1: the second half of a half-staged tile stored in the next tile's main loop */
+  out.bcast_pace_kb = kg_bcast_pace; /* paced: k-blocks between two copies (0: the default) */
   out.rows_per_peer = 0; /* PUSH's fields, not BCAST's */
   out.push_long_peers = -1;
   kg_dest d[TD_GEMM_MAX_PEERS], spare = {NULL, 0};
@@ -946,7 +948,7 @@ static void test_kgather_split_waves(void **state) {
  * frees). */
 static uint16_t *kg_bcast_results(const td_gemm_config *cfg, const kg_inputs *in, int defer, int peers) {
   td_gemm_hooks out = kg_route_junk();
-  out.bcast_peers = peers, out.bcast_hint = 0, out.bcast_defer = defer;
+  out.bcast_peers = peers, out.bcast_hint = 0, out.bcast_defer = defer, out.bcast_pace_kb = kg_bcast_pace;
   kg_dest d[TD_GEMM_MAX_PEERS];
   for (int q = 0; q < peers; q++) {
     d[q] = kg_dest_make(in->m, in->n);
@@ -1028,6 +1030,21 @@ static void test_kgather_bcast_defer(void **state) {
                     "differ between bcast_defer 0 and %d\n", cfgs[i].bm, cfgs[i].bn, fd, count, q, mode);
           assert_int_equal(fd, 0);
         }
+        if (mode == 2) /* other gaps: one a k-block, and 7 (the 16 steps need 112 k-blocks: the unit's 64
+                        * close it to 4) -- the same bits */
+          for (int g = 0; g < 2; g++) {
+            kg_bcast_pace = g == 0 ? 1 : 7;
+            uint16_t *fg = kg_bcast_results(&cfgs[i], &f, mode, 8);
+            size_t fd = 0;
+            for (size_t k = 0; k < 8 * count; k++)
+              fd += f0[k % count] != fg[k];
+            if (fd)
+              fprintf(stderr, "kgather|bcast %dx%d, paced every %d k-blocks: %zu of %zu elements differ from "
+                      "bcast_defer 0\n", cfgs[i].bm, cfgs[i].bn, kg_bcast_pace, fd, 8 * count);
+            assert_int_equal(fd, 0);
+            free(fg);
+          }
+        kg_bcast_pace = 0;
         free(f0), free(f8);
       }
       /* with the split tail: d2's 27 tiles in 2 K-slices each; e's full waves and a split last one,
@@ -1041,6 +1058,28 @@ static void test_kgather_bcast_defer(void **state) {
       e.ref = ref;
       kgather_bcast_case(&cfgs[i], &e, 2, 0, 0);
       e.ref = NULL;
+      if (mode == 2) { /* f's last wave split (slices of 32 or fewer k-blocks: the gap closes to fit the 16 steps),
+                        * 8 destinations, against the unpaced unsplit launch */
+        uint16_t *f0 = kg_bcast_result(&cfgs[i], &f, 0); /* the workspace is open: split too */
+        kg_ws_close();
+        uint16_t *fu = kg_bcast_result(&cfgs[i], &f, 0);
+        kg_ws_open(TD_GEMM_SPLIT_CNT_BYTES + (long long)sms * 128 * 256 * 4);
+        uint16_t *f8 = kg_bcast_results(&cfgs[i], &f, mode, 8);
+        const size_t count = (size_t)f.m * f.n;
+        double *fref = kg_ref_of(fu, count);
+        size_t fd = 0, fs = 0;
+        for (size_t k = 0; k < 8 * count; k++)
+          fd += f0[k % count] != f8[k];
+        for (size_t k = 0; k < count; k++) /* split or not: fp32 sums in another order, within bf16's rounding */
+          fs += fabs((double)td_bf16_to_f32(f0[k]) - fref[k]) > 1e-2 * (fabs(fref[k]) + 1.0);
+        if (fd || fs)
+          fprintf(stderr, "kgather|bcast %dx%d, split, paced, 8 destinations: %zu of %zu elements differ from the "
+                  "unpaced split launch, %zu of %zu off the unsplit one\n", cfgs[i].bm, cfgs[i].bn, fd, 8 * count,
+                  fs, count);
+        assert_int_equal(fd, 0);
+        assert_int_equal(fs, 0);
+        free(f0), free(fu), free(f8), free(fref);
+      }
       free(ref), free(x0), free(x1);
       kg_ws_close();
       kg_bcast_defer = 0;

@@ -112,6 +112,7 @@ static void test_env_knobs(void **state) {
       {"TD_OPS_FUSED_AG", "gather_one", "allowed: auto,copy,direct,batched,gather,gather-one"},
       {"TD_OPS_FUSED_AG_GEMMS", "two", "is not"},
       {"TD_OPS_FUSED_BCAST_HINT", "evict-first", "allowed: none,evict_first"},
+      {"TD_OPS_FUSED_BCAST_PACE", "0", "is out of range; allowed 1 to 16"},
   };
   for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
     setenv(vars[i][0], vars[i][1], 1);

@@ -230,6 +230,40 @@ static void test_fused_ag_values(void **state) {
   unsetenv("TD_OPS_FUSED_AG");
 }
 
+/* TD_OPS_FUSED_BCAST_PACE: 3 by default, any of 1..16 read back, the rest
+ * refused with the variable, the value and the range */
+static void test_fused_bcast_pace_values(void **state) {
+  (void)state;
+  int64_t v = 0;
+  unsetenv("TD_OPS_FUSED_BCAST_PACE");
+  assert_int_equal(td_config_int("TD_OPS_FUSED_BCAST_PACE", &v), TD_OK);
+  assert_int_equal(v, 3);
+  const char *good[] = {"1", "2", "16"};
+  for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+    setenv("TD_OPS_FUSED_BCAST_PACE", good[i], 1);
+    assert_int_equal(td_config_int("TD_OPS_FUSED_BCAST_PACE", &v), TD_OK);
+    assert_int_equal(v, atoi(good[i]));
+  }
+  const char *range[] = {"0", "17", "-3"};
+  for (size_t i = 0; i < sizeof range / sizeof range[0]; i++) {
+    char want[128];
+    setenv("TD_OPS_FUSED_BCAST_PACE", range[i], 1);
+    assert_int_equal(td_config_int("TD_OPS_FUSED_BCAST_PACE", &v), TD_ERR_INVALID_ARG);
+    snprintf(want, sizeof want, "TD_OPS_FUSED_BCAST_PACE='%s' is out of range; allowed 1 to 16", range[i]);
+    assert_non_null(strstr(td_last_error(), want));
+  }
+  const char *bad[] = {"three", "3k", " 3", "3 "};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    setenv("TD_OPS_FUSED_BCAST_PACE", bad[i], 1);
+    assert_int_equal(td_config_int("TD_OPS_FUSED_BCAST_PACE", &v), TD_ERR_INVALID_ARG);
+    assert_non_null(strstr(td_last_error(), "TD_OPS_FUSED_BCAST_PACE='"));
+  }
+  setenv("TD_OPS_FUSED_BCAST_PACE", "", 1); /* empty is unset, as for every variable: the default */
+  assert_int_equal(td_config_int("TD_OPS_FUSED_BCAST_PACE", &v), TD_OK);
+  assert_int_equal(v, 3);
+  unsetenv("TD_OPS_FUSED_BCAST_PACE");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_listed_int_quotes_list),
@@ -241,6 +275,7 @@ int main(void) {
       cmocka_unit_test(test_fused_tail_values),
       cmocka_unit_test(test_fused_bcast_half_values),
       cmocka_unit_test(test_fused_ag_values),
+      cmocka_unit_test(test_fused_bcast_pace_values),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

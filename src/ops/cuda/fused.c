@@ -552,6 +552,9 @@ static td_status td__f_alloc(td_tp_op *op, td__tp_fused *f) {
       const char *half = NULL;
       TD_CHECK(td_config_str("TD_OPS_FUSED_BCAST_HALF", &half));
       f->bcast_defer = half && !strcmp(half, "defer") ? 1 : half && !strcmp(half, "pace") ? 2 : 0;
+      int64_t pace_kb = 0;
+      TD_CHECK(td_config_int("TD_OPS_FUSED_BCAST_PACE", &pace_kb));
+      f->bcast_pace_kb = (int)pace_kb;
       TD_CHECK(td__f_cu(cudaMalloc(&f->kmaps, 3 * (size_t)f->n * TD_GEMM_MAP_BYTES), "cudaMalloc (tensor maps)"));
       const char *tail = NULL;
       TD_CHECK(td_config_str("TD_OPS_FUSED_TAIL", &tail));

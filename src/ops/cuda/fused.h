@@ -43,6 +43,7 @@ struct td__tp_fused {
   int bcast_defer; /* gemm_ar kgather: TD_OPS_FUSED_BCAST_HALF: 0 wait, 1 defer (the half-staged tile's second
                     * half stored during the next tile's main loop), 2 pace (the default: every copy paced
                     * over it); td_gemm_hooks.bcast_defer */
+  int bcast_pace_kb; /* gemm_ar kgather, paced: TD_OPS_FUSED_BCAST_PACE, k-blocks between two copies */
   int tail_split;  /* kgather: TD_OPS_FUSED_TAIL: 0 none, 1 split (the last wave), 2 split2 (or the last two
                     * waves'); every rank; rank 0's launch gets split_ws */
   void *split_ws; /* kgather, rank 0: the tile's split-tail workspace (counters zeroed once) */

@@ -361,6 +361,7 @@ static td_status td__f_kgather(td_tp_op *op, td__tp_fused *f, void *c, const voi
       out.bcast_peers = n;
       out.bcast_hint = f->bcast_hint;
       out.bcast_defer = f->bcast_defer;
+      out.bcast_pace_kb = f->bcast_pace_kb;
     }
     out.split_ws = f->split_ws, out.split_ws_bytes = f->split_ws_bytes, out.split_waves = f->tail_split;
     td_gemm_problem pr = {(int)op->d.m, (int)op->d.n, (int)op->d.k, op->d.dtype, TD_GEMM_B_KN, NULL, NULL, c, NULL};

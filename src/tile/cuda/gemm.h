@@ -167,6 +167,8 @@ typedef unsigned long long td__gemm_u64;
 
 /* Most destination peers a PUSH tile can address (one node of 8 GPUs). */
 #define TD_GEMM_MAX_PEERS 8
+/** Largest td_gemm_hooks.bcast_pace_kb (k-blocks between two paced BCAST copies). */
+#define TD_GEMM_PACE_KB_MAX 16
 
 /* Operand element types understood by the kernels (fp8 e4m3 with per-tensor
  * scales is planned as value 2: same tile, k32 instructions, a scale in the
@@ -213,10 +215,13 @@ typedef struct td_gemm_hooks {
                                       * half's stores have read shared memory (inside the epilogue); 1 = it
                                       * waits in registers and is stored 8 k-blocks into the next tile's main
                                       * loop; 2 = paced: the tile's 2 x bcast_peers copies are issued one at a
-                                      * time, one every 3 k-blocks of the next tile's main loop (the second
-                                      * half staged after the first half's copies; what a short unit has no
-                                      * k-blocks for, its epilogue issues). Bits identical; no effect on
-                                      * kernels that stage whole tiles */
+                                      * time, one every bcast_pace_kb k-blocks of the next tile's main loop
+                                      * (the second half staged after the first half's copies; a unit of fewer
+                                      * k-blocks than that takes closes the gap to fit, down to one a k-block;
+                                      * what still does not fit, its epilogue issues). Bits identical; no
+                                      * effect on kernels that stage whole tiles */
+  int bcast_pace_kb;                 /* BCAST paced (bcast_defer 2): k-blocks between two copies, 1..
+                                      * TD_GEMM_PACE_KB_MAX; 0 (memset) = the default, 3 */
   void *split_ws;                    /* KGATHER: split-tail workspace (see below); NULL = no split */
   long long split_ws_bytes;          /* KGATHER: its bytes; the launcher splits only what fits */
   int split_tail, split_k;           /* KGATHER: set by the launcher (td__gemm_split_plan), not the caller */
@@ -345,7 +350,8 @@ td_status td__gemm_cuda_run_gather_cols(const td_gemm_problem *problem, const td
  * TD_GEMM_HOOK_PUSH (row r to its owner's buffer out->dst[peer], split by
  * out->rows_per_peer and out->push_long_peers; problem->c ignored) or
  * TD_GEMM_HOOK_BCAST (every row to each of out->dst[0..out->bcast_peers),
- * out->bcast_hint 0 or 1 and out->bcast_defer 0..2 as in td_gemm_hooks). With any route, a non-NULL
+ * out->bcast_hint 0 or 1, out->bcast_defer 0..2 and out->bcast_pace_kb 0..TD_GEMM_PACE_KB_MAX as in
+ * td_gemm_hooks). With any route, a non-NULL
  * out->split_ws of out->split_ws_bytes lets the launch split its last
  * wave's tiles along K (the split tail above; 16-byte aligned, its counters
  * zero before the first use; NULL: no split), or its last two waves' with
@@ -357,7 +363,8 @@ td_status td__gemm_cuda_run_gather_cols(const td_gemm_problem *problem, const td
  * map_buf, B not [K,N], route not one of the three, `out` NULL with a route,
  * a NULL dst the rows need, rows_per_peer outside 1..2^31 - 1, a split that
  * leaves rows without an owner or needs more than TD_GEMM_MAX_PEERS,
- * bcast_peers outside 1..TD_GEMM_MAX_PEERS, bcast_hint not 0 or 1, bcast_defer not 0..2), TD_ERR_SHAPE (k_src not a
+ * bcast_peers outside 1..TD_GEMM_MAX_PEERS, bcast_hint not 0 or 1, bcast_defer not 0..2, bcast_pace_kb
+ * outside 0..TD_GEMM_PACE_KB_MAX), TD_ERR_SHAPE (k_src not a
  * multiple of 64),
  * TD_ERR_UNSUPPORTED (not an sm_90a configuration compiled with KGATHER and
  * that route). Thread-safe. */

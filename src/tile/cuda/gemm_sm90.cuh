@@ -150,11 +150,13 @@ struct td__gemm_sm90_shape {
  * unit's k-blocks where it has fewer than twice as many. */
 #define TD__BCAST_DEFER_KB 8
 /* Paced BCAST (bcast_defer 2): k-blocks between two of a tile's 2P + 1 steps
- * in the next unit's main loop (3 of the H200's 128x256 k-blocks, ~2.4 us:
- * with 8 destinations the 16 steps after the epilogue's first take 48
- * k-blocks, 3/4 of a 64-k-block unit; a shorter unit leaves the rest to its
- * epilogue, or to the next unit's when a split slice skips its own). A constant, not a per-unit gap:
- * one register fewer, and the variant kernel spilled with it. */
+ * in the next unit's main loop, td_gemm_hooks.bcast_pace_kb (0 = this
+ * default: 3 of the H200's 128x256 k-blocks, ~2.4 us; with 8 destinations the
+ * 16 steps after the epilogue's first take 48 k-blocks, 3/4 of a 64-k-block
+ * unit). A unit with fewer k-blocks than gap x steps left (a split slice)
+ * closes the gap to fit them (at least 1), so that the steps do not pile up
+ * at its end or at the kernel's; what still does not fit, its epilogue issues
+ * (or the next unit's, when a split slice skips its own). */
 #define TD__BCAST_PACE_KB 3
 /* The XV bit of that kernel (a variant the registry compiles, not a measurement one). */
 #define TD__XV_BCAST_DEFER 256
@@ -808,7 +810,7 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
      * the last unit), when the first half's stores have long read shared memory, so no epilogue waits on
      * the stores of a wave whose every block stores at once.
      * Paced (hooks.bcast_defer 2): the tile's 2 x P copies are not issued at once but one at a time, every
-     * TD__BCAST_PACE_KB k-blocks of the next unit's main loop (the first half's P copies, then the second half
+     * hooks.bcast_pace_kb (TD__BCAST_PACE_KB) k-blocks of the next unit's main loop (the first half's P copies, then the second half
      * staged, then its P copies): the blocks of a wave finish their tiles together, and a wave's whole
      * output at once (8 copies of 132 tiles: 66 MiB) queues behind the next tiles' first loads. */
     constexpr bool defer = BCAST && HALVES == 2 && (XV & TD__XV_BCAST_DEFER) != 0;
@@ -843,6 +845,7 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
       }
       pstep = pstep == 2 * np ? -1 : pstep + 1;
     };
+    const int pace_kb = hooks.bcast_pace_kb > 0 ? hooks.bcast_pace_kb : TD__BCAST_PACE_KB;
     int i = 0;
 
     for (int w = first_unit; w < work; w += unit_step, i++) {
@@ -856,6 +859,13 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
       const int js = NSPLIT ? tn / tpn : 0, tl = tn - js * tpn;
       td__gemm_u16 *const cc = NSPLIT ? (td__gemm_u16 *)hooks.dst[js] : c;
       int prev = -1;
+      int gap = pace_kb; /* paced: this unit's k-blocks between two steps, closed to fit the steps left */
+      if constexpr (defer)
+        if (pstep >= 0) {
+          const int left = 2 * hooks.bcast_peers + 1 - pstep, fit = (kb1 - kb0) / left;
+          if (fit < gap)
+            gap = fit > 0 ? fit : 1;
+        }
       for (int kb = kb0; kb < kb1; kb++) {
         td__mbar_wait(full + 8 * stage, phase);
         if (i == 0 && kb == 0 && stamper)
@@ -898,7 +908,7 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
         }
         if constexpr (defer) {
           if (pstep >= 0) {
-            if ((kb - kb0) % TD__BCAST_PACE_KB == TD__BCAST_PACE_KB - 1)
+            if ((kb - kb0) % gap == gap - 1)
               pace_step();
           } else if (pend && kb == kb0 + ((kb1 - kb0) / 2 < TD__BCAST_DEFER_KB ? (kb1 - kb0) / 2 : TD__BCAST_DEFER_KB))
             bcast_flush(); /* the previous tile's second half, while this unit's wgmma runs (a short unit,

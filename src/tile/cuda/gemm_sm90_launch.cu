@@ -309,6 +309,9 @@ static td_status td__check(const td_gemm_problem *p, const td_gemm_config *cfg, 
       return td__error(TD_ERR_INVALID_ARG, "gemm: BCAST bcast_defer=%d; 0 (second half staged in the epilogue), "
                        "1 (deferred into the next tile's main loop) or 2 (every copy paced over the next tile's "
                        "main loop) are allowed", hooks->bcast_defer);
+    if (hooks->bcast_pace_kb < 0 || hooks->bcast_pace_kb > TD_GEMM_PACE_KB_MAX)
+      return td__error(TD_ERR_INVALID_ARG, "gemm: BCAST bcast_pace_kb=%d; 0 (the default, 3) or 1..%d k-blocks "
+                       "between two paced copies are allowed", hooks->bcast_pace_kb, TD_GEMM_PACE_KB_MAX);
     for (int i = 0; i < hooks->bcast_peers; i++)
       if (!hooks->dst[i])
         return td__error(TD_ERR_INVALID_ARG, "gemm: BCAST needs dst[%d] (bcast_peers=%d)", i, hooks->bcast_peers);
@@ -717,6 +720,7 @@ extern "C" td_status td__gemm_cuda_run_kgather(const td_gemm_problem *p, const t
     h.bcast_peers = out->bcast_peers;
     h.bcast_hint = out->bcast_hint;
     h.bcast_defer = out->bcast_defer;
+    h.bcast_pace_kb = out->bcast_pace_kb;
   }
   h.a_maps = map_buf;
   h.b_maps = (const char *)map_buf + (size_t)sources * TD_GEMM_MAP_BYTES;
