@@ -198,12 +198,39 @@ static void test_call_errors(void **state) {
   assert_string_equal(td_tp_variant_name(TD_TP_COPY_ENGINE), "copy_engine");
 }
 
+/* A rank function that returns its create's status, so the in-process world
+ * reports the first failed rank's message. */
+static td_status err_rank_fails(td_world *w, int rank, void *arg) {
+  td_tp_op *op = NULL;
+  td_status st = err_create(w, rank, arg, &op);
+  td_tp_destroy(op);
+  return st;
+}
+
+/* The world's message names the rank at fault once, whichever rank reported
+ * first: every rank fails with rank 1's "rank 1: ag_gemm: M=0 ...", and the
+ * world must not prefix it with the reporting rank ("rank 2: rank 1: ..."). */
+static void test_world_names_rank_once(void **state) {
+  (void)state;
+  td_world_opts wo;
+  td_world_opts_init(&wo);
+  wo.timeout_ms = 10000;
+  err_case e = {0, 1, TD_ERR_INVALID_ARG, {NULL, NULL}};
+  for (int rep = 0; rep < 20; rep++) { /* the first reporter varies from run to run */
+    assert_int_equal(td_local_world_run(NR, &wo, err_rank_fails, &e), TD_ERR_INVALID_ARG);
+    const char *m = td_last_error();
+    if (strncmp(m, "rank 1: ag_gemm: M=0", 20) != 0)
+      fail_msg("run %d: world message '%s' does not start with rank 1's own", rep, m);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_create_errors),
       cmocka_unit_test(test_env_knobs),
       cmocka_unit_test(test_null_team),
       cmocka_unit_test(test_call_errors),
+      cmocka_unit_test(test_world_names_rank_once),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
