@@ -164,6 +164,12 @@ lane_fin10() { # the tenth session's last state: the operators' kgather tests, g
   TD_ITERS=20 bench f10_ar gemm_ar --variants none --models all --m 1024,4096,8192
   bench f10_ag ag_gemm --variants none --models all --m 1024,4096,8192
 }
+lane_fin10b() { # a second round at the tenth session's last revision: gemm_rs and gemm_ar AUTO, the GPU main job
+  TD_ITERS=20 bench f10_rs gemm_rs --variants none --models all --m 1024,4096,8192
+  TD_ITERS=20 bench f10_ar2 gemm_ar --variants none --models all --m 1024,4096,8192
+  run main_job_cuda 90 "$BIN/tdist" run examples/tp_mlp.td --ranks 4 --backend cuda --check --iters 5 \
+    --json "$OUT/main_cuda.json"
+}
 lane_split2() { # the tile tests (the split tail's, the deferred half's), then the operators' kgather tests
   run gemm_args_test 60 "$BIN/gemm_args_test"
   run gemm_hooks_test 120 "$BIN/gemm_hooks_test"
@@ -224,7 +230,7 @@ for f in "$OUT"/*.log; do # the failures' tails
   n=$(basename "$f" .log)
   grep -q "rc=0 " <(grep -h "^$n " "$OUT"/summary.* 2>/dev/null) || { echo "--- $n:"; tail -n 12 "$f"; }
 done
-for b in f10_ar f10_ag gp_prev1 gp_g31 gp_g21 gp_g41 gp_prev2 gp_g32 gp_g22 gp_g42 pc_wait1 pc_defer1 pc_pace1 pc_wait2 pc_defer2 pc_pace2 wv_gemm_rs_split1 wv_gemm_rs_split2_1 wv_gemm_ar_split1 wv_gemm_ar_split2_1 wv_gemm_rs_split2 wv_gemm_rs_split2_2 wv_gemm_ar_split2 wv_gemm_ar_split2_2 wv_rs_4096 wv_rs2_4096 df_wait1 df_defer1 df_wait2 df_defer2 ab_gemm_rs_split1 ab_gemm_rs_none1 ab_gemm_ar_split1 ab_gemm_ar_none1 ab_gemm_rs_split2 ab_gemm_rs_none2 ab_gemm_ar_split2 ab_gemm_ar_none2 sp_rs sp_rs_none sp_ar sp_ar_none fin_rs fin_ar fin_ag fin_ag256 kg_ar4 ag1_auto ag1_rank kg_rs1024 ag_auto ag_copy1024 ag_batched rs_auto rs_pull kg_rs kg_ar kg_rs256 kg_ar256 kg_ar_ef mg_ag_gemm mg_gemm_rs mg_gemm_ar; do
+for b in f10_rs f10_ar2 f10_ar f10_ag gp_prev1 gp_g31 gp_g21 gp_g41 gp_prev2 gp_g32 gp_g22 gp_g42 pc_wait1 pc_defer1 pc_pace1 pc_wait2 pc_defer2 pc_pace2 wv_gemm_rs_split1 wv_gemm_rs_split2_1 wv_gemm_ar_split1 wv_gemm_ar_split2_1 wv_gemm_rs_split2 wv_gemm_rs_split2_2 wv_gemm_ar_split2 wv_gemm_ar_split2_2 wv_rs_4096 wv_rs2_4096 df_wait1 df_defer1 df_wait2 df_defer2 ab_gemm_rs_split1 ab_gemm_rs_none1 ab_gemm_ar_split1 ab_gemm_ar_none1 ab_gemm_rs_split2 ab_gemm_rs_none2 ab_gemm_ar_split2 ab_gemm_ar_none2 sp_rs sp_rs_none sp_ar sp_ar_none fin_rs fin_ar fin_ag fin_ag256 kg_ar4 ag1_auto ag1_rank kg_rs1024 ag_auto ag_copy1024 ag_batched rs_auto rs_pull kg_rs kg_ar kg_rs256 kg_ar256 kg_ar_ef mg_ag_gemm mg_gemm_rs mg_gemm_ar; do
   echo "== $b"; grep -E "^\| " "$OUT/$b.log" 2>/dev/null | grep -v -- "---" | cut -c1-150
 done
 grep -E "^\[  (PASSED|FAILED) |^\[  FAILED  \]|^\[       OK \]|^\[  SKIPPED \]|schedule \"" "$OUT"/*.log | head -60
