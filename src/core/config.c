@@ -203,10 +203,15 @@ static td_status td__parse_int(const td__cfg_var *v, const char *text, int64_t *
   *out = x;
   return TD_OK;
 bad:
-  return td__error(TD_ERR_INVALID_ARG, "%s='%s' is not %s", v->name, text,
-                   v->type == TD__CFG_BYTES ? "a byte count (digits with an optional K, M or G suffix, also written "
-                                              "KB or KiB: powers of 1024; no spaces)"
-                                            : "a decimal integer (digits only, no spaces)");
+  if (v->type == TD__CFG_BYTES)
+    return td__error(TD_ERR_INVALID_ARG, "%s='%s' is not a byte count (digits with an optional K, M or G suffix, "
+                     "also written KB or KiB: powers of 1024; no spaces)", v->name, text);
+  /* what is allowed, as a value out of range is told it */
+  if (v->allowed)
+    return td__error(TD_ERR_INVALID_ARG, "%s='%s' is not a decimal integer (digits only, no spaces); allowed: %s",
+                     v->name, text, v->allowed);
+  return td__error(TD_ERR_INVALID_ARG, "%s='%s' is not a decimal integer (digits only, no spaces); allowed %" PRId64
+                   " to %" PRId64, v->name, text, v->min, v->max);
 range:
   if (v->allowed) /* a list, not every number between its ends: quote the list */
     return td__error(TD_ERR_INVALID_ARG, "%s='%s' is not allowed; allowed: %s", v->name, text, v->allowed);

@@ -72,7 +72,8 @@ static td_status td__env_int(const char *name, int min, int max, const char *par
   for (const char *c = d; *c; c++)
     digits &= *c >= '0' && *c <= '9';
   if (!digits)
-    return td__error(TD_ERR_INVALID_ARG, "%s='%s' is not a decimal integer (digits only, no spaces)", name, text);
+    return td__error(TD_ERR_INVALID_ARG, "%s='%s' is not a decimal integer (digits only, no spaces); allowed %d to %d",
+                     name, text, min, max);
   errno = 0;
   long long v = strtoll(text, NULL, 10);
   if (errno == ERANGE || v < min || v > max)

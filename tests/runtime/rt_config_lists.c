@@ -256,7 +256,10 @@ static void test_fused_bcast_pace_values(void **state) {
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     setenv("TD_OPS_FUSED_BCAST_PACE", bad[i], 1);
     assert_int_equal(td_config_int("TD_OPS_FUSED_BCAST_PACE", &v), TD_ERR_INVALID_ARG);
-    assert_non_null(strstr(td_last_error(), "TD_OPS_FUSED_BCAST_PACE='"));
+    char want[160]; /* not a number: the value and the range said all the same */
+    snprintf(want, sizeof want, "TD_OPS_FUSED_BCAST_PACE='%s' is not a decimal integer (digits only, no spaces); "
+             "allowed 1 to 16", bad[i]);
+    assert_non_null(strstr(td_last_error(), want));
   }
   setenv("TD_OPS_FUSED_BCAST_PACE", "", 1); /* empty is unset, as for every variable: the default */
   assert_int_equal(td_config_int("TD_OPS_FUSED_BCAST_PACE", &v), TD_OK);
