@@ -182,6 +182,14 @@ lane_agtile() { # ag_gemm's gather tile at M = 1024 where it misses: AUTO's pick
     done
   done
 }
+lane_agvar() { # ag_gemm's variants at M = 1024 and 4096 where gather misses: AUTO against batched, direct and copy, twice
+  for rep in 1 2; do
+    for v in auto batched direct gather-one; do
+      TD_ITERS=20 TD_OPS_FUSED_AG=$v bench av_$v$rep ag_gemm --variants none \
+        --models llama3.1-8b,qwen2-72b,gpt3-175b --m 1024,4096
+    done
+  done
+}
 lane_split2() { # the tile tests (the split tail's, the deferred half's), then the operators' kgather tests
   run gemm_args_test 60 "$BIN/gemm_args_test"
   run gemm_hooks_test 120 "$BIN/gemm_hooks_test"
@@ -242,7 +250,7 @@ for f in "$OUT"/*.log; do # the failures' tails
   n=$(basename "$f" .log)
   grep -q "rc=0 " <(grep -h "^$n " "$OUT"/summary.* 2>/dev/null) || { echo "--- $n:"; tail -n 12 "$f"; }
 done
-for b in at_auto1 at_128x1281 at_128x2561 at_auto2 at_128x1282 at_128x2562 f10_rs f10_ar2 f10_ar f10_ag gp_prev1 gp_g31 gp_g21 gp_g41 gp_prev2 gp_g32 gp_g22 gp_g42 pc_wait1 pc_defer1 pc_pace1 pc_wait2 pc_defer2 pc_pace2 wv_gemm_rs_split1 wv_gemm_rs_split2_1 wv_gemm_ar_split1 wv_gemm_ar_split2_1 wv_gemm_rs_split2 wv_gemm_rs_split2_2 wv_gemm_ar_split2 wv_gemm_ar_split2_2 wv_rs_4096 wv_rs2_4096 df_wait1 df_defer1 df_wait2 df_defer2 ab_gemm_rs_split1 ab_gemm_rs_none1 ab_gemm_ar_split1 ab_gemm_ar_none1 ab_gemm_rs_split2 ab_gemm_rs_none2 ab_gemm_ar_split2 ab_gemm_ar_none2 sp_rs sp_rs_none sp_ar sp_ar_none fin_rs fin_ar fin_ag fin_ag256 kg_ar4 ag1_auto ag1_rank kg_rs1024 ag_auto ag_copy1024 ag_batched rs_auto rs_pull kg_rs kg_ar kg_rs256 kg_ar256 kg_ar_ef mg_ag_gemm mg_gemm_rs mg_gemm_ar; do
+for b in av_auto1 av_batched1 av_direct1 av_gather-one1 av_auto2 av_batched2 av_direct2 av_gather-one2 at_auto1 at_128x1281 at_128x2561 at_auto2 at_128x1282 at_128x2562 f10_rs f10_ar2 f10_ar f10_ag gp_prev1 gp_g31 gp_g21 gp_g41 gp_prev2 gp_g32 gp_g22 gp_g42 pc_wait1 pc_defer1 pc_pace1 pc_wait2 pc_defer2 pc_pace2 wv_gemm_rs_split1 wv_gemm_rs_split2_1 wv_gemm_ar_split1 wv_gemm_ar_split2_1 wv_gemm_rs_split2 wv_gemm_rs_split2_2 wv_gemm_ar_split2 wv_gemm_ar_split2_2 wv_rs_4096 wv_rs2_4096 df_wait1 df_defer1 df_wait2 df_defer2 ab_gemm_rs_split1 ab_gemm_rs_none1 ab_gemm_ar_split1 ab_gemm_ar_none1 ab_gemm_rs_split2 ab_gemm_rs_none2 ab_gemm_ar_split2 ab_gemm_ar_none2 sp_rs sp_rs_none sp_ar sp_ar_none fin_rs fin_ar fin_ag fin_ag256 kg_ar4 ag1_auto ag1_rank kg_rs1024 ag_auto ag_copy1024 ag_batched rs_auto rs_pull kg_rs kg_ar kg_rs256 kg_ar256 kg_ar_ef mg_ag_gemm mg_gemm_rs mg_gemm_ar; do
   echo "== $b"; grep -E "^\| " "$OUT/$b.log" 2>/dev/null | grep -v -- "---" | cut -c1-150
 done
 grep -E "^\[  (PASSED|FAILED) |^\[  FAILED  \]|^\[       OK \]|^\[  SKIPPED \]|schedule \"" "$OUT"/*.log | head -60
