@@ -4,6 +4,8 @@
 #ifndef TD_CORE_ERROR_H
 #define TD_CORE_ERROR_H
 
+#include <stddef.h>
+
 #include "tdist/status.h"
 
 #if defined(__GNUC__)
@@ -14,8 +16,12 @@
 
 /** Sets the calling thread's message to the formatted text and returns status. */
 td_status td__error(td_status status, const char *fmt, ...) TD__PRINTF(2, 3);
-/** Prefixes the calling thread's current message with the formatted text ("while X: "). */
+/** Prefixes the calling thread's current message with the formatted text ("while X: "). A prefix that
+ * starts with a rank's tag ("rank 3: ") takes the same tag off the start of the message, so that a rank's
+ * context around its own error names it once ("rank 3: task 7: td_symm_alloc ..."). */
 void td__error_prefix(const char *fmt, ...) TD__PRINTF(1, 2);
+/** Length of the rank tag "rank N: " (N decimal digits) that `m` starts with; 0 when it has none. */
+size_t td__rank_tag_len(const char *m);
 
 #define TD_CHECK(expr)              \
   do {                              \

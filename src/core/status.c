@@ -45,6 +45,15 @@ td_status td__error(td_status status, const char *fmt, ...) {
   return status;
 }
 
+size_t td__rank_tag_len(const char *m) {
+  if (strncmp(m, "rank ", 5) != 0 || m[5] < '0' || m[5] > '9')
+    return 0;
+  size_t i = 5;
+  while (m[i] >= '0' && m[i] <= '9')
+    i++;
+  return m[i] == ':' && m[i + 1] == ' ' ? i + 2 : 0;
+}
+
 void td__error_prefix(const char *fmt, ...) {
   char prefix[512];
   char old[TD__MSG_CAP];
@@ -53,13 +62,17 @@ void td__error_prefix(const char *fmt, ...) {
   vsnprintf(prefix, sizeof prefix, fmt, ap);
   va_end(ap);
   memcpy(old, td__msg, sizeof old);
+  const size_t tag = td__rank_tag_len(prefix);
+  const char *rest = old; /* the same rank's tag on both: keep the prefix's */
+  if (tag && strncmp(old, prefix, tag) == 0)
+    rest = old + tag;
   /* Truncation is intended: the prefix wins, the tail of the old message goes. */
   size_t plen = strlen(prefix);
   if (plen >= sizeof td__msg)
     plen = sizeof td__msg - 1;
   memcpy(td__msg, prefix, plen);
-  size_t olen = strnlen(old, sizeof td__msg - 1 - plen);
-  memcpy(td__msg + plen, old, olen);
+  size_t olen = strnlen(rest, sizeof td__msg - 1 - plen);
+  memcpy(td__msg + plen, rest, olen);
   td__msg[plen + olen] = '\0';
 }
 

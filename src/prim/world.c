@@ -6,7 +6,6 @@
  * The transport attaches the region; this file only computes its layout and
  * points the world's fields into it, so nothing here depends on which
  * transport is used. */
-#include <ctype.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -191,16 +190,6 @@ static void *td__rank_main(void *p) {
   return NULL;
 }
 
-/* Whether a message starts "rank N: " (N decimal digits). */
-static int td__names_rank(const char *m) {
-  if (strncmp(m, "rank ", 5) != 0 || !isdigit((unsigned char)m[5]))
-    return 0;
-  m += 5;
-  while (isdigit((unsigned char)*m))
-    m++;
-  return m[0] == ':' && m[1] == ' ';
-}
-
 td_status td_local_world_run(int nranks, const td_world_opts *opts, td_rank_fn fn, void *arg) {
   if (!fn)
     return td__error(TD_ERR_INVALID_ARG, "td_local_world_run: fn is NULL");
@@ -235,7 +224,7 @@ td_status td_local_world_run(int nranks, const td_world_opts *opts, td_rank_fn f
        * reports a failure it was told of (a collective argument check, a
        * peer's abandonment), the rank at fault. Add F only where none is named. */
       const char *m = jobs[f].message;
-      st = td__names_rank(m) ? td__error(jobs[f].status, "%s", m) : td__error(jobs[f].status, "rank %d: %s", f, m);
+      st = td__rank_tag_len(m) ? td__error(jobs[f].status, "%s", m) : td__error(jobs[f].status, "rank %d: %s", f, m);
     }
   }
   free(threads);

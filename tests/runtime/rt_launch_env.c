@@ -9,6 +9,7 @@
  * largest world (4096), a lone variable of a pair names the one that is set.
  * Runs only outside a launcher (it rewrites the environment). */
 #include "runtime/rt_harness.h"
+#include "core/error.h"
 #include "tdist/config.h"
 
 static const char *const all_vars[] = {
@@ -140,6 +141,30 @@ static void test_local_world_prefix(void **state) {
   assert_null(strstr(td_last_error(), "rank 1: rank 1:"));
 }
 
+/* td__error_prefix names a rank once: a prefix tagged "rank N: " takes the
+ * same tag off the message (the executor's context around a rank's own
+ * td_symm_alloc error), but not another rank's, nor a longer number's. */
+static void test_error_prefix_rank_once(void **state) {
+  (void)state;
+  td__error(TD_ERR_TIMEOUT, "rank 3: td_symm_alloc timed out");
+  td__error_prefix("rank 3: task 7 'x': ");
+  assert_string_equal(td_last_error(), "rank 3: task 7 'x': td_symm_alloc timed out");
+  td__error(TD_ERR_TIMEOUT, "rank 1: td_symm_alloc timed out"); /* another rank's: both stay */
+  td__error_prefix("rank 3: ");
+  assert_string_equal(td_last_error(), "rank 3: rank 1: td_symm_alloc timed out");
+  td__error(TD_ERR_TIMEOUT, "rank 12: late");
+  td__error_prefix("rank 1: x: ");
+  assert_string_equal(td_last_error(), "rank 1: x: rank 12: late");
+  td__error(TD_ERR_TIMEOUT, "rank 2: late");
+  td__error_prefix("while waiting: "); /* untagged prefixes as before */
+  assert_string_equal(td_last_error(), "while waiting: rank 2: late");
+  assert_int_equal(td__rank_tag_len("rank 40: x"), 9);
+  assert_int_equal(td__rank_tag_len("rank 4"), 0);
+  assert_int_equal(td__rank_tag_len("rank x: "), 0);
+  assert_int_equal(td__rank_tag_len("rank 4:x"), 0);
+  td_clear_error();
+}
+
 int main(void) {
   if (rt_launched())
     return 0;
@@ -147,6 +172,7 @@ int main(void) {
       cmocka_unit_test_setup(test_conflicting_sets, clear_env),
       cmocka_unit_test_setup(test_numbers, clear_env),
       cmocka_unit_test_setup(test_local_world_prefix, clear_env),
+      cmocka_unit_test(test_error_prefix_rank_once),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
