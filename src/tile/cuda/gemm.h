@@ -167,8 +167,10 @@ typedef unsigned long long td__gemm_u64;
 
 /* Most destination peers a PUSH tile can address (one node of 8 GPUs). */
 #define TD_GEMM_MAX_PEERS 8
-/** Largest td_gemm_hooks.bcast_pace_kb (k-blocks between two paced BCAST copies). */
+/** Largest td_gemm_hooks.bcast_pace_kb (k-blocks between two paced BCAST copies), and the gap that 0 asks
+ * for (measured on the H200: 2 and 4 no better, docs/perf.md, tenth session). */
 #define TD_GEMM_PACE_KB_MAX 16
+#define TD_GEMM_PACE_KB_DEFAULT 3
 
 /* Operand element types understood by the kernels (fp8 e4m3 with per-tensor
  * scales is planned as value 2: same tile, k32 instructions, a scale in the
@@ -221,7 +223,7 @@ typedef struct td_gemm_hooks {
                                       * what still does not fit, its epilogue issues). Bits identical; no
                                       * effect on kernels that stage whole tiles */
   int bcast_pace_kb;                 /* BCAST paced (bcast_defer 2): k-blocks between two copies, 1..
-                                      * TD_GEMM_PACE_KB_MAX; 0 (memset) = the default, 3 */
+                                      * TD_GEMM_PACE_KB_MAX; 0 (memset) = TD_GEMM_PACE_KB_DEFAULT */
   void *split_ws;                    /* KGATHER: split-tail workspace (see below); NULL = no split */
   long long split_ws_bytes;          /* KGATHER: its bytes; the launcher splits only what fits */
   int split_tail, split_k;           /* KGATHER: set by the launcher (td__gemm_split_plan), not the caller */

@@ -157,7 +157,7 @@ struct td__gemm_sm90_shape {
  * closes the gap to fit them (at least 1), so that the steps do not pile up
  * at its end or at the kernel's; what still does not fit, its epilogue issues
  * (or the next unit's, when a split slice skips its own). */
-#define TD__BCAST_PACE_KB 3
+#define TD__BCAST_PACE_KB TD_GEMM_PACE_KB_DEFAULT
 /* The XV bit of that kernel (a variant the registry compiles, not a measurement one). */
 #define TD__XV_BCAST_DEFER 256
 

@@ -310,8 +310,9 @@ static td_status td__check(const td_gemm_problem *p, const td_gemm_config *cfg, 
                        "1 (deferred into the next tile's main loop) or 2 (every copy paced over the next tile's "
                        "main loop) are allowed", hooks->bcast_defer);
     if (hooks->bcast_pace_kb < 0 || hooks->bcast_pace_kb > TD_GEMM_PACE_KB_MAX)
-      return td__error(TD_ERR_INVALID_ARG, "gemm: BCAST bcast_pace_kb=%d; 0 (the default, 3) or 1..%d k-blocks "
-                       "between two paced copies are allowed", hooks->bcast_pace_kb, TD_GEMM_PACE_KB_MAX);
+      return td__error(TD_ERR_INVALID_ARG, "gemm: BCAST bcast_pace_kb=%d; 0 (the default, %d) or 1..%d k-blocks "
+                       "between two paced copies are allowed", hooks->bcast_pace_kb, TD_GEMM_PACE_KB_DEFAULT,
+                       TD_GEMM_PACE_KB_MAX);
     for (int i = 0; i < hooks->bcast_peers; i++)
       if (!hooks->dst[i])
         return td__error(TD_ERR_INVALID_ARG, "gemm: BCAST needs dst[%d] (bcast_peers=%d)", i, hooks->bcast_peers);
