@@ -779,6 +779,14 @@ static void kg_ws_close(void) {
   kg_ws = NULL, kg_ws_bytes = 0;
 }
 
+/* How many of `copies` x `count` results `got` (the copies one after another) differ from `want` [count]. */
+static size_t kg_differ(const uint16_t *want, const uint16_t *got, size_t count, int copies) {
+  size_t d = 0;
+  for (size_t k = 0; k < (size_t)copies * count; k++)
+    d += want[k % count] != got[k];
+  return d;
+}
+
 /* A launch's bf16 result as the f64 reference of a later one (caller frees). */
 static double *kg_ref_of(const uint16_t *host, size_t count) {
   double *ref = malloc(count * sizeof(double));
@@ -1011,9 +1019,7 @@ static void test_kgather_bcast_defer(void **state) {
       kgather_bcast_case(&cfgs[i], &d1, 8, 1, 0); /* 187 tiles of 128x256 on 132 blocks */
       kgather_bcast_case(&cfgs[i], &d2, 3, 0, 1); /* 27 tiles: one a block */
       uint16_t *x0 = kg_bcast_result(&cfgs[i], &e, 0), *x1 = kg_bcast_result(&cfgs[i], &e, mode);
-      size_t differ = 0;
-      for (size_t k = 0; k < (size_t)e.m * e.n; k++)
-        differ += x0[k] != x1[k];
+      const size_t differ = kg_differ(x0, x1, (size_t)e.m * e.n, 1);
       if (differ)
         fprintf(stderr, "kgather|bcast %dx%d: %zu of %d elements differ between bcast_defer 0 and %d\n", cfgs[i].bm,
                 cfgs[i].bn, differ, e.m * e.n, mode);
@@ -1022,9 +1028,7 @@ static void test_kgather_bcast_defer(void **state) {
         const size_t count = (size_t)f.m * f.n;
         uint16_t *f0 = kg_bcast_result(&cfgs[i], &f, 0), *f8 = kg_bcast_results(&cfgs[i], &f, mode, 8);
         for (int q = 0; q < 8; q++) {
-          size_t fd = 0;
-          for (size_t k = 0; k < count; k++)
-            fd += f0[k] != f8[q * count + k];
+          const size_t fd = kg_differ(f0, f8 + q * count, count, 1);
           if (fd)
             fprintf(stderr, "kgather|bcast %dx%d, K of 64 k-blocks: %zu of %zu elements of destination %d of 8 "
                     "differ between bcast_defer 0 and %d\n", cfgs[i].bm, cfgs[i].bn, fd, count, q, mode);
@@ -1035,9 +1039,7 @@ static void test_kgather_bcast_defer(void **state) {
           for (int g = 0; g < 2; g++) {
             kg_bcast_pace = g == 0 ? 1 : 7;
             uint16_t *fg = kg_bcast_results(&cfgs[i], &f, mode, 8);
-            size_t fd = 0;
-            for (size_t k = 0; k < 8 * count; k++)
-              fd += f0[k % count] != fg[k];
+            const size_t fd = kg_differ(f0, fg, count, 8);
             if (fd)
               fprintf(stderr, "kgather|bcast %dx%d, paced every %d k-blocks: %zu of %zu elements differ from "
                       "bcast_defer 0\n", cfgs[i].bm, cfgs[i].bn, kg_bcast_pace, fd, 8 * count);
@@ -1049,7 +1051,8 @@ static void test_kgather_bcast_defer(void **state) {
       }
       /* with the split tail: d2's 27 tiles in 2 K-slices each; e's full waves and a split last one,
        * against the undeferred unsplit launch */
-      kg_ws_open(TD_GEMM_SPLIT_CNT_BYTES + (long long)sms * 128 * 256 * 4);
+      const long long ws_need = TD_GEMM_SPLIT_CNT_BYTES + (long long)sms * 128 * 256 * 4;
+      kg_ws_open(ws_need);
       int tail = 0, split = 0;
       kg_plan(&cfgs[i], &d2, sms, &tail, &split);
       assert_true(tail > 0 && split >= 2);
@@ -1063,13 +1066,12 @@ static void test_kgather_bcast_defer(void **state) {
         uint16_t *f0 = kg_bcast_result(&cfgs[i], &f, 0); /* the workspace is open: split too */
         kg_ws_close();
         uint16_t *fu = kg_bcast_result(&cfgs[i], &f, 0);
-        kg_ws_open(TD_GEMM_SPLIT_CNT_BYTES + (long long)sms * 128 * 256 * 4);
+        kg_ws_open(ws_need);
         uint16_t *f8 = kg_bcast_results(&cfgs[i], &f, mode, 8);
         const size_t count = (size_t)f.m * f.n;
         double *fref = kg_ref_of(fu, count);
-        size_t fd = 0, fs = 0;
-        for (size_t k = 0; k < 8 * count; k++)
-          fd += f0[k % count] != f8[k];
+        const size_t fd = kg_differ(f0, f8, count, 8);
+        size_t fs = 0;
         for (size_t k = 0; k < count; k++) /* split or not: fp32 sums in another order, within bf16's rounding */
           fs += fabs((double)td_bf16_to_f32(f0[k]) - fref[k]) > 1e-2 * (fabs(fref[k]) + 1.0);
         if (fd || fs)

@@ -67,10 +67,16 @@ static td_status err_rank(td_world *w, int rank, void *arg) {
   return TD_OK;
 }
 
-static void run_err(err_case *e) {
+/* The in-process world every case runs in: a short deadline, so a rank left waiting fails the test. */
+static td_world_opts err_world(void) {
   td_world_opts wo;
   td_world_opts_init(&wo);
   wo.timeout_ms = 10000;
+  return wo;
+}
+
+static void run_err(err_case *e) {
+  const td_world_opts wo = err_world();
   assert_int_equal(td_local_world_run(NR, &wo, err_rank, e), TD_OK);
   for (int r = 0; r < NR; r++) {
     if (err_got[r] != e->want)
@@ -212,9 +218,7 @@ static td_status err_rank_fails(td_world *w, int rank, void *arg) {
  * world must not prefix it with the reporting rank ("rank 2: rank 1: ..."). */
 static void test_world_names_rank_once(void **state) {
   (void)state;
-  td_world_opts wo;
-  td_world_opts_init(&wo);
-  wo.timeout_ms = 10000;
+  const td_world_opts wo = err_world();
   err_case e = {0, 1, TD_ERR_INVALID_ARG, {NULL, NULL}};
   for (int rep = 0; rep < 20; rep++) { /* the first reporter varies from run to run */
     assert_int_equal(td_local_world_run(NR, &wo, err_rank_fails, &e), TD_ERR_INVALID_ARG);
