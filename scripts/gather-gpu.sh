@@ -190,6 +190,13 @@ lane_agvar() { # ag_gemm's variants at M = 1024 where gather misses: AUTO agains
     done
   done
 }
+lane_tilescan() { # the plain tile against cuBLAS at ag_gemm's per-rank shapes, 8 at once (the ranks sharing the
+  # GPU: gemm_bench --streams 8), then the one-launch shapes of every rank's columns alone; cuBLASLt's pick per shape
+  run tile_streams8 200 "$BIN/gemm_bench" --layout kn --streams 8 --iters 30 --json "$OUT/tile_streams8.json" \
+    --shapes 1024x1792x4096,1024x3696x8192,1024x6144x12288,1024x3584x8192,4096x3696x8192,8192x1792x4096
+  run tile_one 120 "$BIN/gemm_bench" --layout kn --iters 30 --json "$OUT/tile_one.json" \
+    --shapes 1024x14336x4096,1024x29568x8192,1024x1792x4096,1024x3696x8192
+}
 lane_split2() { # the tile tests (the split tail's, the deferred half's), then the operators' kgather tests
   run gemm_args_test 60 "$BIN/gemm_args_test"
   run gemm_hooks_test 120 "$BIN/gemm_hooks_test"

@@ -12,7 +12,7 @@
  *
  * usage: gemm_bench [--shapes MxNxK,...] [--configs all|BMxBNxSTAGES,...]
  *                   [--layout nk|kn] [--iters N] [--hooks] [--hook-modes LIST]
- *                   [--hook-variants 0,16,32,48,64,112,128] [--stamps N] [--json FILE]
+ *                   [--hook-variants 0,16,32,48,64,112,128] [--stamps N] [--streams S] [--json FILE]
  * --hooks measures the best configuration with wait + raise hooks whose waits
  * are already satisfied (system scope); --hook-modes adds more variants, each
  * measured the same way (alternating launch pairs): wait, raise (one hook
@@ -26,6 +26,10 @@
  * configuration is 64x64 s8 g8 c1 (M = 128); --stamps N launches the stamped
  * variants there (plain, shipped and hooks6 wait + raise) N times each and
  * prints the median time of each phase of a block's life.
+ * --streams S launches S GEMMs of the shape at once, one per stream, each
+ * with its own operands (the ranks of `tdist bench ag_gemm` sharing one
+ * GPU, each rank's GEMM on its stream); every figure is then the time of
+ * all S, and the correctness check stays a single launch's.
  * Prints one line per (shape, config) and a summary table; exit 1 on a
  * failed check (or an unwritable --json at the end), exit 2 on a bad option:
  * every option is checked before the GPU probe (gemm_bench_args.c; --help
@@ -46,6 +50,7 @@
 
 #include "gemm.h"
 #include "gemm_bench_args.h"
+#include "gemm_bench_lt.h"
 #include "gemm_bench_xv.h"
 
 #define CK(x)                                                                        \
@@ -205,6 +210,21 @@ int main(int argc, char **argv) {
     fprintf(stderr, "cublasCreate failed\n");
     return 2;
   }
+  /* --streams S: S GEMMs at once, each on a stream of its own with its own
+   * cuBLAS handle (a handle's workspace serves one stream at a time). The
+   * streams are blocking ones, so the events on the legacy default stream
+   * bracket all S launches (their work waits for it and it for theirs). */
+  const int nstreams = o.streams;
+  std::vector<cudaStream_t> streams(nstreams);
+  std::vector<cublasHandle_t> handles(nstreams);
+  for (int j = 0; j < nstreams && nstreams > 1; j++) {
+    CK(cudaStreamCreate(&streams[j]));
+    if (cublasCreate(&handles[j]) != CUBLAS_STATUS_SUCCESS || cublasSetStream(handles[j], streams[j]) !=
+        CUBLAS_STATUS_SUCCESS) {
+      fprintf(stderr, "cublasCreate / cublasSetStream failed for stream %d\n", j);
+      return 2;
+    }
+  }
   std::vector<cudaEvent_t> ev(2 * (size_t)iters < 4 ? 4 : 2 * (size_t)iters);
   for (cudaEvent_t &e : ev)
     CK(cudaEventCreate(&e));
@@ -218,8 +238,12 @@ int main(int argc, char **argv) {
   cJSON_AddStringToObject(root, "layout", layout == TD_GEMM_B_KN ? "kn" : "nk");
   cJSON_AddNumberToObject(root, "iters", iters);
   int failed = 0;
-  printf("GPU %s, %d SMs, L2 %d MB, B as %s\n", prop.name, prop.multiProcessorCount,
+  cJSON_AddNumberToObject(root, "streams", nstreams);
+  printf("GPU %s, %d SMs, L2 %d MB, B as %s", prop.name, prop.multiProcessorCount,
          prop.l2CacheSize >> 20, layout == TD_GEMM_B_KN ? "[K,N]" : "[N,K]");
+  if (nstreams > 1)
+    printf(", %d GEMMs at once on streams of their own (times and TFLOP/s are of all of them)", nstreams);
+  printf("\n");
 
   struct summary {
     shape s;
@@ -233,23 +257,26 @@ int main(int argc, char **argv) {
     size_t na = (size_t)s.m * s.k, nb = (size_t)s.n * s.k, nc = (size_t)s.m * s.n;
     size_t set_bytes = (na + nb) * 2;
     int sets = (int)std::min<size_t>(8, std::max<size_t>(1, 4 * (size_t)prop.l2CacheSize / set_bytes + 1));
-    unsigned short *a, *b, *c, *cref;
-    CK(cudaMalloc(&a, na * 2 * sets));
-    CK(cudaMalloc(&b, nb * 2 * sets));
+    /* with streams, each stream's operands are a set of their own */
+    const int osets = nstreams > 1 ? std::max(sets, nstreams) : sets;
+    unsigned short *a, *b, *c, *cref, *cs = NULL;
+    CK(cudaMalloc(&a, na * 2 * osets));
+    CK(cudaMalloc(&b, nb * 2 * osets));
     CK(cudaMalloc(&c, nc * 2));
     CK(cudaMalloc(&cref, nc * 2));
-    fill_random<<<1024, 256>>>(a, na * sets, 1234u + s.m, 1);
-    fill_random<<<1024, 256>>>(b, nb * sets, 777u + s.n, 1);
+    if (nstreams > 1)
+      CK(cudaMalloc(&cs, nc * 2 * nstreams));
+    fill_random<<<1024, 256>>>(a, na * osets, 1234u + s.m, 1);
+    fill_random<<<1024, 256>>>(b, nb * osets, 777u + s.n, 1);
     CK(cudaGetLastError());
     float one = 1.f, zero = 0.f;
-    auto run_blas = [&](int set, unsigned short *out) {
-      const unsigned short *pa = a + na * set, *pb = b + nb * set;
+    auto blas_on = [&](cublasHandle_t hd, const unsigned short *pa, const unsigned short *pb, unsigned short *out) {
       cublasStatus_t st =
           layout == TD_GEMM_B_NK
-              ? cublasGemmEx(blas, CUBLAS_OP_T, CUBLAS_OP_N, s.n, s.m, s.k, &one, pb, CUDA_R_16BF,
+              ? cublasGemmEx(hd, CUBLAS_OP_T, CUBLAS_OP_N, s.n, s.m, s.k, &one, pb, CUDA_R_16BF,
                              s.k, pa, CUDA_R_16BF, s.k, &zero, out, CUDA_R_16BF, s.n,
                              CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT)
-              : cublasGemmEx(blas, CUBLAS_OP_N, CUBLAS_OP_N, s.n, s.m, s.k, &one, pb, CUDA_R_16BF,
+              : cublasGemmEx(hd, CUBLAS_OP_N, CUBLAS_OP_N, s.n, s.m, s.k, &one, pb, CUDA_R_16BF,
                              s.n, pa, CUDA_R_16BF, s.k, &zero, out, CUDA_R_16BF, s.n,
                              CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
       if (st != CUBLAS_STATUS_SUCCESS) {
@@ -257,12 +284,36 @@ int main(int argc, char **argv) {
         exit(2);
       }
     };
+    auto run_blas = [&](int set, unsigned short *out) { blas_on(blas, a + na * set, b + nb * set, out); };
     auto run_ours = [&](int set, const td_gemm_config &cfg, unsigned flags, const td_gemm_hooks *h) {
       td_gemm_problem p = {s.m, s.n, s.k, TD_BF16, layout, a + na * set, b + nb * set, c, NULL};
       td_status st = td__gemm_cuda_run(&p, &cfg, flags, h, NULL);
       if (st != TD_OK) {
         fprintf(stderr, "td__gemm_cuda_run: %s\n", td_last_error());
         return false;
+      }
+      return true;
+    };
+    /* What one timed step launches: one GEMM, or with --streams S GEMMs,
+     * stream j on operand set (set * S + j) mod osets into its own C. */
+    auto blas_step = [&](int set) {
+      if (nstreams == 1)
+        return run_blas(set, cref);
+      for (int j = 0; j < nstreams; j++) {
+        const size_t o_ = ((size_t)set * nstreams + j) % osets;
+        blas_on(handles[j], a + na * o_, b + nb * o_, cs + nc * j);
+      }
+    };
+    auto ours_step = [&](int set, const td_gemm_config &cfg) {
+      if (nstreams == 1)
+        return run_ours(set, cfg, 0, NULL);
+      for (int j = 0; j < nstreams; j++) {
+        const size_t o_ = ((size_t)set * nstreams + j) % osets;
+        td_gemm_problem p = {s.m, s.n, s.k, TD_BF16, layout, a + na * o_, b + nb * o_, cs + nc * j, NULL};
+        if (td__gemm_cuda_run(&p, &cfg, 0, NULL, streams[j]) != TD_OK) {
+          fprintf(stderr, "td__gemm_cuda_run (stream %d): %s\n", j, td_last_error());
+          return false;
+        }
       }
       return true;
     };
@@ -289,11 +340,13 @@ int main(int argc, char **argv) {
       }
       return median(ms);
     };
-    double flop = 2.0 * s.m * s.n * s.k;
-    double t_blas = time_it([&](int set) { run_blas(set, cref); });
+    double flop = 2.0 * s.m * s.n * s.k * nstreams;
+    double t_blas = time_it([&](int set) { blas_step(set); });
     double tf_blas = flop / t_blas / 1e9;
-    printf("%5dx%5dx%5d  cublas %8.3f ms %6.1f TFLOP/s  (%d input sets)\n", s.m, s.n, s.k, t_blas,
-           tf_blas, sets);
+    char lt[256];
+    gb_lt_describe(s.m, s.n, s.k, layout == TD_GEMM_B_KN, lt, sizeof lt);
+    printf("%5dx%5dx%5d  cublas %8.3f ms %6.1f TFLOP/s  (%d input sets)\n    %s\n", s.m, s.n, s.k, t_blas,
+           tf_blas, sets, lt);
     summary sum = {s, tf_blas, 0, configs.empty() ? td_gemm_config{} : configs[0], 0, 0};
     run_blas(0, cref);
     td_gemm_problem p0 = {s.m, s.n, s.k, TD_BF16, layout, a, b, c, NULL};
@@ -312,7 +365,7 @@ int main(int argc, char **argv) {
       CK(cudaMemcpy(hs, sums, sizeof hs, cudaMemcpyDeviceToHost));
       double rel = sqrt(hs[0] / (hs[1] > 0 ? hs[1] : 1));
       bool ok = hs[2] == 0 && rel < 1e-2;
-      double t = time_it([&](int set) { run_ours(set, cfg, 0, NULL); });
+      double t = time_it([&](int set) { ours_step(set, cfg); });
       double tf = flop / t / 1e9;
       printf("    sm%d %3dx%3dx%d s%d g%d c%d grid %3d %8.3f ms %6.1f TFLOP/s  %.2fx cublas  rel %.1e "
              "unwritten %.0f %s\n",
@@ -370,8 +423,8 @@ int main(int argc, char **argv) {
         printf("    hooks: no hooked kernel for the best configuration (%s)\n", td_last_error());
       std::vector<float> tb, tp, th;
       for (int round = 0; round < 3; round++) {
-        tb.push_back((float)time_it([&](int set) { run_blas(set, cref); }));
-        tp.push_back((float)time_it([&](int set) { run_ours(set, sum.cfg, 0, NULL); }));
+        tb.push_back((float)time_it([&](int set) { blas_step(set); }));
+        tp.push_back((float)time_it([&](int set) { ours_step(set, sum.cfg); }));
         if (hooked)
           th.push_back((float)time_it([&](int set) { run_ours(set, sum.cfg, flags, &h); }));
       }
@@ -507,6 +560,8 @@ int main(int argc, char **argv) {
     CK(cudaFree(b));
     CK(cudaFree(c));
     CK(cudaFree(cref));
+    if (cs)
+      CK(cudaFree(cs));
   }
   printf("\n| M x N x K | cuBLAS TFLOP/s | tdist TFLOP/s | ratio | config | hooks TFLOP/s | hooks overhead "
          "(pairs) |\n");
@@ -530,6 +585,10 @@ int main(int argc, char **argv) {
   }
   cJSON_Delete(root);
   cublasDestroy(blas);
+  for (int j = 0; j < nstreams && nstreams > 1; j++) {
+    cublasDestroy(handles[j]);
+    cudaStreamDestroy(streams[j]);
+  }
   printf("%s\n", failed ? "FAILED checks" : "all checks passed");
   return failed;
 }

@@ -147,12 +147,12 @@ static int check_json(const char *path, char *err, size_t cap) {
 
 int gb_parse_args(int argc, char **argv, const int *xv, int nxv, gb_args *out, char *err, size_t cap) {
   static const char *const valued[] = {"--shapes", "--configs", "--iters", "--layout", "--hook-modes",
-                                       "--hook-variants", "--stamps", "--json"};
+                                       "--hook-variants", "--stamps", "--json", "--streams"};
   enum { NV = sizeof valued / sizeof valued[0] };
   int given[NV] = {0};
   gb_args o;
   memset(&o, 0, sizeof o);
-  o.configs = "all", o.iters = 50;
+  o.configs = "all", o.iters = 50, o.streams = 1;
   const char *shapes = "8192x3584x8192,8192x8192x3584,8192x1280x8192,4096x3584x8192,1024x3584x8192,"
                        "128x3584x8192,8192x8192x8192";
   for (int i = 1; i < argc; i++) {
@@ -233,6 +233,10 @@ int gb_parse_args(int argc, char **argv, const int *xv, int nxv, gb_args *out, c
         return rc;
       o.json = v;
       break;
+    case 8: /* --streams */
+      if (parse_int(v, strlen(v), 1, GB_MAX_STREAMS, &o.streams))
+        return fail(err, cap, "--streams expects a whole number 1..%d, got '%s'", GB_MAX_STREAMS, v);
+      break;
     }
   }
   int rc = each_item(shapes, shape_item, &o);
@@ -241,6 +245,9 @@ int gb_parse_args(int argc, char **argv, const int *xv, int nxv, gb_args *out, c
   if (rc)
     return fail(err, cap, "--shapes expects a comma-separated list of MxNxK, each 1..%d, got '%s'", GB_MAX_DIM,
                 shapes);
+  if (o.streams > 1 && o.with_hooks)
+    return fail(err, cap, "--streams %d times plain launches only; the hook options (--hooks, --hook-modes, "
+                "--hook-variants, --stamps) need --streams 1", o.streams);
   *out = o;
   return 0;
 }
@@ -249,7 +256,7 @@ void gb_usage(FILE *f, const char *prog) {
   fprintf(f,
           "usage: %s [--shapes MxNxK,..] [--configs all|BMxBNxS,..[,sm80]] [--layout nk|kn] [--iters N]\n"
           "       [--hooks] [--hook-modes both,wait,raise,wait_gpu,raise_gpu,both_gpu] [--hook-variants XV,..]\n"
-          "       [--stamps N] [--json FILE]\n"
+          "       [--stamps N] [--streams S] [--json FILE]\n"
           "  --shapes         GEMM shapes, each dimension 1..%d (default: the Llama-3-70B TP-8 set)\n"
           "  --configs        tile configurations to sweep (default all; sm80 adds the sm80 ones)\n"
           "  --layout         B as [N,K] (nk, default) or [K,N] (kn)\n"
@@ -260,8 +267,11 @@ void gb_usage(FILE *f, const char *prog) {
           "  --hook-variants  measurement variants of the hook paths (implies --hooks), one of those\n"
           "                   compiled in (gemm_bench_xv.cu)\n"
           "  --stamps         launches of the stamped variants, 1..%d (implies --hooks)\n"
+          "  --streams        S GEMMs of each shape at once, one per stream, each with its own A, B and C\n"
+          "                   (the ranks sharing one GPU in `tdist bench ag_gemm`), 1..%d (default 1);\n"
+          "                   a figure is the time of all S; not with the hook options\n"
           "  --json           write the results to FILE (its directory must exist)\n"
           "Options take `--opt VALUE` or `--opt=VALUE`, each at most once. Exit 2 on a bad option\n"
           "(before the GPU is probed), 1 on a failed check.\n",
-          prog, GB_MAX_DIM, GB_MAX_COUNT, GB_MAX_COUNT);
+          prog, GB_MAX_DIM, GB_MAX_COUNT, GB_MAX_COUNT, GB_MAX_STREAMS);
 }

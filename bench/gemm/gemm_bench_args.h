@@ -12,7 +12,7 @@
 extern "C" {
 #endif
 
-enum { GB_MAX_SHAPES = 64, GB_MAX_VARIANTS = 32, GB_MAX_DIM = 1 << 20, GB_MAX_COUNT = 1000000 };
+enum { GB_MAX_SHAPES = 64, GB_MAX_VARIANTS = 32, GB_MAX_DIM = 1 << 20, GB_MAX_COUNT = 1000000, GB_MAX_STREAMS = 16 };
 
 /** The --hook-modes names, in the order of gb_args.modes' bits: `both` is the
  * wait + raise pair that --hooks always measures; the rest are extra. */
@@ -28,6 +28,7 @@ typedef struct gb_args {
   int nvariants;
   unsigned modes;                 /* bit i: gb_mode_names[i] was named in --hook-modes */
   int iters, stamps;              /* --iters (default 50), --stamps (0: off) */
+  int streams;                    /* --streams: GEMMs at once, one per stream (default 1) */
   int layout_kn;                  /* --layout kn (default nk) */
   int with_hooks;                 /* --hooks, or any hook option given */
   int help;                       /* --help / -h: print the usage, exit 0 */

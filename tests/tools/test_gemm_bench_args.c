@@ -51,6 +51,9 @@ static void test_defaults_and_values(void **state) {
   assert_int_equal(o.nshapes, 7);
   assert_int_equal(o.with_hooks, 0);
   assert_string_equal(o.configs, "all");
+  assert_int_equal(o.streams, 1);
+  assert_int_equal(parse("--streams 8 --layout kn", &o, err, sizeof err), 0);
+  assert_int_equal(o.streams, 8);
   assert_int_equal(parse("--shapes=128x3584x8192,7x5x3 --iters 9 --layout=kn --hook-modes both,wait_gpu "
                          "--hook-variants 128,0 --stamps 3 --configs 64x64x8,sm80", &o, err, sizeof err), 0);
   assert_int_equal(o.nshapes, 2);
@@ -97,6 +100,11 @@ static void test_counts_layout_shapes(void **state) {
   refused("--shapes 8x8x8x8", "got '8x8x8x8'");
   refused("--shapes 8x8x8,", "got '8x8x8,'");
   refused("--configs 12x", "--configs expects all or a comma-separated list of BMxBNxSTAGES");
+  refused("--streams 0", "--streams expects a whole number 1..16, got '0'");
+  refused("--streams 17", "--streams expects a whole number 1..16, got '17'");
+  refused("--streams 2x", "got '2x'");
+  refused("--streams 2 --hooks", "--streams 2 times plain launches only");
+  refused("--stamps 3 --streams 4", "need --streams 1");
 }
 
 static void test_option_syntax(void **state) {
