@@ -197,6 +197,22 @@ lane_tilescan() { # the plain tile against cuBLAS at ag_gemm's per-rank shapes, 
   run tile_one 120 "$BIN/gemm_bench" --layout kn --iters 30 --json "$OUT/tile_one.json" \
     --shapes 1024x14336x4096,1024x29568x8192,1024x1792x4096,1024x3696x8192
 }
+lane_agsplit() { # GATHER's split tail: the tile tests, the operator's gather-one / gather-share tests
+  run gemm_args_test 60 "$BIN/gemm_args_test"
+  run gemm_hooks_test 150 "$BIN/gemm_hooks_test"
+  TD_GPU_TEST_FILTER='test_fused_ag_one,test_fused_ag_share' TD_GPU_TEST_VERBOSE=1 run ops_gpu_agsplit 240 \
+    "$BIN/ops_gpu_test"
+}
+lane_agsb() { # ag_gemm at M = 1024 where gather misses: AUTO against gather-one and gather-share (their last wave
+  # split), each on AUTO's tile and on 128x256, alternating twice
+  for rep in 1 2; do
+    for v in auto gather-one gather-one:128x256 gather-share gather-share:128x256; do
+      local mode=${v%%:*} tile=; [ "$mode" != "$v" ] && tile=${v#*:}
+      TD_ITERS=20 TD_OPS_FUSED_AG=$mode TD_OPS_FUSED_TILE=$tile bench "asb_${v/:/_}$rep" ag_gemm --variants none \
+        --models llama3.1-8b,qwen2-72b,gpt3-175b,llama3.1-70b --m ${TD_AGSB_M:-1024}
+    done
+  done
+}
 lane_split2() { # the tile tests (the split tail's, the deferred half's), then the operators' kgather tests
   run gemm_args_test 60 "$BIN/gemm_args_test"
   run gemm_hooks_test 120 "$BIN/gemm_hooks_test"

@@ -94,13 +94,14 @@ static const td__cfg_var td__vars[] = {
      "default: the tuning cache's entry, else cuBLAS", td__check_fused_tile},
     {"TD_OPS_FUSED_AG_GEMMS", TD__CFG_INT, "0", 0, 8, "0,1,3,8",
      "fused ag_gemm: GEMMs per call, 1 (all rows), 3 (own, after, before) or 8 (one per rank); 0 = by shape", NULL},
-    {"TD_OPS_FUSED_AG", TD__CFG_STR, "auto", 0, 0, "auto,copy,direct,batched,gather,gather-one",
+    {"TD_OPS_FUSED_AG", TD__CFG_STR, "auto", 0, 0, "auto,copy,direct,batched,gather,gather-one,gather-share",
      "fused ag_gemm: copy (gather the peers' A rows, then GEMM), direct (a GEMM per rank reading its A in place, "
      "no copy; for ranks sharing one GPU), batched (direct as one cuBLAS batched launch when the parts are "
      "equal) or gather (one launch of our tile reading every rank's A in place, for equal parts of a multiple "
      "of 128 rows in bf16 on one shared GPU with a tile compiled for it, each rank its own launch; where it cannot "
      "run: batched, else direct) or gather-one (the same as rank 0's one launch for every rank, each rank's B "
-     "and C a column source); batched, direct and gather are for ranks sharing one GPU: across GPUs they read the peers' A over "
+     "and C a column source, its last wave split as TD_OPS_FUSED_TAIL says) or gather-share (each rank's launch "
+     "on its share of the SMs, SMs / ranks, its last wave split: the ranks' launches run at once); batched, direct and gather are for ranks sharing one GPU: across GPUs they read the peers' A over "
      "the links (direct), slower than copy there; auto = gather on one shared GPU where it can run, except parts "
      "of >= 512 rows whose B rows are not whole 128-byte lines, which take batched (direct for unequal parts) "
      "like any part of >= 512 rows, unless TD_OPS_FUSED_AG_GEMMS is set; else copy",
@@ -130,7 +131,7 @@ static const td__cfg_var td__vars[] = {
      "of a tile's paced copies (a tile of fewer k-blocks than its copies need at that pace, such as a split "
      "slice, closes the gap to fit them); a measurement knob, 1..16", NULL},
     {"TD_OPS_FUSED_TAIL", TD__CFG_STR, "split", 0, 0, "split,split2,none",
-     "fused gemm_rs / gemm_ar kgather: split (the launch's last, partial wave of tiles runs each tile as up to 8 "
+     "fused gemm_rs / gemm_ar kgather and ag_gemm gather-one / gather-share: split (the launch's last, partial wave of tiles runs each tile as up to 8 "
      "K-slices on the idle SMs, the last slice to finish adding the others' fp32 partials; measured), split2 (as "
      "split, or the last full wave's tiles and the last wave's together over several rounds where a model says "
      "that pays, e.g. a last wave of more than half the SMs; its workspace can reach ~250 MiB; measured slower than "

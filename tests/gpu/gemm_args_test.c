@@ -141,11 +141,18 @@ static void test_config_listing(void **state) {
 
 /* td__gemm_cuda_run_gather's refusals (zero-copy A from several sources):
  * all of them come before any CUDA call. */
+static void gather_expect_ex(const td_gemm_problem *p, const td_gemm_config *c, const void *const *src, int sources,
+                             long long rows, void *maps, const td_gemm_hooks *tail, int sms, td_status want,
+                             const char *text) {
+  td_clear_error();
+  assert_int_equal(td__gemm_cuda_run_gather(p, c, src, sources, rows, maps, tail, sms, NULL), want);
+  if (!strstr(td_last_error(), text))
+    fprintf(stderr, "want \"%s\" in: %s\n", text, td_last_error());
+  assert_non_null(strstr(td_last_error(), text));
+}
 static void gather_expect(const td_gemm_problem *p, const td_gemm_config *c, const void *const *src, int sources,
                           long long rows, void *maps, td_status want, const char *text) {
-  td_clear_error();
-  assert_int_equal(td__gemm_cuda_run_gather(p, c, src, sources, rows, maps, NULL), want);
-  assert_non_null(strstr(td_last_error(), text));
+  gather_expect_ex(p, c, src, sources, rows, maps, NULL, 0, want, text);
 }
 
 static void test_gather(void **state) {
@@ -162,6 +169,20 @@ static void test_gather(void **state) {
   /* src_rows near LLONG_MAX (a multiple of BM): M + src_rows - 1 must not wrap to "0 sources needed" */
   gather_expect(&p, &c, src, 0, LLONG_MAX - 127, maps, TD_ERR_INVALID_ARG, "needs 1 sources (at most 64); 0 given");
   gather_expect(&p, &c, src, 4, 128, maps + 8, TD_ERR_INVALID_ARG, "not 64-byte aligned");
+  /* the grid cap and the split tail's workspace */
+  gather_expect_ex(&p, &c, src, 4, 128, maps, NULL, -1, TD_ERR_INVALID_ARG, "GATHER sms=-1; 0 (every "
+                   "multiprocessor) or a positive cap");
+  static _Alignas(16) char ws[64]; /* stands in for a device workspace, as buf does */
+  td_gemm_hooks tl;
+  memset(&tl, 0, sizeof tl);
+  tl.split_ws = ws + 8, tl.split_ws_bytes = 1 << 20;
+  gather_expect_ex(&p, &c, src, 4, 128, maps, &tl, 0, TD_ERR_INVALID_ARG, "GATHER split_ws");
+  tl.split_ws = ws, tl.split_ws_bytes = -1;
+  gather_expect_ex(&p, &c, src, 4, 128, maps, &tl, 0, TD_ERR_INVALID_ARG, "a 16-byte aligned workspace of >= 0 bytes");
+  tl.split_ws_bytes = 1 << 20, tl.split_waves = 3;
+  gather_expect_ex(&p, &c, src, 4, 128, maps, &tl, 4, TD_ERR_INVALID_ARG, "GATHER split_waves=3; 0 or 1");
+  tl.split_waves = -1;
+  gather_expect_ex(&p, &c, src, 4, 128, maps, &tl, 4, TD_ERR_INVALID_ARG, "GATHER split_waves=-1");
   p.m = 4 * 96;
   gather_expect(&p, &c, src, 4, 96, maps, TD_ERR_SHAPE, "src_rows=96 is not a multiple of BM=128");
   p.m = 512;
@@ -202,7 +223,7 @@ static void gc_expect(const td_gemm_problem *p, const td_gemm_config *c, const v
                       long long rows, const void *const *bs, void *const *cs, int cols, void *maps, td_status want,
                       const char *text) {
   td_clear_error();
-  assert_int_equal(td__gemm_cuda_run_gather_cols(p, c, src, sources, rows, bs, cs, cols, maps, NULL), want);
+  assert_int_equal(td__gemm_cuda_run_gather_cols(p, c, src, sources, rows, bs, cs, cols, maps, NULL, NULL), want);
   if (!strstr(td_last_error(), text))
     fprintf(stderr, "want \"%s\" in: %s\n", text, td_last_error());
   assert_non_null(strstr(td_last_error(), text));
@@ -222,6 +243,21 @@ static void test_gather_nsplit(void **state) {
   gc_expect(NULL, &c, src, 4, 128, bs, cs, 2, maps, TD_ERR_INVALID_ARG, "must not be NULL");
   gc_expect(&p, &c, src, 3, 128, bs, cs, 2, maps, TD_ERR_INVALID_ARG, "needs 4 sources (at most 64); 3 given");
   gc_expect(&p, &c, src, 4, 128, bs, cs, 2, maps + 8, TD_ERR_INVALID_ARG, "not 64-byte aligned");
+  { /* the split tail's workspace, after the column sources' checks pass */
+    static _Alignas(16) char ws[64];
+    td_gemm_hooks tl;
+    memset(&tl, 0, sizeof tl);
+    tl.split_ws = ws + 4, tl.split_ws_bytes = 1 << 20;
+    td_clear_error();
+    assert_int_equal(td__gemm_cuda_run_gather_cols(&p, &c, src, 4, 128, bs, cs, 2, maps, &tl, NULL),
+                     TD_ERR_INVALID_ARG);
+    assert_non_null(strstr(td_last_error(), "NSPLIT split_ws"));
+    tl.split_ws = ws, tl.split_waves = 7;
+    td_clear_error();
+    assert_int_equal(td__gemm_cuda_run_gather_cols(&p, &c, src, 4, 128, bs, cs, 2, maps, &tl, NULL),
+                     TD_ERR_INVALID_ARG);
+    assert_non_null(strstr(td_last_error(), "NSPLIT split_waves=7; 0 or 1"));
+  }
   /* then the column sources' */
   gc_expect(&p, &c, src, 4, 128, NULL, cs, 2, maps, TD_ERR_INVALID_ARG, "tables b_src and c_dst");
   gc_expect(&p, &c, src, 4, 128, bs, NULL, 2, maps, TD_ERR_INVALID_ARG, "tables b_src and c_dst");
@@ -307,7 +343,7 @@ static void test_tile_count_overflow(void **state) {
   g.m = INT_MAX - 127;
   g.n = 256;
   td_clear_error();
-  assert_int_not_equal(td__gemm_cuda_run_gather_cols(&g, &cfg90, src, 1, 1LL << 31, bs, cs, 8, maps, NULL),
+  assert_int_not_equal(td__gemm_cuda_run_gather_cols(&g, &cfg90, src, 1, 1LL << 31, bs, cs, 8, maps, NULL, NULL),
                        TD_ERR_SHAPE);
 }
 

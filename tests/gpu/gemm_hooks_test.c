@@ -28,6 +28,7 @@
 #include <stdio.h>
 
 #include <cuda.h>
+#include <limits.h>
 #include <time.h>
 
 #include "gemm_test_util.h"
@@ -344,7 +345,11 @@ static void test_push_accumulate_cluster(void **state) {
  * last source shorter than the others, N and K not multiples of the tile;
  * output poisoned (NaN) first and every element checked; a second launch
  * reuses the map table with the sources in another order. */
-static void gather_case(const td_gemm_config *cfg, long long src_rows, int m, int n, int k) {
+/* The split tail (gemm.h; GATHER launches as KGATHER's): with split set, a
+ * workspace of exactly the plan for `sms` blocks (0: one per SM of the GPU),
+ * which must split, and two launches per round on it, each checked (so the
+ * counters the first leaves at zero serve the second). */
+static void gather_case_ex(const td_gemm_config *cfg, long long src_rows, int m, int n, int k, int sms, int split) {
   const int sources = (int)((m + src_rows - 1) / src_rows);
   uint16_t *a = gt_random(TD_BF16, (size_t)m * k), *b = gt_random(TD_BF16, (size_t)k * n);
   double *ref = gt_reference(TD_BF16, a, b, m, n, k, TD_GEMM_B_KN);
@@ -357,10 +362,25 @@ static void gather_case(const td_gemm_config *cfg, long long src_rows, int m, in
   }
   void *db = gt_device_copy(b, (size_t)k * n * 2), *maps = gt_device_copy(NULL, 8 * TD_GEMM_MAP_BYTES);
   uint16_t *out = malloc((size_t)m * n * 2);
-  for (int round = 0; round < 2; round++) {
+  td_gemm_hooks tail;
+  memset(&tail, 0, sizeof tail);
+  int t = 0, sk = 1;
+  if (split) {
+    int slots = sms;
+    if (slots == 0)
+      assert_int_equal(cudaDeviceGetAttribute(&slots, cudaDevAttrMultiProcessorCount, 0), cudaSuccess);
+    const long long units = (long long)((m + cfg->bm - 1) / cfg->bm) * ((n + cfg->bn - 1) / cfg->bn);
+    td__gemm_split_plan(units, slots, (k + 63) / 64, LLONG_MAX, (long long)cfg->bm * cfg->bn * 4, &t, &sk);
+    assert_true(t > 0 && sk >= 2);
+    tail.split_ws_bytes = TD_GEMM_SPLIT_CNT_BYTES + (long long)t * sk * cfg->bm * cfg->bn * 4;
+    assert_int_equal(cudaMalloc(&tail.split_ws, (size_t)tail.split_ws_bytes), cudaSuccess);
+    assert_int_equal(cudaMemset(tail.split_ws, 0, TD_GEMM_SPLIT_CNT_BYTES), cudaSuccess);
+  }
+  for (int round = 0; round < 2; round++)
+    for (int rep = 0; rep < (split ? 2 : 1); rep++) {
     void *dc = gt_device_copy(NULL, (size_t)m * n * 2);
     td_gemm_problem p = {m, n, k, TD_BF16, TD_GEMM_B_KN, NULL, db, dc, NULL};
-    td_status st = td__gemm_cuda_run_gather(&p, cfg, src, sources, src_rows, maps, NULL);
+    td_status st = td__gemm_cuda_run_gather(&p, cfg, src, sources, src_rows, maps, split ? &tail : NULL, sms, NULL);
     if (st != TD_OK)
       fprintf(stderr, "%s\n", td_last_error());
     assert_int_equal(st, TD_OK);
@@ -370,22 +390,29 @@ static void gather_case(const td_gemm_config *cfg, long long src_rows, int m, in
     size_t nans;
     double rel = gt_rel_error(TD_BF16, out, ref, (size_t)m * n, &nans);
     if (nans || rel > gt_tolerance(TD_BF16))
-      fprintf(stderr, "gather %dx%d s%d: M=%d N=%d K=%d src_rows=%lld round %d: %zu NaN, rel %.3g\n", cfg->bm,
-              cfg->bn, cfg->stages, m, n, k, src_rows, round, nans, rel);
+      fprintf(stderr, "gather %dx%d s%d: M=%d N=%d K=%d src_rows=%lld sms=%d (%d tiles in %d slices) round %d "
+              "launch %d: %zu NaN, rel %.3g\n", cfg->bm, cfg->bn, cfg->stages, m, n, k, src_rows, sms, t, sk, round,
+              rep, nans, rel);
     assert_int_equal(nans, 0);
     assert_true(rel <= gt_tolerance(TD_BF16));
+    if (rep == 0 && split) /* the second launch reuses the sources as they are */
+      continue;
     if (sources >= 3 && round == 0) { /* the same rows from other allocations: swap the first two sources' data */
       long long rows = src_rows;
       cudaMemcpy(dsrc[0], a + (size_t)rows * k, (size_t)rows * k * 2, cudaMemcpyHostToDevice);
       cudaMemcpy(dsrc[1], a, (size_t)rows * k * 2, cudaMemcpyHostToDevice);
-      const void *t = src[0];
-      src[0] = src[1], src[1] = t;
+      const void *sw = src[0];
+      src[0] = src[1], src[1] = sw;
     }
   }
   for (int s = 0; s < sources; s++)
     cudaFree(dsrc[s]);
   free(a), free(b), free(ref), free(out);
-  cudaFree(db), cudaFree(maps);
+  cudaFree(db), cudaFree(maps), cudaFree(tail.split_ws);
+}
+
+static void gather_case(const td_gemm_config *cfg, long long src_rows, int m, int n, int k) {
+  gather_case_ex(cfg, src_rows, m, n, k, 0, 0);
 }
 
 static void test_gather(void **state) {
@@ -399,6 +426,26 @@ static void test_gather(void **state) {
     gather_case(&cfgs[i], 256, 3 * 256 + 77, 520, 200); /* 4 sources, the last of 77 rows */
     gather_case(&cfgs[i], 128 * 2, 8 * 256, 1024, 136); /* 8 equal sources */
     gather_case(&cfgs[i], 128, 100, 264, 64);          /* one source, fewer rows than a tile */
+  }
+}
+
+/* GATHER's split tail: each configuration with its grid capped one block
+ * short of its tiles (a last wave of one tile, split in 4: K of 32 k-blocks)
+ * and with the whole GPU (every tile split: fewer tiles than SMs), M of 4
+ * sources, N and K not multiples of the tile; two launches on one workspace
+ * per round, the second round with two sources' data swapped. */
+static void test_gather_split(void **state) {
+  (void)state;
+  if (skip_arch(TD_GEMM_SM90))
+    skip();
+  td_gemm_config cfgs[16];
+  int n = td__gemm_cuda_configs_hooked(TD_BF16, TD_GEMM_B_KN, TD_GEMM_HOOK_GATHER, cfgs, 16);
+  assert_true(n >= 1);
+  for (int i = 0; i < n && i < 16; i++) {
+    const int m = 4 * 128, nn = 520, k = 2048 - 8;
+    const int units = (m / cfgs[i].bm) * ((nn + cfgs[i].bn - 1) / cfgs[i].bn);
+    gather_case_ex(&cfgs[i], 128, m, nn, k, units - 1, 1);
+    gather_case_ex(&cfgs[i], 128, m, nn, k, 0, 1);
   }
 }
 
@@ -1099,7 +1146,8 @@ static td_gemm_arch sm90 = TD_GEMM_SM90, sm80 = TD_GEMM_SM80;
  * Round 1 hands the column sources over in reverse order (the map table
  * rewritten in place), so a tile reading one source's B and storing at
  * another's C shows. */
-static void gather_nsplit_case(const td_gemm_config *cfg, long long src_rows, int m, int nb, int k, int col_srcs) {
+static void gather_nsplit_case_ex(const td_gemm_config *cfg, long long src_rows, int m, int nb, int k, int col_srcs,
+                                  int split) {
   const int sources = (int)((m + src_rows - 1) / src_rows), n = nb * col_srcs;
   uint16_t *a = gt_random(TD_BF16, (size_t)m * k), *b = gt_random(TD_BF16, (size_t)k * n);
   double *ref = gt_reference(TD_BF16, a, b, m, n, k, TD_GEMM_B_KN);
@@ -1121,6 +1169,19 @@ static void gather_nsplit_case(const td_gemm_config *cfg, long long src_rows, in
       memcpy(refj[j] + (size_t)r * nb, ref + (size_t)r * n + (size_t)j * nb, (size_t)nb * sizeof(double));
   }
   void *maps = gt_device_copy(NULL, 16 * TD_GEMM_MAP_BYTES);
+  td_gemm_hooks tail; /* split: the plan's workspace for every source's tiles on the whole GPU, which must split */
+  memset(&tail, 0, sizeof tail);
+  int t = 0, sk = 1;
+  if (split) {
+    int sms = 0;
+    assert_int_equal(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), cudaSuccess);
+    const long long units = (long long)((m + cfg->bm - 1) / cfg->bm) * ((nb + cfg->bn - 1) / cfg->bn) * col_srcs;
+    td__gemm_split_plan(units, sms, (k + 63) / 64, LLONG_MAX, (long long)cfg->bm * cfg->bn * 4, &t, &sk);
+    assert_true(t > 0 && sk >= 2);
+    tail.split_ws_bytes = TD_GEMM_SPLIT_CNT_BYTES + (long long)t * sk * cfg->bm * cfg->bn * 4;
+    assert_int_equal(cudaMalloc(&tail.split_ws, (size_t)tail.split_ws_bytes), cudaSuccess);
+    assert_int_equal(cudaMemset(tail.split_ws, 0, TD_GEMM_SPLIT_CNT_BYTES), cudaSuccess);
+  }
   for (int round = 0; round < 2; round++) {
     kg_dest d[8];
     const void *bs[8];
@@ -1133,15 +1194,16 @@ static void gather_nsplit_case(const td_gemm_config *cfg, long long src_rows, in
     void *extra = gt_device_copy(NULL, (size_t)m * nb * 2); /* slot col_srcs: not to be written */
     cs[col_srcs] = extra;
     td_gemm_problem p = {m, nb, k, TD_BF16, TD_GEMM_B_KN, NULL, NULL, NULL, NULL};
-    td_status st = td__gemm_cuda_run_gather_cols(&p, cfg, src, sources, src_rows, bs, cs, col_srcs, maps, NULL);
+    td_status st = td__gemm_cuda_run_gather_cols(&p, cfg, src, sources, src_rows, bs, cs, col_srcs, maps,
+                                                 split ? &tail : NULL, NULL);
     if (st != TD_OK)
       fprintf(stderr, "%s\n", td_last_error());
     assert_int_equal(st, TD_OK);
     assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
     for (int q = 0; q < col_srcs; q++) {
       char what[160];
-      snprintf(what, sizeof what, "gather+nsplit %dx%d s%d: M=%d nb=%d K=%d src_rows=%lld col_srcs=%d round %d C_%d",
-               cfg->bm, cfg->bn, cfg->stages, m, nb, k, src_rows, col_srcs, round, q);
+      snprintf(what, sizeof what, "gather+nsplit %dx%d s%d: M=%d nb=%d K=%d src_rows=%lld col_srcs=%d (%d tiles in %d "
+               "slices) round %d C_%d", cfg->bm, cfg->bn, cfg->stages, m, nb, k, src_rows, col_srcs, t, sk, round, q);
       kg_dest_check(what, &d[q], refj[q], nb, k);
     }
     kg_expect_poisoned("gather+nsplit: the destination past col_srcs", extra, (size_t)m * nb);
@@ -1152,7 +1214,11 @@ static void gather_nsplit_case(const td_gemm_config *cfg, long long src_rows, in
   for (int j = 0; j < col_srcs; j++)
     cudaFree(dbj[j]), free(refj[j]);
   free(a), free(b), free(ref), free(part);
-  cudaFree(maps);
+  cudaFree(maps), cudaFree(tail.split_ws);
+}
+
+static void gather_nsplit_case(const td_gemm_config *cfg, long long src_rows, int m, int nb, int k, int col_srcs) {
+  gather_nsplit_case_ex(cfg, src_rows, m, nb, k, col_srcs, 0);
 }
 
 static void test_gather_nsplit(void **state) {
@@ -1168,6 +1234,21 @@ static void test_gather_nsplit(void **state) {
     gather_nsplit_case(&cfgs[i], 256, 512, 512, 64, 2);          /* whole tiles */
     gather_nsplit_case(&cfgs[i], 128, 100, 8, 64, 1);            /* one source each way, tiny */
   }
+}
+
+/* GATHER | NSPLIT's split tail (ag_gemm's one launch for every rank): fewer
+ * tiles than SMs, so every tile of every column source runs as K-slices (K
+ * of 16 k-blocks and a bit: 2 slices), each C_j checked as above, round 1
+ * with the sources reversed on the same workspace. */
+static void test_gather_nsplit_split(void **state) {
+  (void)state;
+  if (skip_arch(TD_GEMM_SM90))
+    skip();
+  td_gemm_config cfgs[16];
+  int n = td__gemm_cuda_configs_hooked(TD_BF16, TD_GEMM_B_KN, TD_GEMM_HOOK_GATHER | TD_GEMM_HOOK_NSPLIT, cfgs, 16);
+  assert_true(n >= 1);
+  for (int i = 0; i < n && i < 16; i++)
+    gather_nsplit_case_ex(&cfgs[i], 128, 4 * 128, 264, 1024 + 40, 4, 1);
 }
 
 int main(void) {
@@ -1187,6 +1268,8 @@ int main(void) {
       cmocka_unit_test(test_kgather_split_waves),
       cmocka_unit_test(test_kgather_bcast_defer),
       cmocka_unit_test(test_gather_nsplit),
+      cmocka_unit_test(test_gather_split),
+      cmocka_unit_test(test_gather_nsplit_split),
       cmocka_unit_test_prestate(test_wait_raise, &sm80),
       cmocka_unit_test_prestate(test_timeout, &sm80),
       cmocka_unit_test_prestate(test_push_accumulate, &sm80),

@@ -319,6 +319,11 @@ static void test_fused_ag_one(void **state) {
   /* 100 calls, 8 ranks, M = 1024 (8 rows of every C checked a call) */
   fused_sched_rows("ag gather, one launch for every rank", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 1024, 1792, 1024,
                    100, 8, 8);
+  /* its split tail (every rank's 8 tiles, 64 in all, in 2 K-slices on the 132 SMs), and none */
+  fused_sched_rows("K-slices", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 1024, 1792, 1024, 20, 8, 8);
+  setenv("TD_OPS_FUSED_TAIL", "none", 1);
+  fused_sched("!K-slices", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 1024, 1792, 1024, 3, 8);
+  unsetenv("TD_OPS_FUSED_TAIL");
   /* where it cannot run, the other zero-copy launches (as forced gather) */
   fused_sched("ag batched", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 96 * 4, 1024, 136, 2, 4); /* parts of 96 rows */
   fused_sched("ag direct", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 333, 512, 136, 2, 4);     /* unequal parts */
@@ -334,6 +339,32 @@ static void test_fused_ag_one(void **state) {
   fused_sched("!one launch", TD_TP_AG_GEMM, TD_TP_AUTO, TD_BF16, 256 * 4, 1024, 136, 2, 4);
   setenv("TD_OPS_FUSED_AG", "gather", 1);
   fused_sched("!one launch", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 256 * 4, 1024, 136, 2, 4);
+  unsetenv("TD_OPS_FUSED_AG");
+  unsetenv("TD_CUDA_DEVICE");
+}
+
+/* ag_gemm's gather with each rank's launch on its share of the SMs
+ * (TD_OPS_FUSED_AG=gather-share: the ranks' launches at once fill the GPU),
+ * its last wave split along K: 1-8 ranks, nb not a multiple of the tile, the
+ * split over 100 calls on one workspace per rank (M = 1024 on 8 ranks: each
+ * rank's 8 tiles on 16 or 17 SMs, 2 slices each), TD_OPS_FUSED_TAIL=none,
+ * and where it cannot run. Every rank's C checked (fused_case). */
+static void test_fused_ag_share(void **state) {
+  (void)state;
+  setenv("TD_CUDA_DEVICE", "0", 1);
+  setenv("TD_OPS_FUSED_AG", "gather-share", 1);
+  const int ranks[] = {1, 2, 3, 4, 8};
+  for (int r = 0; r < 5; r++) {
+    const int n = ranks[r];
+    fused_sched("ag gather on ", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 128 * n, 136 * n, 136, 3, n);
+    fused_sched("K-slices", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 128 * n, 72 * n, 1024 + 8, 2, n); /* n tiles */
+  }
+  fused_sched_rows("K-slices", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 1024, 1792, 1024, 100, 8, 8);
+  setenv("TD_OPS_FUSED_TAIL", "none", 1);
+  fused_sched("!K-slices", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 1024, 1792, 1024, 3, 8);
+  unsetenv("TD_OPS_FUSED_TAIL");
+  fused_sched("ag batched", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 96 * 4, 1024, 136, 2, 4); /* parts of 96 rows */
+  fused_sched("ag direct", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 333, 512, 136, 2, 4);     /* unequal parts */
   unsetenv("TD_OPS_FUSED_AG");
   unsetenv("TD_CUDA_DEVICE");
 }
@@ -764,6 +795,7 @@ int main(void) {
       cmocka_unit_test(test_fused_direct),
       cmocka_unit_test(test_fused_kgather),
       cmocka_unit_test(test_fused_ag_one),
+      cmocka_unit_test(test_fused_ag_share),
       cmocka_unit_test(test_fused_gpus2),
       cmocka_unit_test(test_fused_gpus4),
   };

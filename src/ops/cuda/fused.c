@@ -77,16 +77,44 @@
 #pragma weak td__gemm_split_plan_waves
 #pragma weak td__gemm_cuda_has_variant
 
-/* kgather's split tail as rank 0's launch plans it (gemm.h, "Split tail"; one
- * block per SM, the same on every rank): the tiles split and their slices,
- * within a workspace of ws bytes. */
+/* ag gather-share: rank r's share of the SMs, sms / n and one more for the
+ * first sms % n ranks, so that the n launches at once hold every SM once. */
+int td__f_share(const td__tp_fused *f, int r) {
+  const int q = f->sms / f->n;
+  return (q > 0 ? q : 1) + (r < f->sms % f->n);
+}
+
+/* The split tail as the launch plans it (gemm.h, "Split tail"; one block per
+ * SM, the same on every rank): kgather's and ag_one's (rank 0's one launch:
+ * every rank's tiles on every SM) and ag_share's (this rank's tiles on its
+ * share); the tiles split and their slices, within a workspace of ws bytes. */
 static void td__f_split_plan(const td_tp_op *op, const td__tp_fused *f, long long ws, int *tail, int *split) {
   *tail = 0, *split = 1;
-  if (!f->kgather || !f->tail_split || !td__gemm_split_plan_waves)
+  if (!f->tail_split || !td__gemm_split_plan_waves || !(f->kgather || f->ag_one || f->ag_share))
     return;
-  const long long units = ((op->d.m + f->cfg.bm - 1) / f->cfg.bm) * ((op->d.n + f->cfg.bn - 1) / f->cfg.bn);
-  td__gemm_split_plan_waves(units, f->sms, (int)((op->d.k + 63) / 64), ws, (long long)f->cfg.bm * f->cfg.bn * 4,
+  const int64_t cols = f->kgather ? op->d.n : f->nb;
+  long long units = ((op->d.m + f->cfg.bm - 1) / f->cfg.bm) * ((cols + f->cfg.bn - 1) / f->cfg.bn);
+  if (f->ag_one)
+    units *= f->n;
+  const int slots = f->ag_share ? td__f_share(f, f->r) : f->sms;
+  td__gemm_split_plan_waves(units, slots, (int)((op->d.k + 63) / 64), ws, (long long)f->cfg.bm * f->cfg.bn * 4,
                             f->tail_split, tail, split);
+}
+
+/* TD_OPS_FUSED_TAIL into f->tail_split, and the workspace of the split this
+ * rank's launch will plan (rank 0's for kgather and ag_one, every rank's for
+ * ag_share), its counters zeroed on the stream. */
+static td_status td__f_alloc_tail(const td_tp_op *op, td__tp_fused *f) {
+  const char *tail = NULL;
+  TD_CHECK(td_config_str("TD_OPS_FUSED_TAIL", &tail));
+  f->tail_split = tail && !strcmp(tail, "none") ? 0 : tail && !strcmp(tail, "split2") ? 2 : 1;
+  int t = 0, s = 1; /* the workspace the plan for this shape needs, exactly (the launch plans the same) */
+  td__f_split_plan(op, f, LLONG_MAX, &t, &s);
+  if (t < 1 || (f->r != 0 && !f->ag_share))
+    return TD_OK;
+  f->split_ws_bytes = TD_GEMM_SPLIT_CNT_BYTES + (long long)t * s * f->cfg.bm * f->cfg.bn * 4;
+  TD_CHECK(td__f_cu(cudaMalloc(&f->split_ws, (size_t)f->split_ws_bytes), "cudaMalloc (split-tail workspace)"));
+  return td__f_cu(cudaMemsetAsync(f->split_ws, 0, TD_GEMM_SPLIT_CNT_BYTES, f->s), "cudaMemsetAsync");
 }
 
 /* The two records swapped at creation: where each rank is (its status and
@@ -374,7 +402,7 @@ static td_status td__f_ag_mode(const td_tp_op *op, td__tp_fused *f) {
     return td__error(TD_ERR_INVALID_ARG, "fused: TD_OPS_FUSED_AG_GEMMS=%" PRId64 ": use 0 (by shape), 1, 3 or 8",
                      v);
   f->ag_direct = mode && (!strcmp(mode, "direct") || !strcmp(mode, "batched") || !strcmp(mode, "gather") ||
-                          !strcmp(mode, "gather-one"))
+                          !strcmp(mode, "gather-one") || !strcmp(mode, "gather-share"))
                      ? 1
                 : mode && !strcmp(mode, "copy")                                 ? 0
                                                 : !f->multi && v == 0 && op->d.m / f->n >= 512;
@@ -511,7 +539,8 @@ static td_status td__f_alloc(td_tp_op *op, td__tp_fused *f) {
     /* one shared GPU, equal parts: one zero-copy launch of our tile (auto and
      * gather; batched and direct keep their own launches) */
     /* gather where td__tp_fused_ag_gather allows (AUTO: where it pays, tp_fused_check.c says why) */
-    const int one = mode && !strcmp(mode, "gather-one"), forced_gather = one || (mode && !strcmp(mode, "gather"));
+    const int one = mode && !strcmp(mode, "gather-one"), share = mode && !strcmp(mode, "gather-share");
+    const int forced_gather = one || share || (mode && !strcmp(mode, "gather"));
     const int gather_ok = (forced_gather || !mode || !strcmp(mode, "auto")) &&
                           td__f_gather_config(op, f, forced_gather, !one);
     if (gather_ok && (f->ag_direct || !mode || !strcmp(mode, "auto"))) {
@@ -527,9 +556,13 @@ static td_status td__f_alloc(td_tp_op *op, td__tp_fused *f) {
       TD_CHECK(td__f_cu(cudaMalloc(&f->buf, m * (size_t)d->k * f->esz), "cudaMalloc (gather buffer)"));
     if (!f->ag_gather)
       f->ag_one = 0; /* an asked-for copy split keeps the copy path */
-    if (f->ag_gather)
+    if (f->ag_gather) {
+      f->ag_share = share && !f->ag_one;
       TD_CHECK(td__f_cu(cudaMalloc(&f->amaps, (f->ag_one ? 2 : 1) * (size_t)f->n * TD_GEMM_MAP_BYTES),
                         "cudaMalloc (tensor maps)"));
+      if (f->ag_one || f->ag_share) /* the last wave split along K: rank 0's one launch, or every rank's share */
+        TD_CHECK(td__f_alloc_tail(op, f));
+    }
     /* across GPUs the copy path pulls from every peer at once, one stream each */
     for (int j = 0; f->multi && !f->ag_direct && j < f->n - 1; j++)
       TD_CHECK(td__f_cu(cudaStreamCreateWithPriority(&f->cep[j], cudaStreamNonBlocking, hi),
@@ -556,17 +589,7 @@ static td_status td__f_alloc(td_tp_op *op, td__tp_fused *f) {
       TD_CHECK(td_config_int("TD_OPS_FUSED_BCAST_PACE", &pace_kb));
       f->bcast_pace_kb = (int)pace_kb;
       TD_CHECK(td__f_cu(cudaMalloc(&f->kmaps, 3 * (size_t)f->n * TD_GEMM_MAP_BYTES), "cudaMalloc (tensor maps)"));
-      const char *tail = NULL;
-      TD_CHECK(td_config_str("TD_OPS_FUSED_TAIL", &tail));
-      f->tail_split = tail && !strcmp(tail, "none") ? 0 : tail && !strcmp(tail, "split2") ? 2 : 1;
-      int t = 0, s = 1; /* the workspace the plan for this shape needs, exactly (the launch plans the same) */
-      td__f_split_plan(op, f, LLONG_MAX, &t, &s);
-      if (f->r == 0 && t > 0) {
-        /* rank 0's launch splits its last wave's (or two waves') tiles along K */
-        f->split_ws_bytes = TD_GEMM_SPLIT_CNT_BYTES + (long long)t * s * f->cfg.bm * f->cfg.bn * 4;
-        TD_CHECK(td__f_cu(cudaMalloc(&f->split_ws, (size_t)f->split_ws_bytes), "cudaMalloc (split-tail workspace)"));
-        TD_CHECK(td__f_cu(cudaMemsetAsync(f->split_ws, 0, TD_GEMM_SPLIT_CNT_BYTES, f->s), "cudaMemsetAsync"));
-      }
+      TD_CHECK(td__f_alloc_tail(op, f)); /* rank 0's launch splits its last wave's (or two waves') tiles along K */
       TD_CHECK(td__f_cu(cudaMalloc((void **)&f->ctl, TD__CTL_WORDS * 8), "cudaMalloc (progress words)"));
       TD_CHECK(td__f_cu(cudaMemsetAsync(f->ctl, 0, TD__CTL_WORDS * 8, f->s), "cudaMemsetAsync"));
       return td__f_cu(cudaStreamSynchronize(f->s), "cudaStreamSynchronize");
@@ -855,13 +878,21 @@ void td__tp_fused_describe(const td_tp_op *op, char *buf, size_t cap) {
     td__gemm_config_name(&f->cfg, eng, sizeof eng);
   switch (op->d.kind) {
   case TD_TP_AG_GEMM:
-    if (f->ag_gather || f->ag_batched || f->ag_direct)
-      snprintf(buf, cap, "ag %s, %s",
+    if (f->ag_gather || f->ag_batched || f->ag_direct) {
+      char share[48] = "", tail[96] = "";
+      int t = 0, s = 1;
+      td__f_split_plan(op, f, LLONG_MAX, &t, &s);
+      if (f->ag_share)
+        snprintf(share, sizeof share, " on %d of %d SMs", td__f_share(f, f->r), f->sms);
+      if (t > 0)
+        snprintf(tail, sizeof tail, ", last %d tile%s in %d K-slices", t, t > 1 ? "s" : "", s);
+      snprintf(buf, cap, "ag %s%s, %s%s",
                f->ag_one       ? "gather, one launch for every rank"
                : f->ag_gather  ? "gather"
                : f->ag_batched ? "batched"
                                : "direct",
-               f->ag_batched ? "cuBLAS batched" : eng);
+               share, f->ag_batched ? "cuBLAS batched" : eng, tail);
+    }
     else if (f->ag_blocks == 1)
       snprintf(buf, cap, "ag copy, one GEMM launch, %s", eng);
     else /* a rank whose part sits at an end has no rows before (or after) it: fewer launches */

@@ -33,6 +33,8 @@ struct td__tp_fused {
   int ag_gather;  /* ag direct: one launch of our tile reading every rank's A in place (GATHER hook) */
   int ag_one;     /* ag gather: rank 0's one launch for every rank (GATHER | NSPLIT: each rank's B and C a
                    * column source); the others wait on its event */
+  int ag_share;   /* ag gather: each rank's launch on its share of the SMs (td__f_share), its last wave split
+                   * (TD_OPS_FUSED_AG=gather-share): the ranks' launches run at once and fill the GPU together */
   void *amaps;    /* ag gather: device table of n tensor maps (td__gemm_cuda_run_gather uploads them); ag_one:
                    * 2n (A, then B) */
   int rs_push;    /* rs / ar two-shot: row blocks pushed to their owners' receive slots as they are computed */
@@ -44,9 +46,10 @@ struct td__tp_fused {
                     * half stored during the next tile's main loop), 2 pace (the default: every copy paced
                     * over it); td_gemm_hooks.bcast_defer */
   int bcast_pace_kb; /* gemm_ar kgather, paced: TD_OPS_FUSED_BCAST_PACE, k-blocks between two copies */
-  int tail_split;  /* kgather: TD_OPS_FUSED_TAIL: 0 none, 1 split (the last wave), 2 split2 (or the last two
-                    * waves'); every rank; rank 0's launch gets split_ws */
-  void *split_ws; /* kgather, rank 0: the tile's split-tail workspace (counters zeroed once) */
+  int tail_split;  /* kgather, ag_one, ag_share: TD_OPS_FUSED_TAIL: 0 none, 1 split (the last wave), 2 split2
+                    * (or the last two waves'); every rank; the launching rank gets split_ws */
+  void *split_ws; /* kgather and ag_one: rank 0's; ag_share: every rank's: the split-tail workspace (counters
+                   * zeroed once) */
   long long split_ws_bytes;
   int ar_all_push; /* gemm_ar: every row block pushed to every peer as computed; each rank reduces all rows */
   int ar_blocks;   /* gemm_ar all-push: row blocks of the partial GEMM (<= TD__MAXR) */
@@ -78,6 +81,9 @@ struct td__tp_fused {
   const void *ar_b; /* kgather: B, read by rank 0's launch in place (and C in ar_dst, written by it) */
   int64_t ar_off[TD__MAXR + 1]; /* two-shot: part p is [ar_off[p], ar_off[p+1]) */
 };
+
+/* ag gather-share: rank r's share of f->sms (sms / n, one more for the first sms % n ranks; at least 1). */
+int td__f_share(const td__tp_fused *f, int r);
 
 int td__fused_reduce(void *dst, const void *const *src, int nsrc, long long elems, int dt, int sms, void *stream);
 td_status td__f_cu(cudaError_t e, const char *what);

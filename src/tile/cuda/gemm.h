@@ -86,7 +86,8 @@
  *                       once per tile row, not once per rank's launch
  *                       (td__gemm_cuda_run_gather_cols builds the maps).
  *
- * Split tail (KGATHER launches, any route): a persistent launch of T tiles
+ * Split tail (KGATHER launches, any route, and GATHER ones, with NSPLIT or
+ * not; never with WAIT or RAISE): a persistent launch of T tiles
  * on G blocks runs floor(T / G) full waves and a last one of T % G tiles,
  * which leaves most multiprocessors idle for a whole tile's time (qwen2-72b,
  * M = 1024: 928 tiles of 128x256 on 132 SMs, a last wave of 4). Given a
@@ -224,10 +225,10 @@ typedef struct td_gemm_hooks {
                                       * effect on kernels that stage whole tiles */
   int bcast_pace_kb;                 /* BCAST paced (bcast_defer 2): k-blocks between two copies, 1..
                                       * TD_GEMM_PACE_KB_MAX; 0 (memset) = TD_GEMM_PACE_KB_DEFAULT */
-  void *split_ws;                    /* KGATHER: split-tail workspace (see below); NULL = no split */
-  long long split_ws_bytes;          /* KGATHER: its bytes; the launcher splits only what fits */
-  int split_tail, split_k;           /* KGATHER: set by the launcher (td__gemm_split_plan), not the caller */
-  int split_waves;                   /* KGATHER: 0 or 1 = split the last wave's tiles; 2 = or the last two
+  void *split_ws;                    /* KGATHER, GATHER: split-tail workspace (see below); NULL = no split */
+  long long split_ws_bytes;          /* KGATHER, GATHER: its bytes; the launcher splits only what fits */
+  int split_tail, split_k;           /* KGATHER, GATHER: set by the launcher (td__gemm_split_plan), not the caller */
+  int split_waves;                   /* KGATHER, GATHER: 0 or 1 = split the last wave's tiles; 2 = or the last two
                                       * waves' where td__gemm_split_plan_waves's model says it pays */
 } td_gemm_hooks;
 
@@ -308,16 +309,23 @@ td_status td__gemm_cuda_run_sms(const td_gemm_problem *problem, const td_gemm_co
  * with cudaMemcpyAsync on `stream`, then launches the sm_90a kernel of
  * `config` compiled with the GATHER hook. The table is read by the kernel, so
  * the caller reuses map_buf only for later launches on the same stream (or
- * after this one finished). Asynchronous. Errors: those of
- * td__gemm_cuda_run; TD_ERR_INVALID_ARG (NULL a_src entry, map_buf or B/C,
- * src_rows < 1, sources != ceil(M / src_rows) or above TD_GEMM_MAX_SOURCES,
- * a misaligned map_buf), TD_ERR_SHAPE (src_rows not a multiple of the
- * configuration's BM), TD_ERR_UNSUPPORTED (a cuBLAS or sm_80 configuration,
- * or no GATHER kernel compiled for it: the message lists those compiled).
- * Thread-safe. Zero-copy AllGather + GEMM for ranks that share one GPU. */
+ * after this one finished). `tail` (NULL: none) lends the split tail its
+ * workspace: tail->split_ws of tail->split_ws_bytes and tail->split_waves, as
+ * for td__gemm_cuda_run_kgather's `out` (its other fields are not read).
+ * `sms` > 0 sizes the persistent grid (and the split plan) for that many
+ * multiprocessors, 0 for all: ranks sharing one GPU that launch at once each
+ * take their share, so that every rank's last wave can be split. Asynchronous.
+ * Errors: those of td__gemm_cuda_run; TD_ERR_INVALID_ARG (NULL a_src entry,
+ * map_buf or B/C, src_rows < 1, sources != ceil(M / src_rows) or above
+ * TD_GEMM_MAX_SOURCES, a misaligned map_buf, sms < 0, a misaligned
+ * tail->split_ws, negative split_ws_bytes, split_waves outside 0..2),
+ * TD_ERR_SHAPE (src_rows not a multiple of the configuration's BM),
+ * TD_ERR_UNSUPPORTED (a cuBLAS or sm_80 configuration, or no GATHER kernel
+ * compiled for it: the message lists those compiled). Thread-safe.
+ * Zero-copy AllGather + GEMM for ranks that share one GPU. */
 td_status td__gemm_cuda_run_gather(const td_gemm_problem *problem, const td_gemm_config *config,
                                    const void *const *a_src, int sources, long long src_rows,
-                                   void *map_buf, void *stream);
+                                   void *map_buf, const td_gemm_hooks *tail, int sms, void *stream);
 
 /** td__gemm_cuda_run_gather over `col_srcs` column sources at once
  * (TD_GEMM_HOOK_GATHER | TD_GEMM_HOOK_NSPLIT): C_j = A * B_j for every j in
@@ -329,7 +337,8 @@ td_status td__gemm_cuda_run_gather(const td_gemm_problem *problem, const td_gemm
  * col_srcs GEMMs of M x N run as one of M x (col_srcs * N) with no tile
  * crossing a source. map_buf: device memory of at least (sources + col_srcs)
  * * TD_GEMM_MAP_BYTES bytes, 64-byte aligned (A maps, then B maps), reused
- * as for td__gemm_cuda_run_gather. Asynchronous. Errors: those of
+ * as for td__gemm_cuda_run_gather; `tail` as there (the split tail over
+ * every source's tiles). Asynchronous. Errors: those of
  * td__gemm_cuda_run_gather; TD_ERR_INVALID_ARG (NULL b_src or c_dst or an
  * entry of them, col_srcs outside 1..TD_GEMM_MAX_PEERS, B not [K,N]).
  * Thread-safe. AllGather + GEMM of ranks sharing one GPU as one launch for
@@ -337,7 +346,7 @@ td_status td__gemm_cuda_run_gather(const td_gemm_problem *problem, const td_gemm
 td_status td__gemm_cuda_run_gather_cols(const td_gemm_problem *problem, const td_gemm_config *config,
                                         const void *const *a_src, int sources, long long src_rows,
                                         const void *const *b_src, void *const *c_dst, int col_srcs,
-                                        void *map_buf, void *stream);
+                                        void *map_buf, const td_gemm_hooks *tail, void *stream);
 
 /** Runs C = sum over s of A_s * B_s (TD_GEMM_HOOK_KGATHER): a_src[s] is a
  * row-major [M, k_src] matrix (its rows k_src elements apart), b_src[s] a
@@ -375,7 +384,7 @@ td_status td__gemm_cuda_run_kgather(const td_gemm_problem *problem, const td_gem
                                     long long k_src, void *map_buf, unsigned route, const td_gemm_hooks *out,
                                     void *stream);
 
-/** The split tail of a KGATHER launch (see "Split tail" above): `units`
+/** The split tail of a KGATHER or GATHER launch (see "Split tail" above): `units`
  * tiles (>= 1) on a persistent grid of `slots` blocks (>= 1), `nk` k-blocks
  * of 64 per tile, a workspace of `ws_bytes` and partial tiles of
  * `tile_bytes` (BM * BN * 4). Sets *tail (tiles split, the last ones) and

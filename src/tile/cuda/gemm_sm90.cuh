@@ -200,7 +200,7 @@ __device__ __forceinline__ void td__tma_load_2d_multicast(td__gemm_u32 dst, cons
       : "memory");
 }
 
-/* KGATHER's split tail (gemm.h, "Split tail"): every consumer thread of the
+/* The split tail (gemm.h, "Split tail"; KGATHER and GATHER): every consumer thread of the
  * CTA calls this after the last wgmma of its slice `part` of split tile
  * `tile` (workspace slot `slot`). It stores the thread's accumulators as
  * fp32 partials (L2 only: the reader is another SM), then one thread takes
@@ -374,6 +374,9 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
   static_assert(!NSPLIT || (GATHER && B_KN && CLUSTER == 1),
                 "NSPLIT runs with GATHER, with B as [K,N] and no cluster");
   constexpr bool BCAST = (HOOKS & TD_GEMM_HOOK_BCAST) != 0;
+  /* launches that may split their last wave's tiles along K (gemm.h, "Split tail"): none of them waits or
+   * raises per tile, so a tile finished by whichever slice drew the last ticket needs no signal order */
+  constexpr bool SPLITS = KGATHER || GATHER;
   static_assert(!KGATHER || ((HOOKS == TD_GEMM_HOOK_KGATHER || HOOKS == (TD_GEMM_HOOK_KGATHER | TD_GEMM_HOOK_PUSH) ||
                               HOOKS == (TD_GEMM_HOOK_KGATHER | TD_GEMM_HOOK_BCAST)) &&
                              B_KN && CLUSTER == 1),
@@ -398,12 +401,12 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
   const int tiles_m = (m + BM - 1) / BM, tpn = (n + BN - 1) / BN, tiles_n = NSPLIT ? tpn * hooks.n_src : tpn;
   const int rows_c = (tiles_m + CLUSTER - 1) / CLUSTER; /* tile rows of clusters */
   const int units = rows_c * tiles_n;
-  /* KGATHER's split tail (gemm.h): tiles [dp_units, units) run as nsplit K-slices each, work units
+  /* The split tail (gemm.h; KGATHER and GATHER launches): tiles [dp_units, units) run as nsplit K-slices each, work units
    * dp_units.. in tile order, so that a tile's slices go to consecutive blocks (the same wave, or two
    * rounds of the grid where the plan splits two waves' tiles: nothing waits, so no order matters). The
    * launcher's plan always passes this check; a plan outside it (a hand-built hooks value: more tiles
    * than exist or than the counters hold, slices of no k-block, no workspace) runs unsplit. */
-  const int nsplit = KGATHER && hooks.split_k > 1 && hooks.split_k <= (k + 63) / 64 && hooks.split_tail > 0 &&
+  const int nsplit = SPLITS && hooks.split_k > 1 && hooks.split_k <= (k + 63) / 64 && hooks.split_tail > 0 &&
                              hooks.split_tail <= units && hooks.split_tail <= TD_GEMM_SPLIT_CNT_BYTES / 4 &&
                              hooks.split_ws
                          ? hooks.split_k
@@ -446,7 +449,7 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
   const int nk = (k + S::BK - 1) / S::BK;
   /* work unit w: tile u, its k-blocks [kb0, kb1) and slice part (-1: the whole K) */
   auto unit_of = [&](int w, int &u, int &kb0, int &kb1, int &part) {
-    if constexpr (KGATHER) {
+    if constexpr (SPLITS) {
       if (w >= dp_units) {
         const int p = w - dp_units, t = p / nsplit;
         part = p - t * nsplit;
@@ -599,7 +602,7 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
           if (leader)
             td__mbar_expect_tx(full + 8 * st, S::STAGE_BYTES);
         };
-        int kb = kb0; /* 0 unless a KGATHER slice, which never WAITs */
+        int kb = kb0; /* 0 unless a split tile's slice (KGATHER or GATHER), which never WAITs */
         if constexpr (WAIT) {
           /* B (the weights) never waits: while the tile's A rows are not known
            * to be ready, claim stages and start only their B loads, so a signal
@@ -930,7 +933,7 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
             td__mbar_arrive(empty + 8 * prev);
         }
       }
-      if constexpr (KGATHER) /* a slice of a split tile: the last one to finish runs the epilogue */
+      if constexpr (SPLITS) /* a slice of a split tile: the last one to finish runs the epilogue */
         if (part >= 0 && !td__gemm_split_fixup<BN, S::NC, S::MI>(acc, hooks, w - dp_units, part, nsplit,
                                                                  u - dp_units, cw * 128 + tid))
           continue;

@@ -458,7 +458,8 @@ static td_status td__run(const td_gemm_problem *p, const td_gemm_config *cfg, un
                      "CMAKE_CUDA_ARCHITECTURES including 90a");
   int grid = td__grid_size(&prep, sms, cl, units);
   h.split_tail = 0, h.split_k = 1;
-  if ((flags & TD_GEMM_HOOK_KGATHER) && h.split_ws) { /* the last wave's tiles in K-slices, where it pays */
+  if ((flags & (TD_GEMM_HOOK_KGATHER | TD_GEMM_HOOK_GATHER)) && h.split_ws) { /* the last wave's tiles in K-slices,
+                                                                              * where it pays */
     td__gemm_split_plan_waves(units, td__grid_size(&prep, sms, cl, LLONG_MAX), (p->k + 63) / 64, h.split_ws_bytes,
                               (long long)e->bm * e->bn * 4, h.split_waves == 2 ? 2 : 1, &h.split_tail, &h.split_k);
     if (units + (long long)h.split_tail * (h.split_k - 1) > INT32_MAX - TD__UNIT_HEADROOM) /* int work units */
@@ -623,21 +624,42 @@ static td_status td__check_b_kn(const td_gemm_problem *p, const char *hook) {
   return TD_OK;
 }
 
+/* The split tail's fields of `tail` (NULL: no split), checked and copied
+ * into h: the workspace and the waves to split; the launcher plans the rest. */
+static td_status td__take_tail(const td_gemm_hooks *tail, const char *hook, td_gemm_hooks *h) {
+  if (!tail)
+    return TD_OK;
+  if (tail->split_ws_bytes < 0 || (uintptr_t)tail->split_ws % 16 != 0)
+    return td__error(TD_ERR_INVALID_ARG, "gemm: %s split_ws %p of %lld bytes; a 16-byte aligned workspace "
+                     "of >= 0 bytes (or NULL: no split tail) is allowed", hook, tail->split_ws, tail->split_ws_bytes);
+  if (tail->split_waves < 0 || tail->split_waves > 2)
+    return td__error(TD_ERR_INVALID_ARG, "gemm: %s split_waves=%d; 0 or 1 (the last wave's tiles) or 2 (the "
+                     "last two waves' where that pays) are allowed", hook, tail->split_waves);
+  h->split_ws = tail->split_ws;
+  h->split_ws_bytes = tail->split_ws ? tail->split_ws_bytes : 0;
+  h->split_waves = tail->split_waves;
+  return TD_OK;
+}
+
 extern "C" td_status td__gemm_cuda_run_gather(const td_gemm_problem *p, const td_gemm_config *cfg,
                                               const void *const *a_src, int sources, long long src_rows,
-                                              void *map_buf, void *stream) {
+                                              void *map_buf, const td_gemm_hooks *tail, int sms, void *stream) {
   TD_CHECK(td__check_gather(p, cfg, a_src, sources, src_rows, map_buf));
+  if (sms < 0)
+    return td__error(TD_ERR_INVALID_ARG, "gemm: GATHER sms=%d; 0 (every multiprocessor) or a positive cap is "
+                     "allowed", sms);
   td_gemm_hooks h;
   memset(&h, 0, sizeof h);
+  TD_CHECK(td__take_tail(tail, "GATHER", &h));
   h.a_maps = map_buf;
   h.a_rows = src_rows;
-  return td__run(p, cfg, TD_GEMM_HOOK_GATHER, &h, stream, 0, a_src, sources);
+  return td__run(p, cfg, TD_GEMM_HOOK_GATHER, &h, stream, sms, a_src, sources);
 }
 
 extern "C" td_status td__gemm_cuda_run_gather_cols(const td_gemm_problem *p, const td_gemm_config *cfg,
                                                    const void *const *a_src, int sources, long long src_rows,
                                                    const void *const *b_src, void *const *c_dst, int col_srcs,
-                                                   void *map_buf, void *stream) {
+                                                   void *map_buf, const td_gemm_hooks *tail, void *stream) {
   TD_CHECK(td__check_gather(p, cfg, a_src, sources, src_rows, map_buf));
   if (!b_src || !c_dst)
     return td__error(TD_ERR_INVALID_ARG, "gemm: NSPLIT needs the column sources' tables b_src and c_dst");
@@ -655,6 +677,7 @@ extern "C" td_status td__gemm_cuda_run_gather_cols(const td_gemm_problem *p, con
                      "%d x %d elements); give every column source its own C", a, b, p->m, p->n);
   td_gemm_hooks h;
   memset(&h, 0, sizeof h);
+  TD_CHECK(td__take_tail(tail, "NSPLIT", &h));
   h.a_maps = map_buf;
   h.a_rows = src_rows;
   h.b_maps = (const char *)map_buf + (size_t)sources * TD_GEMM_MAP_BYTES;
@@ -701,19 +724,9 @@ extern "C" td_status td__gemm_cuda_run_kgather(const td_gemm_problem *p, const t
                      "TD_GEMM_HOOK_BCAST (0x%x) are allowed", route, TD_GEMM_HOOK_PUSH, TD_GEMM_HOOK_BCAST);
   if (route && !out)
     return td__error(TD_ERR_INVALID_ARG, "gemm: KGATHER route 0x%x needs its destinations (out is NULL)", route);
-  if (out && (out->split_ws_bytes < 0 || (uintptr_t)out->split_ws % 16 != 0))
-    return td__error(TD_ERR_INVALID_ARG, "gemm: KGATHER split_ws %p of %lld bytes; a 16-byte aligned workspace "
-                     "of >= 0 bytes (or NULL: no split tail) is allowed", out->split_ws, out->split_ws_bytes);
-  if (out && (out->split_waves < 0 || out->split_waves > 2))
-    return td__error(TD_ERR_INVALID_ARG, "gemm: KGATHER split_waves=%d; 0 or 1 (the last wave's tiles) or 2 (the "
-                     "last two waves' where that pays) are allowed", out->split_waves);
   td_gemm_hooks h;
   memset(&h, 0, sizeof h);
-  if (out) { /* the split tail's workspace (the launcher plans the split itself) */
-    h.split_ws = out->split_ws;
-    h.split_ws_bytes = out->split_ws ? out->split_ws_bytes : 0;
-    h.split_waves = out->split_waves;
-  }
+  TD_CHECK(td__take_tail(out, "KGATHER", &h)); /* the split tail's workspace (the launcher plans the split itself) */
   if (route) { /* the routing fields alone: the rest of *out is not the caller's to set here */
     memcpy(h.dst, out->dst, sizeof h.dst);
     h.rows_per_peer = out->rows_per_peer;
