@@ -207,9 +207,13 @@ lane_agsb() { # ag_gemm at M = 1024 where gather misses: AUTO against gather-one
   # split), each on AUTO's tile and on 128x256, alternating twice
   for rep in 1 2; do
     for v in auto gather-one gather-one:128x256 gather-share gather-share:128x256; do
-      local mode=${v%%:*} tile=; [ "$mode" != "$v" ] && tile=${v#*:}
-      TD_ITERS=20 TD_OPS_FUSED_AG=$mode TD_OPS_FUSED_TILE=$tile bench "asb_${v/:/_}$rep" ag_gemm --variants none \
-        --models llama3.1-8b,qwen2-72b,gpt3-175b,llama3.1-70b --m ${TD_AGSB_M:-1024}
+      local mode=${v%%:*} name="asb_${v/:/_}$rep"
+      local args=(ag_gemm --variants none --models llama3.1-8b,qwen2-72b,gpt3-175b,llama3.1-70b --m ${TD_AGSB_M:-1024})
+      if [ "$mode" != "$v" ]; then
+        TD_ITERS=20 TD_OPS_FUSED_AG=$mode TD_OPS_FUSED_TILE=${v#*:} bench "$name" "${args[@]}"
+      else
+        TD_ITERS=20 TD_OPS_FUSED_AG=$mode bench "$name" "${args[@]}"
+      fi
     done
   done
 }
