@@ -105,6 +105,22 @@ static void test_counts_layout_shapes(void **state) {
   refused("--streams 2x", "got '2x'");
   refused("--streams 2 --hooks", "--streams 2 times plain launches only");
   refused("--stamps 3 --streams 4", "need --streams 1");
+  refused("--streams -1", "--streams expects a whole number 1..16, got '-1'");
+  refused("--streams=", "--streams expects a whole number 1..16, got ''");
+  refused("--streams +3", "got '+3'");
+  refused("--streams", "--streams needs a value");
+  refused("--streams 2 --streams 2", "--streams given twice");
+  refused("--streams 2 --hook-modes wait", "need --streams 1");
+  refused("--hook-variants 16 --streams=3", "--streams 3 times plain launches only");
+  { /* the bounds themselves, and --streams 1 with the hook options */
+    gb_args o;
+    char err[512];
+    assert_int_equal(parse("--streams=16", &o, err, sizeof err), 0);
+    assert_int_equal(o.streams, 16);
+    assert_int_equal(parse("--streams 1 --hooks", &o, err, sizeof err), 0);
+    assert_int_equal(o.streams, 1);
+    assert_int_equal(o.with_hooks, 1);
+  }
 }
 
 static void test_option_syntax(void **state) {
