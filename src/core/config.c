@@ -101,7 +101,7 @@ static const td__cfg_var td__vars[] = {
      "of 128 rows in bf16 on one shared GPU with a tile compiled for it, each rank its own launch; where it cannot "
      "run: batched, else direct) or gather-one (the same as rank 0's one launch for every rank, each rank's B "
      "and C a column source, its last wave split as TD_OPS_FUSED_TAIL says) or gather-share (each rank's launch "
-     "on its share of the SMs, SMs / ranks, its last wave split: the ranks' launches run at once); batched, direct and gather are for ranks sharing one GPU: across GPUs they read the peers' A over "
+     "on its share of the SMs, SMs / ranks, its last wave split: the ranks' launches run at once); batched, direct, gather, gather-one and gather-share are for ranks sharing one GPU: across GPUs they read the peers' A over "
      "the links (direct), slower than copy there; auto = gather on one shared GPU where it can run, except parts "
      "of >= 512 rows whose B rows are not whole 128-byte lines, which take batched (direct for unequal parts) "
      "like any part of >= 512 rows, unless TD_OPS_FUSED_AG_GEMMS is set; else copy",

@@ -81,7 +81,7 @@
  * first sms % n ranks, so that the n launches at once hold every SM once. */
 int td__f_share(const td__tp_fused *f, int r) {
   const int q = f->sms / f->n;
-  return (q > 0 ? q : 1) + (r < f->sms % f->n);
+  return q > 0 ? q + (r < f->sms % f->n) : 1; /* fewer SMs than ranks: one each, shared */
 }
 
 /* The split tail as the launch plans it (gemm.h, "Split tail"; one block per

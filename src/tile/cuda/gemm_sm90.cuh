@@ -375,8 +375,9 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
                 "NSPLIT runs with GATHER, with B as [K,N] and no cluster");
   constexpr bool BCAST = (HOOKS & TD_GEMM_HOOK_BCAST) != 0;
   /* launches that may split their last wave's tiles along K (gemm.h, "Split tail"): none of them waits or
-   * raises per tile, so a tile finished by whichever slice drew the last ticket needs no signal order */
-  constexpr bool SPLITS = KGATHER || GATHER;
+   * raises per tile, so a tile finished by whichever slice drew the last ticket needs no signal order; a
+   * cluster's pair shares its B slice per k-block, so a clustered GATHER never splits */
+  constexpr bool SPLITS = KGATHER || (GATHER && CLUSTER == 1);
   static_assert(!KGATHER || ((HOOKS == TD_GEMM_HOOK_KGATHER || HOOKS == (TD_GEMM_HOOK_KGATHER | TD_GEMM_HOOK_PUSH) ||
                               HOOKS == (TD_GEMM_HOOK_KGATHER | TD_GEMM_HOOK_BCAST)) &&
                              B_KN && CLUSTER == 1),
