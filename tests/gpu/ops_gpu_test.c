@@ -319,10 +319,11 @@ static void test_fused_ag_one(void **state) {
   /* 100 calls, 8 ranks, M = 1024 (8 rows of every C checked a call) */
   fused_sched_rows("ag gather, one launch for every rank", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 1024, 1792, 1024,
                    100, 8, 8);
-  /* its split tail (every rank's 8 tiles, 64 in all, in 2 K-slices on the 132 SMs), and none */
-  fused_sched_rows("K-slices", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 1024, 1792, 1024, 20, 8, 8);
+  /* its split tail (nb = 128: every rank's 8 tiles of 128x128, 64 in all, in 2 K-slices on the 132 SMs; at
+   * nb = 224 above, 128 tiles leave too few SMs idle to split), and none */
+  fused_sched_rows("K-slices", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 1024, 1024, 1024, 20, 8, 8);
   setenv("TD_OPS_FUSED_TAIL", "none", 1);
-  fused_sched("!K-slices", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 1024, 1792, 1024, 3, 8);
+  fused_sched("!K-slices", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 1024, 1024, 1024, 3, 8);
   unsetenv("TD_OPS_FUSED_TAIL");
   /* where it cannot run, the other zero-copy launches (as forced gather) */
   fused_sched("ag batched", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 96 * 4, 1024, 136, 2, 4); /* parts of 96 rows */
@@ -359,9 +360,11 @@ static void test_fused_ag_share(void **state) {
     fused_sched("ag gather on ", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 128 * n, 136 * n, 136, 3, n);
     fused_sched("K-slices", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 128 * n, 72 * n, 1024 + 8, 2, n); /* n tiles */
   }
-  fused_sched_rows("K-slices", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 1024, 1792, 1024, 100, 8, 8);
+  /* 100 calls at nb = 224 (16 tiles of 128x128 on 16-17 SMs: whole), then nb = 128 (8 tiles: split), and none */
+  fused_sched_rows("!K-slices", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 1024, 1792, 1024, 100, 8, 8);
+  fused_sched_rows("K-slices", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 1024, 1024, 1024, 20, 8, 8);
   setenv("TD_OPS_FUSED_TAIL", "none", 1);
-  fused_sched("!K-slices", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 1024, 1792, 1024, 3, 8);
+  fused_sched("!K-slices", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 1024, 1024, 1024, 3, 8);
   unsetenv("TD_OPS_FUSED_TAIL");
   fused_sched("ag batched", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 96 * 4, 1024, 136, 2, 4); /* parts of 96 rows */
   fused_sched("ag direct", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 333, 512, 136, 2, 4);     /* unequal parts */
