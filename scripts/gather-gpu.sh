@@ -197,6 +197,26 @@ lane_tilescan() { # the plain tile against cuBLAS at ag_gemm's per-rank shapes, 
   run tile_one 120 "$BIN/gemm_bench" --layout kn --iters 30 --json "$OUT/tile_one.json" \
     --shapes 1024x14336x4096,1024x29568x8192,1024x1792x4096,1024x3696x8192
 }
+lane_t256() { # the 256x128 tiles (cuBLASLt's pick at M = 1024, N = 29568): the tile tests (GATHER's halves from
+  # two sources), the operators' gather cases, the plain tile at the one-launch shapes, then ag_gemm forced onto it
+  run gemm_args_test 60 "$BIN/gemm_args_test"
+  run gemm_hooks_test 150 "$BIN/gemm_hooks_test"
+  TD_GPU_TEST_FILTER='test_fused_ag_one,test_fused_ag_share' TD_GPU_TEST_VERBOSE=1 run ops_gpu_t256 240 \
+    "$BIN/ops_gpu_test"
+  run t256_one 150 "$BIN/gemm_bench" --layout kn --iters 50 --json "$OUT/t256_one.json" \
+    --shapes 1024x14336x4096,1024x28672x8192,1024x29568x8192,1024x49152x12288,8192x3584x8192,4096x3584x8192
+  for rep in 1 2; do
+    for v in auto gather-one:256x128 gather:256x128 gather-one:128x128; do
+      local mode=${v%%:*} name="t256_${v/:/_}$rep"
+      local args=(ag_gemm --variants none --models llama3.1-8b,qwen2-72b,gpt3-175b,llama3.1-70b --m ${TD_AGSB_M:-1024})
+      if [ "$mode" != "$v" ]; then
+        TD_ITERS=20 TD_OPS_FUSED_AG=$mode TD_OPS_FUSED_TILE=${v#*:} bench "$name" "${args[@]}"
+      else
+        TD_ITERS=20 TD_OPS_FUSED_AG=$mode bench "$name" "${args[@]}"
+      fi
+    done
+  done
+}
 lane_agsplit() { # GATHER's split tail: the tile tests, the operator's gather-one / gather-share tests
   run gemm_args_test 60 "$BIN/gemm_args_test"
   run gemm_hooks_test 150 "$BIN/gemm_hooks_test"

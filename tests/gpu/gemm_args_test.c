@@ -184,7 +184,13 @@ static void test_gather(void **state) {
   tl.split_waves = -1;
   gather_expect_ex(&p, &c, src, 4, 128, maps, &tl, 4, TD_ERR_INVALID_ARG, "GATHER split_waves=-1");
   p.m = 4 * 96;
-  gather_expect(&p, &c, src, 4, 96, maps, TD_ERR_SHAPE, "src_rows=96 is not a multiple of BM=128");
+  gather_expect(&p, &c, src, 4, 96, maps, TD_ERR_SHAPE, "src_rows=96 is not a multiple of 128 (BM=128 loads");
+  /* BM = 256 loads two 128-row halves: sources of 64 rows are refused, naming the part */
+  c.bm = 256, c.bn = 128, c.stages = 4;
+  p.m = 4 * 64;
+  gather_expect(&p, &c, src, 4, 64, maps, TD_ERR_SHAPE, "src_rows=64 is not a multiple of 128 (BM=256 loads "
+                "128-row parts)");
+  c = cfg90;
   p.m = 512;
   /* a configuration with BM = 0 names no kernel: refused with the list, not a division by zero */
   c.bm = 0;

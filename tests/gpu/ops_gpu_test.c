@@ -332,6 +332,16 @@ static void test_fused_ag_one(void **state) {
   setenv("TD_OPS_FUSED_TILE", "128x128", 1);
   fused_sched("ag gather, one launch for every rank, sm90 128x128", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 256 * 4,
               1024, 136, 2, 4);
+  /* 256-row tiles over parts of 128 rows (each tile's halves from two ranks' A), named only: one launch, each
+   * rank's, and its split tail (nb = 128: 4 tiles a rank, 32 on 132 SMs) */
+  setenv("TD_OPS_FUSED_TILE", "256x128", 1);
+  fused_sched_rows("one launch for every rank, sm90 256x128", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 1024, 1792, 1032,
+                   20, 8, 8);
+  fused_sched_rows("K-slices", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 1024, 1024, 1024, 3, 8, 8);
+  setenv("TD_OPS_FUSED_AG", "gather", 1);
+  fused_sched_rows("ag gather, sm90 256x128", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 1024, 1792, 1032, 20, 8, 8);
+  fused_sched("ag gather, sm90 256x128", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 384 * 3, 600, 200, 3, 3);
+  setenv("TD_OPS_FUSED_AG", "gather-one", 1);
   setenv("TD_OPS_FUSED_TILE", "128x192", 1); /* compiled for per-rank GATHER only: each rank's launch */
   fused_sched("ag gather, sm90 128x192", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 256 * 4, 1536, 136, 2, 4);
   unsetenv("TD_OPS_FUSED_TILE");

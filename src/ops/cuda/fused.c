@@ -358,13 +358,22 @@ static int td__f_gather_config(const td_tp_op *op, td__tp_fused *f, int forced, 
   }
   if (usable < 1)
     usable = td__f_hooked_configs(op, TD_GEMM_HOOK_GATHER, all);
+  /* 256-row tiles (two 128-row parts) only where TD_OPS_FUSED_TILE names one: not yet measured against the
+   * others in the operator, so the model does not pick them */
+  const char *tile = NULL;
+  const int named = td_config_str("TD_OPS_FUSED_TILE", &tile) == TD_OK && tile && strcmp(tile, "tiles");
+  int kept = 0;
   for (int i = 0; i < usable; i++)
-    bms[i] = all[i].bm;
+    if (named || all[i].bm <= 128)
+      all[kept++] = all[i];
+  usable = kept;
+  for (int i = 0; i < usable; i++)
+    bms[i] = TD__GEMM_GATHER_ROWS(all[i].bm);
   if (!td__tp_fused_ag_gather(f->multi, op->d.m, f->n, f->nb, f->esz, bms, usable, forced))
     return 0;
-  int fit = 0; /* those whose BM divides a part */
+  int fit = 0; /* those whose GATHER part (TD__GEMM_GATHER_ROWS) divides a rank's part */
   for (int i = 0; i < usable; i++)
-    if (f->rows[0] % all[i].bm == 0)
+    if (f->rows[0] % TD__GEMM_GATHER_ROWS(all[i].bm) == 0)
       all[fit++] = all[i];
   usable = fit;
   /* one launch over every rank's columns has the same tiles as n launches of M x nb */

@@ -183,6 +183,12 @@ typedef unsigned long long td__gemm_u64;
 #define TD_GEMM_B_NK 0
 #define TD_GEMM_B_KN 1
 
+/* GATHER's row granularity for a tile of BM rows: a_rows must be a multiple
+ * of it. BM itself, except 256, whose two 128-row halves are loaded apart and
+ * may lie in two sources (so parts of 128 rows, M = 1024 on 8 ranks, can run
+ * 256-row tiles). */
+#define TD__GEMM_GATHER_ROWS(bm) ((bm) > 128 ? 128 : (bm))
+
 /* Slots of the diagnostic record written by a timed-out wait. */
 #define TD_GEMM_DIAG_FLAG 0     /* 1 once a wait timed out */
 #define TD_GEMM_DIAG_SIGNAL 1   /* index of the signal in wait_signals */

@@ -539,24 +539,39 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
         td__gemm_tile_coords(u, rows_c, tiles_n, group_c, &tc, &tn);
         const int tm = tc * CLUSTER + (int)crank;
         const td__gemm_u32 mask = (1u << CLUSTER) - 1;
-        /* GATHER: the tile's rows lie in one source (a_rows is a multiple of
-         * BM), read in place through that source's map; the maps live in
-         * global memory, written by a copy ordered before this launch. */
-        const long long src = GATHER ? (long long)tm * BM / hooks.a_rows : 0;
-        if constexpr (GATHER) {
-          /* the map was written through the generic proxy (a copy into the
-           * table, which a later launch may rewrite at the same address):
-           * make it visible to the tensormap proxy before TMA reads it */
-          if (leader)
-            asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" ::"l"(
-                             (const td__tensor_map *)hooks.a_maps + src)
-                         : "memory");
+        /* GATHER: each GR-row part of the tile lies in one source (a_rows is
+         * a multiple of GR, TD__GEMM_GATHER_ROWS: BM, or 128 for BM = 256,
+         * whose halves may lie in two sources), read in place through that
+         * source's map; the maps live in global memory, written by a copy
+         * ordered before this launch. A part past the last source's rows
+         * reads that source's map out of bounds: TMA fills it with zeros
+         * and still counts its bytes. */
+        constexpr int GR = TD__GEMM_GATHER_ROWS(BM), GP = BM / GR;
+        long long src[GP];
+#pragma unroll
+        for (int h = 0; h < GP; h++) {
+          src[h] = 0;
+          if constexpr (GATHER) {
+            const long long s = ((long long)tm * BM + h * GR) / hooks.a_rows, last = (m - 1) / hooks.a_rows;
+            src[h] = s < last ? s : last;
+            /* the map was written through the generic proxy (a copy into the
+             * table, which a later launch may rewrite at the same address):
+             * make it visible to the tensormap proxy before TMA reads it */
+            if (leader && (h == 0 || src[h] != src[h - 1]))
+              asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" ::"l"(
+                               (const td__tensor_map *)hooks.a_maps + src[h])
+                           : "memory");
+          }
         }
         auto load_a = [&](int st, int kb) {
           if (leader) {
-            if constexpr (GATHER)
-              td__tma_load_2d(ring + st * S::STAGE_BYTES, (const td__tensor_map *)hooks.a_maps + src,
-                              full + 8 * st, kb * S::BK, (int)((long long)tm * BM - src * hooks.a_rows));
+            if constexpr (GATHER) {
+#pragma unroll
+              for (int h = 0; h < GP; h++) /* a part's GR rows sit GR * BK elements on: the swizzle repeats every 8 */
+                td__tma_load_2d(ring + st * S::STAGE_BYTES + h * GR * S::BK * 2,
+                                (const td__tensor_map *)hooks.a_maps + src[h], full + 8 * st, kb * S::BK,
+                                (int)((long long)tm * BM + h * GR - src[h] * hooks.a_rows));
+            }
             else if constexpr (KGATHER) { /* k-block kb lies in source ks, at its column kx - ks * k_src */
               const int kx = kb * S::BK, ks = kx / ksrc;
               td__tma_load_2d(ring + st * S::STAGE_BYTES, (const td__tensor_map *)hooks.a_maps + ks,

@@ -24,15 +24,19 @@ static const td__gemm_kernel_entry td__kn[] = {
     td__entry<128, 192, 5, 8, TD_GEMM_DT_BF16, 0>(),
     td__entry<128, 128, 6, 8, TD_GEMM_DT_BF16, 0>(),
     td__entry<128, 64, 8, 8, TD_GEMM_DT_BF16, 0>(),
+    td__entry<256, 128, 4, 8, TD_GEMM_DT_BF16, 0>(), /* cuBLASLt's pick at M = 1024, N = 29568 (docs/perf.md) */
+    td__entry<256, 128, 4, 8, TD_GEMM_DT_BF16, 0, 2>(),
     td__entry<128, 128, 6, 8, TD_GEMM_DT_BF16, TD_GEMM_HOOK_ALL>(),
     td__entry<128, 128, 6, 8, TD_GEMM_DT_F16, 0>(),
     /* zero-copy AllGather + GEMM of ranks sharing a GPU (fused ag_gemm) */
     td__entry<128, 256, 4, 8, TD_GEMM_DT_BF16, TD_GEMM_HOOK_GATHER>(),
     td__entry<128, 192, 5, 8, TD_GEMM_DT_BF16, TD_GEMM_HOOK_GATHER>(),
     td__entry<128, 128, 6, 8, TD_GEMM_DT_BF16, TD_GEMM_HOOK_GATHER>(),
+    td__entry<256, 128, 4, 8, TD_GEMM_DT_BF16, TD_GEMM_HOOK_GATHER>(), /* halves of 128 rows, from two sources */
     /* the same for every rank at once, each rank's B and C a column source: one launch */
     td__entry<128, 256, 4, 8, TD_GEMM_DT_BF16, TD_GEMM_HOOK_GATHER | TD_GEMM_HOOK_NSPLIT>(),
     td__entry<128, 128, 6, 8, TD_GEMM_DT_BF16, TD_GEMM_HOOK_GATHER | TD_GEMM_HOOK_NSPLIT>(),
+    td__entry<256, 128, 4, 8, TD_GEMM_DT_BF16, TD_GEMM_HOOK_GATHER | TD_GEMM_HOOK_NSPLIT>(),
     /* GEMM + ReduceScatter of ranks sharing a GPU without partial sums (fused gemm_rs kgather) */
     td__entry<128, 256, 4, 8, TD_GEMM_DT_BF16, TD_GEMM_HOOK_KGATHER>(),
     td__entry<128, 128, 6, 8, TD_GEMM_DT_BF16, TD_GEMM_HOOK_KGATHER>(),

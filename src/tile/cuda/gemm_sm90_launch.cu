@@ -490,7 +490,8 @@ static td_status td__run(const td_gemm_problem *p, const td_gemm_config *cfg, un
       td__tensor_map maps[TD_GEMM_MAX_SOURCES + TD_GEMM_MAX_PEERS];
       for (int s = 0; s < sources; s++) {
         long long r0 = (long long)s * h.a_rows, rows = m - r0 < h.a_rows ? m - r0 : h.a_rows;
-        TD_CHECK(td__make_map(&maps[s], a_src[s], dtype, rows, k, 64, e->bm, "A (a GATHER source)"));
+        TD_CHECK(td__make_map(&maps[s], a_src[s], dtype, rows, k, 64, TD__GEMM_GATHER_ROWS(e->bm),
+                              "A (a GATHER source)"));
       }
       /* NSPLIT: then each column source's B, [K, N] (the table holds A's maps, then these) */
       const int bmaps = (flags & TD_GEMM_HOOK_NSPLIT) ? h.n_src : 0;
@@ -607,9 +608,10 @@ static td_status td__check_gather(const td_gemm_problem *p, const td_gemm_config
   if ((uintptr_t)map_buf % 64 != 0)
     return td__error(TD_ERR_INVALID_ARG, "gemm: GATHER map_buf %p is not 64-byte aligned (tensor maps are)",
                      map_buf);
-  if (cfg->bm > 0 && src_rows % cfg->bm != 0) /* BM < 1 names no kernel: refused with the list of compiled ones */
-    return td__error(TD_ERR_SHAPE, "gemm: GATHER src_rows=%lld is not a multiple of BM=%d, so a tile would "
-                     "straddle two sources; use a configuration whose BM divides it", src_rows, cfg->bm);
+  if (cfg->bm > 0 && src_rows % TD__GEMM_GATHER_ROWS(cfg->bm) != 0) /* BM < 1 names no kernel: refused with the list */
+    return td__error(TD_ERR_SHAPE, "gemm: GATHER src_rows=%lld is not a multiple of %d (BM=%d loads %d-row parts), "
+                     "so a load would straddle two sources; use a configuration whose part divides it", src_rows,
+                     TD__GEMM_GATHER_ROWS(cfg->bm), cfg->bm, TD__GEMM_GATHER_ROWS(cfg->bm));
   for (int s = 0; s < sources; s++)
     if (!a_src[s])
       return td__error(TD_ERR_INVALID_ARG, "gemm: GATHER source %d of %d is NULL", s, sources);
