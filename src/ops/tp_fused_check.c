@@ -196,6 +196,22 @@ int td__tp_fused_ag_gather(int multi, int64_t m, int n, int64_t nb, size_t esz, 
   return best;
 }
 
+/* Parts of 128 rows (M = 1024 on 8 ranks) are where each rank's launch
+ * misses most: M x nb has 8 tile rows of 128 and nb's partial column tile
+ * (qwen2-72b, nb = 3696) in every launch, and 8 launches at once run below
+ * one launch of all the columns even in cuBLAS (gemm_bench --streams 8,
+ * docs/perf.md "Twelfth session"). Rank 0's one launch of 256x128 tiles
+ * (cuBLASLt's own pick at 1024 x 29568 x 8192) over every rank's columns
+ * ran at 1.062/1.070x of the GEMM alone for qwen2-72b against AUTO's
+ * 1.126/1.177x, 1.084/1.088x against 1.091/1.114x (llama3.1-8b) and tied
+ * at llama3.1-70b and gpt3-175b (H200, 8 ranks, two alternating runs, rev
+ * 6d8da3d); 128x128 tiles in the same launch ran 5-19% slower than AUTO,
+ * 256-row tiles in each rank's launch 1-4% slower. Larger parts are not
+ * measured with it, so they keep each rank's launch. */
+int td__tp_fused_ag_one_auto(int multi, int n, int64_t part_rows, int max_peers) {
+  return !multi && n >= 2 && n <= max_peers && part_rows == 128;
+}
+
 /* kgather (ranks sharing one GPU): every row of the sum is one GEMM over the
  * whole K, so one launch over every rank's A and B does the work of the n
  * partial GEMMs with none of their partials, reductions or all-gathers.

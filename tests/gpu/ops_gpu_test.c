@@ -345,9 +345,18 @@ static void test_fused_ag_one(void **state) {
   setenv("TD_OPS_FUSED_TILE", "128x192", 1); /* compiled for per-rank GATHER only: each rank's launch */
   fused_sched("ag gather, sm90 128x192", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 256 * 4, 1536, 136, 2, 4);
   unsetenv("TD_OPS_FUSED_TILE");
-  /* AUTO keeps each rank's launch (measured faster); gather asks for it too */
+  /* AUTO keeps each rank's launch on parts of 256 rows (measured faster); gather asks for it too */
   unsetenv("TD_OPS_FUSED_AG");
   fused_sched("!one launch", TD_TP_AG_GEMM, TD_TP_AUTO, TD_BF16, 256 * 4, 1024, 136, 2, 4);
+  /* on parts of 128 rows it takes the one launch of 256x128 tiles (td__tp_fused_ag_one_auto), unless a tile is
+   * named */
+  fused_sched_rows("one launch for every rank, sm90 256x128", TD_TP_AG_GEMM, TD_TP_AUTO, TD_BF16, 1024, 1792, 1032,
+                   20, 8, 8);
+  fused_sched("one launch for every rank, sm90 256x128", TD_TP_AG_GEMM, TD_TP_AUTO, TD_BF16, 256, 3696 * 2, 520, 2,
+              2);
+  setenv("TD_OPS_FUSED_TILE", "128x256", 1);
+  fused_sched("!one launch", TD_TP_AG_GEMM, TD_TP_AUTO, TD_BF16, 1024, 1792, 1032, 2, 8);
+  unsetenv("TD_OPS_FUSED_TILE");
   setenv("TD_OPS_FUSED_AG", "gather", 1);
   fused_sched("!one launch", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 256 * 4, 1024, 136, 2, 4);
   unsetenv("TD_OPS_FUSED_AG");

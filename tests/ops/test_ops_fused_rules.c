@@ -91,6 +91,19 @@ static void test_ag_gather(void **state) {
   assert_int_equal(td__tp_fused_ag_gather(0, 64 * 4, 4, 256, 2, mixed, 3, 0), 64);
 }
 
+/* AUTO's one launch of 256x128 tiles: parts of 128 rows on one shared GPU only (measured there). */
+static void test_ag_one_auto(void **state) {
+  (void)state;
+  assert_true(td__tp_fused_ag_one_auto(0, 8, 128, 8));  /* M = 1024 on 8 ranks */
+  assert_true(td__tp_fused_ag_one_auto(0, 2, 128, 8));
+  assert_false(td__tp_fused_ag_one_auto(0, 8, 256, 8)); /* M = 2048: not measured, each rank's launch */
+  assert_false(td__tp_fused_ag_one_auto(0, 8, 512, 8));
+  assert_false(td__tp_fused_ag_one_auto(0, 1, 128, 8)); /* one rank: its launch is already the one */
+  assert_false(td__tp_fused_ag_one_auto(1, 8, 128, 8)); /* across GPUs: no gather */
+  assert_false(td__tp_fused_ag_one_auto(0, 9, 128, 8)); /* more ranks than the column table holds */
+  assert_false(td__tp_fused_ag_one_auto(0, 8, 64, 8));
+}
+
 static void test_ar_all_push(void **state) {
   (void)state;
   assert_true(td__tp_fused_ar_all_push(2, 1, 8192));
@@ -207,6 +220,7 @@ int main(void) {
       cmocka_unit_test(test_ag_split_edges),
       cmocka_unit_test(test_ar_all_push),
       cmocka_unit_test(test_ag_gather),
+      cmocka_unit_test(test_ag_one_auto),
       cmocka_unit_test(test_kgather),
       cmocka_unit_test(test_kgather_mode),
       cmocka_unit_test(test_tile_rule),

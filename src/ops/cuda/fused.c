@@ -352,16 +352,29 @@ static int td__f_gather_config(const td_tp_op *op, td__tp_fused *f, int forced, 
   td_gemm_config all[16];
   unsigned hooks = TD_GEMM_HOOK_GATHER;
   int usable = 0, bms[16];
+  const char *tile = NULL;
+  const int named = td_config_str("TD_OPS_FUSED_TILE", &tile) == TD_OK && tile && strcmp(tile, "tiles");
+  /* AUTO on parts of 128 rows: rank 0's one launch of 256x128 tiles (td__tp_fused_ag_one_auto: measured) */
+  if (!forced && !named && td__gemm_cuda_run_gather_cols &&
+      td__tp_fused_ag_one_auto(f->multi, f->n, f->rows[0], TD_GEMM_MAX_PEERS)) {
+    const int part[1] = {TD__GEMM_GATHER_ROWS(256)};
+    const int cnt = td__f_hooked_configs(op, TD_GEMM_HOOK_GATHER | TD_GEMM_HOOK_NSPLIT, all);
+    for (int i = 0; i < cnt; i++)
+      if (all[i].bm == 256 && all[i].bn == 128 && all[i].cluster == 1 &&
+          td__tp_fused_ag_gather(f->multi, op->d.m, f->n, f->nb, f->esz, part, 1, 0)) {
+        f->cfg = all[i];
+        f->ag_one = 1;
+        return 1;
+      }
+  }
   if (!per_rank && td__gemm_cuda_run_gather_cols && f->n <= TD_GEMM_MAX_PEERS) {
     usable = td__f_hooked_configs(op, TD_GEMM_HOOK_GATHER | TD_GEMM_HOOK_NSPLIT, all);
     hooks = usable > 0 ? TD_GEMM_HOOK_GATHER | TD_GEMM_HOOK_NSPLIT : hooks;
   }
   if (usable < 1)
     usable = td__f_hooked_configs(op, TD_GEMM_HOOK_GATHER, all);
-  /* 256-row tiles (two 128-row parts) only where TD_OPS_FUSED_TILE names one: not yet measured against the
-   * others in the operator, so the model does not pick them */
-  const char *tile = NULL;
-  const int named = td_config_str("TD_OPS_FUSED_TILE", &tile) == TD_OK && tile && strcmp(tile, "tiles");
+  /* 256-row tiles (two 128-row parts) otherwise only where TD_OPS_FUSED_TILE names one: in each rank's launch
+   * they ran 1-4% slower than AUTO's pick, so the model does not pick them */
   int kept = 0;
   for (int i = 0; i < usable; i++)
     if (named || all[i].bm <= 128)
