@@ -217,6 +217,14 @@ lane_t256() { # the 256x128 tiles (cuBLASLt's pick at M = 1024, N = 29568): the 
     done
   done
 }
+lane_fin12() { # the twelfth session's AUTO (parts of 128 rows: one launch of 256x128 tiles): the operator tests,
+  # then ag_gemm on every model twice, against the previous AUTO (each rank's launch: gather) at M = 1024 between
+  TD_GPU_TEST_FILTER='test_fused_ag_one,test_fused_ag_share' TD_GPU_TEST_VERBOSE=1 run ops_gpu_fin12 240 \
+    "$BIN/ops_gpu_test"
+  bench f12_ag1 ag_gemm --variants none --models all --m 1024,4096,8192
+  TD_OPS_FUSED_AG=gather bench f12_prev ag_gemm --variants none --models all --m 1024
+  bench f12_ag2 ag_gemm --variants none --models all --m 1024,4096,8192
+}
 lane_agsplit() { # GATHER's split tail: the tile tests, the operator's gather-one / gather-share tests
   run gemm_args_test 60 "$BIN/gemm_args_test"
   run gemm_hooks_test 150 "$BIN/gemm_hooks_test"
