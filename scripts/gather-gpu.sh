@@ -225,6 +225,29 @@ lane_fin12() { # the twelfth session's AUTO (parts of 128 rows: one launch of 25
   TD_OPS_FUSED_AG=gather bench f12_prev ag_gemm --variants none --models all --m 1024
   bench f12_ag2 ag_gemm --variants none --models all --m 1024,4096,8192
 }
+lane_g1big() { # the one launch (gather-one) at parts of 512 and 1024 rows on 256x128 and 128x256 tiles against
+  # AUTO (each rank's launch, or batched), alternating twice; then M = 1024's one launch without its split tail
+  for rep in 1 2; do
+    for v in auto gather-one:256x128 gather-one:128x256; do
+      local mode=${v%%:*} name="g1b_${v/:/_}$rep"
+      local args=(ag_gemm --variants none --models llama3.1-8b,llama3.1-70b,llama3.1-405b,qwen2-72b,gpt3-175b
+        --m 4096,8192)
+      if [ "$mode" != "$v" ]; then
+        TD_ITERS=20 TD_OPS_FUSED_AG=$mode TD_OPS_FUSED_TILE=${v#*:} bench "$name" "${args[@]}"
+      else
+        TD_ITERS=20 TD_OPS_FUSED_AG=$mode bench "$name" "${args[@]}"
+      fi
+    done
+  done
+  for rep in 1 2; do
+    for t in split none; do
+      TD_ITERS=20 TD_OPS_FUSED_TAIL=$t bench "g1t_$t$rep" ag_gemm --variants none --models llama3.1-8b,gpt3-175b \
+        --m 1024
+      TD_ITERS=20 TD_OPS_FUSED_TAIL=$t TD_OPS_FUSED_AG=gather-one TD_OPS_FUSED_TILE=128x128 bench "g1t128_$t$rep" \
+        ag_gemm --variants none --models llama3.1-8b --m 1024
+    done
+  done
+}
 lane_agsplit() { # GATHER's split tail: the tile tests, the operator's gather-one / gather-share tests
   run gemm_args_test 60 "$BIN/gemm_args_test"
   run gemm_hooks_test 150 "$BIN/gemm_hooks_test"
