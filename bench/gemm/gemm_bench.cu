@@ -345,8 +345,8 @@ int main(int argc, char **argv) {
     double tf_blas = flop / t_blas / 1e9;
     char lt[256];
     gb_lt_describe(s.m, s.n, s.k, layout == TD_GEMM_B_KN, lt, sizeof lt);
-    printf("%5dx%5dx%5d  cublas %8.3f ms %6.1f TFLOP/s  (%d input sets)\n    %s\n", s.m, s.n, s.k, t_blas,
-           tf_blas, sets, lt);
+    printf("%5dx%5dx%5d  cublas %8.3f ms %6.1f TFLOP/s  (%d input sets, %d output sets)\n    %s\n", s.m, s.n,
+           s.k, t_blas, tf_blas, sets, osets, lt);
     summary sum = {s, tf_blas, 0, configs.empty() ? td_gemm_config{} : configs[0], 0, 0};
     run_blas(0, cref);
     td_gemm_problem p0 = {s.m, s.n, s.k, TD_BF16, layout, a, b, c, NULL};

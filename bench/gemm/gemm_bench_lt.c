@@ -11,30 +11,11 @@
 #include <stdio.h>
 
 /* Names of the cublasLtMatmulTile_t / cublasLtMatmulStages_t /
- * cublasLtClusterShape_t values that Hopper's bf16 kernels use; any other
- * value prints as its number. */
-static const char *tile_name(uint32_t t) {
-  static const char *const names[] = {
-      [15] = "64x64",   [16] = "128x32",  [17] = "64x128",  [18] = "128x64",  [19] = "64x256",
-      [20] = "128x128", [21] = "256x64",  [22] = "64x512",  [23] = "128x256", [24] = "256x128",
-      [25] = "512x64",  [26] = "64x96",   [27] = "96x64",   [28] = "96x128",  [29] = "128x160",
-      [30] = "160x128", [31] = "192x128", [32] = "128x192", [33] = "128x96"};
-  return t < sizeof names / sizeof names[0] ? names[t] : NULL;
-}
+ * cublasLtClusterShape_t values, generated from the cublasLt.h of this build
+ * (lt_names.cmake); a value outside them prints as its number. */
+#include "gemm_bench_lt_names.h"
 
-static const char *stages_name(uint32_t s) {
-  static const char *const names[] = {[13] = "64x1", [14] = "64x2",  [15] = "64x3",  [16] = "64x4",
-                                      [17] = "64x5", [18] = "64x6",  [19] = "128x1", [20] = "128x2",
-                                      [21] = "128x3", [22] = "128x4", [23] = "128x5", [24] = "128x6",
-                                      [35] = "64xAUTO", [36] = "128xAUTO"};
-  return s < sizeof names / sizeof names[0] ? names[s] : NULL;
-}
-
-static const char *cluster_name(uint32_t c) {
-  static const char *const names[] = {[0] = "auto", [2] = "1x1", [3] = "2x1", [4] = "4x1",
-                                      [5] = "1x2",  [6] = "2x2", [8] = "1x4"};
-  return c < sizeof names / sizeof names[0] ? names[c] : NULL;
-}
+#define GB_LT_NAME(table, v) ((size_t)(v) < sizeof table / sizeof table[0] ? table[v] : NULL)
 
 int gb_lt_describe(int m, int n, int k, int b_kn, char *buf, size_t cap) {
   cublasLtHandle_t lt = NULL;
@@ -67,17 +48,20 @@ int gb_lt_describe(int m, int n, int k, int b_kn, char *buf, size_t cap) {
   uint32_t tile = 0, stages = 0, red = 0, swz = 0;
   uint16_t cluster = 0;
   size_t w;
-  cublasLtMatmulAlgoConfigGetAttribute(&res.algo, CUBLASLT_ALGO_CONFIG_ID, &id, sizeof id, &w);
-  cublasLtMatmulAlgoConfigGetAttribute(&res.algo, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile, sizeof tile, &w);
-  cublasLtMatmulAlgoConfigGetAttribute(&res.algo, CUBLASLT_ALGO_CONFIG_STAGES_ID, &stages, sizeof stages, &w);
-  cublasLtMatmulAlgoConfigGetAttribute(&res.algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splitk, sizeof splitk, &w);
-  cublasLtMatmulAlgoConfigGetAttribute(&res.algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &red, sizeof red, &w);
-  cublasLtMatmulAlgoConfigGetAttribute(&res.algo, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, &swz, sizeof swz, &w);
-  cublasLtMatmulAlgoConfigGetAttribute(&res.algo, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, &cluster, sizeof cluster,
-                                       &w);
-  char t[16], s[16], c[16];
+  /* an attribute this cuBLAS cannot report leaves the line "not available" rather than printing zeros */
+  if (cublasLtMatmulAlgoConfigGetAttribute(&res.algo, CUBLASLT_ALGO_CONFIG_ID, &id, sizeof id, &w) ||
+      cublasLtMatmulAlgoConfigGetAttribute(&res.algo, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile, sizeof tile, &w) ||
+      cublasLtMatmulAlgoConfigGetAttribute(&res.algo, CUBLASLT_ALGO_CONFIG_STAGES_ID, &stages, sizeof stages, &w) ||
+      cublasLtMatmulAlgoConfigGetAttribute(&res.algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splitk, sizeof splitk, &w) ||
+      cublasLtMatmulAlgoConfigGetAttribute(&res.algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &red, sizeof red, &w) ||
+      cublasLtMatmulAlgoConfigGetAttribute(&res.algo, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, &swz, sizeof swz, &w) ||
+      cublasLtMatmulAlgoConfigGetAttribute(&res.algo, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, &cluster,
+                                           sizeof cluster, &w))
+    goto out;
+  char t[24], s[24], c[24];
   /* the tile is of C^T: n x m, printed as the M x N tile gemm_bench's configurations name */
-  const char *tn = tile_name(tile), *sn = stages_name(stages), *cn = cluster_name(cluster);
+  const char *tn = GB_LT_NAME(gb_lt_tile_names, tile), *sn = GB_LT_NAME(gb_lt_stages_names, stages),
+             *cn = GB_LT_NAME(gb_lt_cluster_names, cluster);
   if (tn) {
     int tr = 0, tc = 0;
     sscanf(tn, "%dx%d", &tr, &tc);
