@@ -227,6 +227,7 @@ lane_fin12() { # the twelfth session's AUTO (parts of 128 rows: one launch of 25
 }
 lane_g1big() { # the one launch (gather-one) at parts of 512 and 1024 rows on 256x128 and 128x256 tiles against
   # AUTO (each rank's launch, or batched), alternating twice; then M = 1024's one launch without its split tail
+  run lt_names 60 "$BIN/gemm_bench" --layout kn --iters 10 --shapes 1024x14336x4096,4096x3696x8192 # cuBLASLt's names
   for rep in 1 2; do
     for v in auto gather-one:256x128 gather-one:128x256; do
       local mode=${v%%:*} name="g1b_${v/:/_}$rep"
