@@ -252,10 +252,14 @@ static void test_fused_direct(void **state) {
   unsetenv("TD_OPS_FUSED_AG"); /* the loop's last mode would force every case below */
   /* gather: one launch of our tile reading every rank's A in place, where
    * the parts are equal multiples of 128 rows in bf16: each rank's own
-   * (AUTO's choice there, and TD_OPS_FUSED_AG=gather); rank 0's one launch
-   * for every rank (gather-one) has its own cases in test_fused_ag_one */
+   * (AUTO's choice on parts of >= 256 rows, and TD_OPS_FUSED_AG=gather);
+   * on parts of 128 rows AUTO takes rank 0's one launch of 256x128 tiles
+   * (td__tp_fused_ag_one_auto; 3 ranks: the last tile's second half past
+   * the last rank's rows); gather-one has its own cases in test_fused_ag_one */
   for (int r = 0; r < 3; r++) {
-    fused_sched("ag gather, sm90", TD_TP_AG_GEMM, TD_TP_AUTO, TD_BF16, 128 * ranks[r], 1024, 136, 3, ranks[r]);
+    fused_sched("ag gather, one launch for every rank, sm90 256x128", TD_TP_AG_GEMM, TD_TP_AUTO, TD_BF16,
+                128 * ranks[r], 1024, 136, 3, ranks[r]);
+    fused_sched("ag gather, sm90", TD_TP_AG_GEMM, TD_TP_AUTO, TD_BF16, 256 * ranks[r], 1024, 136, 3, ranks[r]);
     fused_sched("ag gather, sm90", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 256 * ranks[r], 576, 64, 3, ranks[r]);
   }
   /* M = 1024 on 8 ranks, 100 calls (8 rows of C checked a call: the f64 reference of every row takes seconds) */
@@ -300,8 +304,9 @@ static void test_fused_direct(void **state) {
 }
 
 /* ag_gemm's gather as rank 0's one launch for every rank (GATHER | NSPLIT:
- * each rank's B and C a column source) on one shared GPU: forced (AUTO keeps
- * each rank's launch, measured faster),
+ * each rank's B and C a column source) on one shared GPU: forced (AUTO takes
+ * it on parts of 128 rows only, on 256x128 tiles; elsewhere each rank's
+ * launch measured faster),
  * 1-8 ranks, a rank's columns not a multiple of the tile (nb = 136, 72),
  * 100 calls with no reset, the fallbacks where it cannot run, and a named
  * tile. Every rank's C checked against the f64 reference (fused_case). */
@@ -354,6 +359,8 @@ static void test_fused_ag_one(void **state) {
                    20, 8, 8);
   fused_sched("one launch for every rank, sm90 256x128", TD_TP_AG_GEMM, TD_TP_AUTO, TD_BF16, 256, 3696 * 2, 520, 2,
               2);
+  fused_sched("one launch for every rank, sm90 256x128", TD_TP_AG_GEMM, TD_TP_AUTO, TD_BF16, 384, 600, 1032, 3,
+              3); /* odd ranks: the second tile's second half lies past M */
   setenv("TD_OPS_FUSED_TILE", "128x256", 1);
   fused_sched("!one launch", TD_TP_AG_GEMM, TD_TP_AUTO, TD_BF16, 1024, 1792, 1032, 2, 8);
   unsetenv("TD_OPS_FUSED_TILE");

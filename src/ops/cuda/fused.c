@@ -90,7 +90,8 @@ int td__f_share(const td__tp_fused *f, int r) {
  * share); the tiles split and their slices, within a workspace of ws bytes. */
 static void td__f_split_plan(const td_tp_op *op, const td__tp_fused *f, long long ws, int *tail, int *split) {
   *tail = 0, *split = 1;
-  if (!f->tail_split || !td__gemm_split_plan_waves || !(f->kgather || f->ag_one || f->ag_share))
+  if (!f->tail_split || !td__gemm_split_plan_waves || !(f->kgather || f->ag_one || f->ag_share) ||
+      f->cfg.cluster > 1) /* a clustered kernel does not split (gemm_sm90.cuh, SPLITS) */
     return;
   const int64_t cols = f->kgather ? op->d.n : f->nb;
   long long units = ((op->d.m + f->cfg.bm - 1) / f->cfg.bm) * ((cols + f->cfg.bn - 1) / f->cfg.bn);
@@ -345,7 +346,10 @@ static int td__f_hooked_configs(const td_tp_op *op, unsigned hooks, td_gemm_conf
  * ran our tile (8 ranks on one H200, 2026-12-01, docs/perf.md "Seventh
  * session on the H200", runs 3 and 4): the ranks' launches already share A
  * through L2 (they run the same tile rows at the same time) and overlap
- * each other's prologue and tail, so AUTO keeps them. */
+ * each other's prologue and tail, so AUTO keeps them, except on parts of
+ * 128 rows: there the one launch on 256x128 tiles measured faster
+ * (td__tp_fused_ag_one_auto, twelfth session), and AUTO takes it unless
+ * TD_OPS_FUSED_TILE names a tile. */
 static int td__f_gather_config(const td_tp_op *op, td__tp_fused *f, int forced, int per_rank) {
   if (!td__gemm_cuda_run_gather)
     return 0;
@@ -374,7 +378,8 @@ static int td__f_gather_config(const td_tp_op *op, td__tp_fused *f, int forced, 
   if (usable < 1)
     usable = td__f_hooked_configs(op, TD_GEMM_HOOK_GATHER, all);
   /* 256-row tiles (two 128-row parts) otherwise only where TD_OPS_FUSED_TILE names one: in each rank's launch
-   * they ran 1-4% slower than AUTO's pick, so the model does not pick them */
+   * they ran 1-4% slower than AUTO's pick, so the gather's model does not pick them (the plain GEMM's
+   * TD_OPS_FUSED_TILE=tiles model and `tdist tune` may: 1.01x cuBLAS at 8192 x 3584 x 8192) */
   int kept = 0;
   for (int i = 0; i < usable; i++)
     if (named || all[i].bm <= 128)

@@ -44,8 +44,9 @@
  *                       as its own [rows_s, K] row-major matrix, described
  *                       by the tensor map a_maps[s] in device memory
  *                       (td__gemm_cuda_run_gather builds and uploads them).
- *                       a_rows is a multiple of BM, so no tile straddles two
- *                       sources. For AllGather + GEMM of ranks that share a
+ *                       a_rows is a multiple of TD__GEMM_GATHER_ROWS(BM) (BM;
+ *                       128 for BM = 256, whose halves load apart and may
+ *                       lie in two sources), so no load straddles two. For AllGather + GEMM of ranks that share a
  *                       GPU: each rank's GEMM reads its peers' shards where
  *                       they are instead of gathering them first. sm_90a
  *                       only; not combined with the other hooks.

@@ -458,7 +458,8 @@ static td_status td__run(const td_gemm_problem *p, const td_gemm_config *cfg, un
                      "CMAKE_CUDA_ARCHITECTURES including 90a");
   int grid = td__grid_size(&prep, sms, cl, units);
   h.split_tail = 0, h.split_k = 1;
-  if ((flags & (TD_GEMM_HOOK_KGATHER | TD_GEMM_HOOK_GATHER)) && h.split_ws) { /* the last wave's tiles in K-slices,
+  /* a clustered GATHER kernel never splits (gemm_sm90.cuh, SPLITS): plan nothing for it */
+  if ((flags & (TD_GEMM_HOOK_KGATHER | TD_GEMM_HOOK_GATHER)) && h.split_ws && !((flags & TD_GEMM_HOOK_GATHER) && cl > 1)) { /* the last wave's tiles in K-slices,
                                                                               * where it pays */
     td__gemm_split_plan_waves(units, td__grid_size(&prep, sms, cl, LLONG_MAX), (p->k + 63) / 64, h.split_ws_bytes,
                               (long long)e->bm * e->bn * 4, h.split_waves == 2 ? 2 : 1, &h.split_tail, &h.split_k);
