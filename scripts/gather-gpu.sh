@@ -197,6 +197,19 @@ lane_tilescan() { # the plain tile against cuBLAS at ag_gemm's per-rank shapes, 
   run tile_one 120 "$BIN/gemm_bench" --layout kn --iters 30 --json "$OUT/tile_one.json" \
     --shapes 1024x14336x4096,1024x29568x8192,1024x1792x4096,1024x3696x8192
 }
+variants() { # prefix models ms variant...: ag_gemm under each variant (TD_OPS_FUSED_AG, and after a colon
+  # TD_OPS_FUSED_TILE), 20 iterations, alternating twice; logs <prefix>_<variant><round>
+  local prefix=$1 models=$2 ms=$3; shift 3
+  for rep in 1 2; do
+    for v in "$@"; do
+      local mode=${v%%:*} name="${prefix}_${v/:/_}$rep"
+      ( # a tile only where named: an empty TD_OPS_FUSED_TILE is not "unset"
+        if [ "$mode" != "$v" ]; then export TD_OPS_FUSED_TILE=${v#*:}; else unset TD_OPS_FUSED_TILE; fi
+        TD_ITERS=20 TD_OPS_FUSED_AG=$mode bench "$name" ag_gemm --variants none --models "$models" --m "$ms"
+      )
+    done
+  done
+}
 lane_t256() { # the 256x128 tiles (cuBLASLt's pick at M = 1024, N = 29568): the tile tests (GATHER's halves from
   # two sources), the operators' gather cases, the plain tile at the one-launch shapes, then ag_gemm forced onto it
   run gemm_args_test 60 "$BIN/gemm_args_test"
@@ -205,17 +218,7 @@ lane_t256() { # the 256x128 tiles (cuBLASLt's pick at M = 1024, N = 29568): the 
     "$BIN/ops_gpu_test"
   run t256_one 150 "$BIN/gemm_bench" --layout kn --iters 50 --json "$OUT/t256_one.json" \
     --shapes 1024x14336x4096,1024x28672x8192,1024x29568x8192,1024x49152x12288,8192x3584x8192,4096x3584x8192
-  for rep in 1 2; do
-    for v in auto gather-one:256x128 gather:256x128 gather-one:128x128; do
-      local mode=${v%%:*} name="t256_${v/:/_}$rep"
-      local args=(ag_gemm --variants none --models llama3.1-8b,qwen2-72b,gpt3-175b,llama3.1-70b --m ${TD_AGSB_M:-1024})
-      if [ "$mode" != "$v" ]; then
-        TD_ITERS=20 TD_OPS_FUSED_AG=$mode TD_OPS_FUSED_TILE=${v#*:} bench "$name" "${args[@]}"
-      else
-        TD_ITERS=20 TD_OPS_FUSED_AG=$mode bench "$name" "${args[@]}"
-      fi
-    done
-  done
+  variants t256 llama3.1-8b,qwen2-72b,gpt3-175b,llama3.1-70b ${TD_AGSB_M:-1024} auto gather-one:256x128 gather:256x128 gather-one:128x128
 }
 lane_fin12() { # the twelfth session's AUTO (parts of 128 rows: one launch of 256x128 tiles): the operator tests,
   # then ag_gemm on every model twice, against the previous AUTO (each rank's launch: gather) at M = 1024 between
@@ -228,18 +231,7 @@ lane_fin12() { # the twelfth session's AUTO (parts of 128 rows: one launch of 25
 lane_g1big() { # the one launch (gather-one) at parts of 512 and 1024 rows on 256x128 and 128x256 tiles against
   # AUTO (each rank's launch, or batched), alternating twice; then M = 1024's one launch without its split tail
   run lt_names 60 "$BIN/gemm_bench" --layout kn --iters 10 --shapes 1024x14336x4096,4096x3696x8192 # cuBLASLt's names
-  for rep in 1 2; do
-    for v in auto gather-one:256x128 gather-one:128x256; do
-      local mode=${v%%:*} name="g1b_${v/:/_}$rep"
-      local args=(ag_gemm --variants none --models llama3.1-8b,llama3.1-70b,llama3.1-405b,qwen2-72b,gpt3-175b
-        --m 4096,8192)
-      if [ "$mode" != "$v" ]; then
-        TD_ITERS=20 TD_OPS_FUSED_AG=$mode TD_OPS_FUSED_TILE=${v#*:} bench "$name" "${args[@]}"
-      else
-        TD_ITERS=20 TD_OPS_FUSED_AG=$mode bench "$name" "${args[@]}"
-      fi
-    done
-  done
+  variants g1b llama3.1-8b,llama3.1-70b,llama3.1-405b,qwen2-72b,gpt3-175b 4096,8192 auto gather-one:256x128 gather-one:128x256
   for rep in 1 2; do
     for t in split none; do
       TD_ITERS=20 TD_OPS_FUSED_TAIL=$t bench "g1t_$t$rep" ag_gemm --variants none --models llama3.1-8b,gpt3-175b \
@@ -257,17 +249,7 @@ lane_agsplit() { # GATHER's split tail: the tile tests, the operator's gather-on
 }
 lane_agsb() { # ag_gemm at M = 1024 where gather misses: AUTO against gather-one and gather-share (their last wave
   # split), each on AUTO's tile and on 128x256, alternating twice
-  for rep in 1 2; do
-    for v in auto gather-one gather-one:128x256 gather-share gather-share:128x256; do
-      local mode=${v%%:*} name="asb_${v/:/_}$rep"
-      local args=(ag_gemm --variants none --models llama3.1-8b,qwen2-72b,gpt3-175b,llama3.1-70b --m ${TD_AGSB_M:-1024})
-      if [ "$mode" != "$v" ]; then
-        TD_ITERS=20 TD_OPS_FUSED_AG=$mode TD_OPS_FUSED_TILE=${v#*:} bench "$name" "${args[@]}"
-      else
-        TD_ITERS=20 TD_OPS_FUSED_AG=$mode bench "$name" "${args[@]}"
-      fi
-    done
-  done
+  variants asb llama3.1-8b,qwen2-72b,gpt3-175b,llama3.1-70b ${TD_AGSB_M:-1024} auto gather-one gather-one:128x256 gather-share gather-share:128x256
 }
 lane_split2() { # the tile tests (the split tail's, the deferred half's), then the operators' kgather tests
   run gemm_args_test 60 "$BIN/gemm_args_test"
