@@ -10,7 +10,7 @@ static td__gemm_kernel_entry td__entry(void) {
   typedef td__gemm_sm80_shape<BM, BN, STAGES, B_KN> S;
   td__gemm_kernel_entry e = {80, BM, BN, S::BK, STAGES, 8, 1, DTYPE, B_KN, HOOKS,
                              (const void *)td__gemm_sm80_kernel<BM, BN, STAGES, 8, DTYPE, B_KN, HOOKS>,
-                             S::THREADS, S::SMEM_BYTES};
+                             S::THREADS, S::SMEM_BYTES, 0 /* no staged tile */, 0 /* no variant */};
   return e;
 }
 

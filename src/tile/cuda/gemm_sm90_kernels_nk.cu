@@ -13,7 +13,7 @@ static td__gemm_kernel_entry td__entry(void) {
   td__gemm_kernel_entry e = {90, BM, BN, S::BK, STAGES, GROUP_M, CLUSTER, DTYPE, TD_GEMM_B_NK, HOOKS,
                              (const void *)td__gemm_sm90_kernel<BM, BN, STAGES, GROUP_M, DTYPE,
                                                                 TD_GEMM_B_NK, HOOKS, CLUSTER>,
-                             S::THREADS, S::SMEM_BYTES};
+                             S::THREADS, S::SMEM_BYTES, 0 /* no staged tile */, 0 /* no variant */};
   return e;
 }
 
