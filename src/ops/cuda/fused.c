@@ -359,13 +359,13 @@ static int td__f_gather_config(const td_tp_op *op, td__tp_fused *f, int forced, 
   const char *tile = NULL;
   const int named = td_config_str("TD_OPS_FUSED_TILE", &tile) == TD_OK && tile && strcmp(tile, "tiles");
   /* AUTO on parts of 128 rows: rank 0's one launch of 256x128 tiles (td__tp_fused_ag_one_auto: measured) */
+  const int part[1] = {TD__GEMM_GATHER_ROWS(256)};
   if (!forced && !named && td__gemm_cuda_run_gather_cols &&
-      td__tp_fused_ag_one_auto(f->multi, f->n, f->rows[0], TD_GEMM_MAX_PEERS)) {
-    const int part[1] = {TD__GEMM_GATHER_ROWS(256)};
+      td__tp_fused_ag_one_auto(f->multi, f->n, f->rows[0], TD_GEMM_MAX_PEERS) &&
+      td__tp_fused_ag_gather(f->multi, op->d.m, f->n, f->nb, f->esz, part, 1, 0)) {
     const int cnt = td__f_hooked_configs(op, TD_GEMM_HOOK_GATHER | TD_GEMM_HOOK_NSPLIT, all);
     for (int i = 0; i < cnt; i++)
-      if (all[i].bm == 256 && all[i].bn == 128 && all[i].cluster == 1 &&
-          td__tp_fused_ag_gather(f->multi, op->d.m, f->n, f->nb, f->esz, part, 1, 0)) {
+      if (all[i].bm == 256 && all[i].bn == 128 && all[i].cluster == 1) {
         f->cfg = all[i];
         f->ag_one = 1;
         return 1;

@@ -46,7 +46,8 @@
  *                       (td__gemm_cuda_run_gather builds and uploads them).
  *                       a_rows is a multiple of TD__GEMM_GATHER_ROWS(BM) (BM;
  *                       128 for BM = 256, whose halves load apart and may
- *                       lie in two sources), so no load straddles two. For AllGather + GEMM of ranks that share a
+ *                       lie in two sources), so no load straddles two.
+ *                       For AllGather + GEMM of ranks that share a
  *                       GPU: each rank's GEMM reads its peers' shards where
  *                       they are instead of gathering them first. sm_90a
  *                       only; not combined with the other hooks.

@@ -458,9 +458,10 @@ static td_status td__run(const td_gemm_problem *p, const td_gemm_config *cfg, un
                      "CMAKE_CUDA_ARCHITECTURES including 90a");
   int grid = td__grid_size(&prep, sms, cl, units);
   h.split_tail = 0, h.split_k = 1;
-  /* a clustered GATHER kernel never splits (gemm_sm90.cuh, SPLITS): plan nothing for it */
-  if ((flags & (TD_GEMM_HOOK_KGATHER | TD_GEMM_HOOK_GATHER)) && h.split_ws && !((flags & TD_GEMM_HOOK_GATHER) && cl > 1)) { /* the last wave's tiles in K-slices,
-                                                                              * where it pays */
+  /* the last wave's tiles in K-slices, where it pays; a clustered GATHER kernel never splits (gemm_sm90.cuh,
+   * SPLITS), so nothing is planned for it */
+  const int may_split = (flags & TD_GEMM_HOOK_KGATHER) || ((flags & TD_GEMM_HOOK_GATHER) && cl == 1);
+  if (may_split && h.split_ws) {
     td__gemm_split_plan_waves(units, td__grid_size(&prep, sms, cl, LLONG_MAX), (p->k + 63) / 64, h.split_ws_bytes,
                               (long long)e->bm * e->bn * 4, h.split_waves == 2 ? 2 : 1, &h.split_tail, &h.split_k);
     if (units + (long long)h.split_tail * (h.split_k - 1) > INT32_MAX - TD__UNIT_HEADROOM) /* int work units */
