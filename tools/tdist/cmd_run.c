@@ -268,7 +268,7 @@ int td_cmd_run(int argc, char **argv) {
     printf("  speedup %.3fx (sequential / overlapped)\n", ov.seconds > 0 ? sq.seconds / ov.seconds : 0.0);
   }
   if (ov.comm_hidden < 0 || (baseline && sq.comm_hidden < 0))
-    printf("  * no task ran on a communication worker (with more ranks than cores every rank runs one thread;\n"
+    printf("  * no task ran on a communication worker (with at least as many ranks as cores every rank runs one thread;\n"
            "    its transfers run between its compute tasks, so there is no per-rank overlap to measure)\n");
   int pass = !check || (ov.pass && (!baseline || sq.pass));
   if (check)

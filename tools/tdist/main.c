@@ -22,7 +22,8 @@ static void td__usage(FILE *out) {
   fprintf(out, "usage: tdist COMMAND [ARGS]   (tdist %s)\n\ncommands:\n", td_version());
   for (int i = 0; i < TD__NCOMMANDS; i++)
     fprintf(out, "  %-10s %s\n", td__commands[i].name, td__commands[i].summary);
-  fprintf(out, "\n`tdist COMMAND --help` describes a command's options.\n");
+  fprintf(out, "\n`tdist COMMAND --help` describes a command's options; `tdist doctor` lists every TD_* "
+               "environment variable (variants such as TD_OPS_FUSED_AG) and the values it allows.\n");
 }
 
 int main(int argc, char **argv) {
