@@ -206,10 +206,15 @@ int td__tp_fused_ag_gather(int multi, int64_t m, int n, int64_t nb, size_t esz, 
  * 1.126/1.177x, 1.084/1.088x against 1.091/1.114x (llama3.1-8b) and tied
  * at llama3.1-70b and gpt3-175b (H200, 8 ranks, two alternating runs, rev
  * 6d8da3d); 128x128 tiles in the same launch ran 5-19% slower than AUTO,
- * 256-row tiles in each rank's launch 1-4% slower. Larger parts are not
- * measured with it, so they keep each rank's launch. */
+ * 256-row tiles in each rank's launch 1-4% slower. At parts of 512 and
+ * 1024 rows (M = 4096, 8192; rev af74331, call 5) the same one launch tied
+ * or beat each rank's launch (and cuBLAS batched, for qwen2-72b's B rows
+ * of 7392 bytes) in 8 of 10 shapes in both rounds, by up to 4.5%, and lost
+ * 0.4-1.2% in 2 (llama3.1-8b 4096, llama3.1-405b 8192): it is the rule for
+ * every part of a multiple of 128 rows. Parts of other sizes cannot hold
+ * the 128-row halves of its tiles. */
 int td__tp_fused_ag_one_auto(int multi, int n, int64_t part_rows, int max_peers) {
-  return !multi && n >= 2 && n <= max_peers && part_rows == 128;
+  return !multi && n >= 2 && n <= max_peers && part_rows >= 128 && part_rows % 128 == 0;
 }
 
 /* kgather (ranks sharing one GPU): every row of the sum is one GEMM over the

@@ -250,29 +250,36 @@ static void test_fused_direct(void **state) {
     fused_case(TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 256, 128, 64, 0, 100, 0, 8);
   }
   unsetenv("TD_OPS_FUSED_AG"); /* the loop's last mode would force every case below */
-  /* gather: one launch of our tile reading every rank's A in place, where
-   * the parts are equal multiples of 128 rows in bf16: each rank's own
-   * (AUTO's choice on parts of >= 256 rows, and TD_OPS_FUSED_AG=gather);
-   * on parts of 128 rows AUTO takes rank 0's one launch of 256x128 tiles
-   * (td__tp_fused_ag_one_auto; 3 ranks: the last tile's second half past
-   * the last rank's rows); gather-one has its own cases in test_fused_ag_one */
+  /* gather: our tile reading every rank's A in place, where the parts are
+   * equal multiples of 128 rows in bf16. AUTO takes rank 0's one launch of
+   * 256x128 tiles there (td__tp_fused_ag_one_auto; 3 ranks: the last tile's
+   * second half past the last rank's rows), B rows that are not whole
+   * 128-byte lines included (nb = 72); each rank's own launch where a tile is
+   * named (below) or TD_OPS_FUSED_AG=gather; gather-one has its own cases in
+   * test_fused_ag_one */
   for (int r = 0; r < 3; r++) {
     fused_sched("ag gather, one launch for every rank, sm90 256x128", TD_TP_AG_GEMM, TD_TP_AUTO, TD_BF16,
                 128 * ranks[r], 1024, 136, 3, ranks[r]);
-    fused_sched("ag gather, sm90", TD_TP_AG_GEMM, TD_TP_AUTO, TD_BF16, 256 * ranks[r], 1024, 136, 3, ranks[r]);
-    fused_sched("ag gather, sm90", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 256 * ranks[r], 576, 64, 3, ranks[r]);
+    fused_sched("ag gather, one launch for every rank, sm90 256x128", TD_TP_AG_GEMM, TD_TP_AUTO, TD_BF16,
+                256 * ranks[r], 1024, 136, 3, ranks[r]);
+    fused_sched("ag gather, one launch for every rank, sm90 256x128", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16,
+                512 * ranks[r], 576, 64, 3, ranks[r]);
   }
   /* M = 1024 on 8 ranks, 100 calls (8 rows of C checked a call: the f64 reference of every row takes seconds) */
   fused_case(TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 1024, 1792, 1024, 0, 100, 8, 8);
-  assert_non_null(strstr(g_sched, "ag gather"));
-  /* parts of >= 512 rows whose B rows are not whole 128-byte lines: AUTO takes the batched launch */
-  fused_sched("ag batched", TD_TP_AG_GEMM, TD_TP_AUTO, TD_BF16, 512 * 4, 4 * 72, 64, 2, 4);
-  fused_sched("ag gather", TD_TP_AG_GEMM, TD_TP_AUTO, TD_BF16, 512 * 4, 4 * 64, 64, 2, 4);
+  assert_non_null(strstr(g_sched, "ag gather, one launch for every rank"));
+  fused_sched("ag gather, one launch for every rank, sm90 256x128", TD_TP_AG_GEMM, TD_TP_AUTO, TD_BF16, 512 * 4,
+              4 * 72, 64, 2, 4);
+  /* parts of >= 512 rows where no gather runs (f16: none compiled): AUTO takes the batched launch */
+  fused_sched("ag batched", TD_TP_AG_GEMM, TD_TP_AUTO, TD_F16, 512 * 4, 4 * 72, 64, 2, 4);
   fused_sched("!gather", TD_TP_AG_GEMM, TD_TP_FUSED, TD_F16, 128 * 4, 1024, 136, 2, 4);   /* f16: none compiled */
   fused_sched("!gather", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 96 * 4, 1024, 136, 2, 4);   /* parts of 96 rows */
   fused_sched("!gather", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 128 * 4 + 1, 1024, 136, 2, 4); /* unequal */
-  setenv("TD_OPS_FUSED_TILE", "128x128", 1); /* a named tile compiled with the hook */
+  setenv("TD_OPS_FUSED_TILE", "128x128", 1); /* a named tile compiled with the hook: each rank's launch */
   fused_sched("ag gather, sm90 128x128", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 256 * 4, 1024, 136, 2, 4);
+  fused_sched("ag gather, sm90 128x128", TD_TP_AG_GEMM, TD_TP_AUTO, TD_BF16, 512 * 4, 4 * 64, 64, 2, 4);
+  /* each rank's launch applies the 128-byte-line rule at parts of >= 512 rows: direct on the named tile */
+  fused_sched("!gather", TD_TP_AG_GEMM, TD_TP_AUTO, TD_BF16, 512 * 4, 4 * 72, 64, 2, 4);
   setenv("TD_OPS_FUSED_TILE", "cublas", 1); /* cuBLAS asked for: no gather */
   fused_sched("!gather", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 256 * 4, 1024, 136, 2, 4);
   unsetenv("TD_OPS_FUSED_TILE");
@@ -305,8 +312,7 @@ static void test_fused_direct(void **state) {
 
 /* ag_gemm's gather as rank 0's one launch for every rank (GATHER | NSPLIT:
  * each rank's B and C a column source) on one shared GPU: forced (AUTO takes
- * it on parts of 128 rows only, on 256x128 tiles; elsewhere each rank's
- * launch measured faster),
+ * it on parts of a multiple of 128 rows, on 256x128 tiles),
  * 1-8 ranks, a rank's columns not a multiple of the tile (nb = 136, 72),
  * 100 calls with no reset, the fallbacks where it cannot run, and a named
  * tile. Every rank's C checked against the f64 reference (fused_case). */
@@ -350,11 +356,14 @@ static void test_fused_ag_one(void **state) {
   setenv("TD_OPS_FUSED_TILE", "128x192", 1); /* compiled for per-rank GATHER only: each rank's launch */
   fused_sched("ag gather, sm90 128x192", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 256 * 4, 1536, 136, 2, 4);
   unsetenv("TD_OPS_FUSED_TILE");
-  /* AUTO keeps each rank's launch on parts of 256 rows (measured faster); gather asks for it too */
+  /* AUTO takes the one launch of 256x128 tiles on parts of a multiple of 128 rows (td__tp_fused_ag_one_auto),
+   * unless a tile is named or gather asks for each rank's launch */
   unsetenv("TD_OPS_FUSED_AG");
-  fused_sched("!one launch", TD_TP_AG_GEMM, TD_TP_AUTO, TD_BF16, 256 * 4, 1024, 136, 2, 4);
-  /* on parts of 128 rows it takes the one launch of 256x128 tiles (td__tp_fused_ag_one_auto), unless a tile is
-   * named */
+  fused_sched("one launch for every rank, sm90 256x128", TD_TP_AG_GEMM, TD_TP_AUTO, TD_BF16, 256 * 4, 1024, 136, 2,
+              4);
+  fused_sched_rows("one launch for every rank, sm90 256x128", TD_TP_AG_GEMM, TD_TP_AUTO, TD_BF16, 1024 * 2,
+                   3696 * 2, 520, 2, 8, 2); /* parts of 1024 rows, B rows of 7392 bytes (qwen2-72b's) */
+  fused_sched("!one launch", TD_TP_AG_GEMM, TD_TP_AUTO, TD_BF16, 192 * 4, 1024, 136, 2, 4); /* parts of 192 rows */
   fused_sched_rows("one launch for every rank, sm90 256x128", TD_TP_AG_GEMM, TD_TP_AUTO, TD_BF16, 1024, 1792, 1032,
                    20, 8, 8);
   fused_sched("one launch for every rank, sm90 256x128", TD_TP_AG_GEMM, TD_TP_AUTO, TD_BF16, 256, 3696 * 2, 520, 2,

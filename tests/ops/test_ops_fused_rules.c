@@ -91,13 +91,18 @@ static void test_ag_gather(void **state) {
   assert_int_equal(td__tp_fused_ag_gather(0, 64 * 4, 4, 256, 2, mixed, 3, 0), 64);
 }
 
-/* AUTO's one launch of 256x128 tiles: parts of 128 rows on one shared GPU only (measured there). */
+/* AUTO's one launch of 256x128 tiles: parts of a multiple of 128 rows on one shared GPU (measured at 128, 512, 1024). */
 static void test_ag_one_auto(void **state) {
   (void)state;
   assert_true(td__tp_fused_ag_one_auto(0, 8, 128, 8));  /* M = 1024 on 8 ranks */
   assert_true(td__tp_fused_ag_one_auto(0, 2, 128, 8));
-  assert_false(td__tp_fused_ag_one_auto(0, 8, 256, 8)); /* M = 2048: not measured, each rank's launch */
-  assert_false(td__tp_fused_ag_one_auto(0, 8, 512, 8));
+  assert_true(td__tp_fused_ag_one_auto(0, 8, 256, 8));  /* M = 2048 */
+  assert_true(td__tp_fused_ag_one_auto(0, 8, 512, 8));  /* M = 4096 */
+  assert_true(td__tp_fused_ag_one_auto(0, 8, 1024, 8)); /* M = 8192 */
+  assert_true(td__tp_fused_ag_one_auto(0, 4, 4096, 8));
+  assert_false(td__tp_fused_ag_one_auto(0, 8, 192, 8)); /* not whole 128-row halves of a 256-row tile */
+  assert_false(td__tp_fused_ag_one_auto(0, 8, 4091, 8));
+  assert_false(td__tp_fused_ag_one_auto(0, 8, 0, 8));
   assert_false(td__tp_fused_ag_one_auto(0, 1, 128, 8)); /* one rank: its launch is already the one */
   assert_false(td__tp_fused_ag_one_auto(1, 8, 128, 8)); /* across GPUs: no gather */
   assert_false(td__tp_fused_ag_one_auto(0, 9, 128, 8)); /* more ranks than the column table holds */

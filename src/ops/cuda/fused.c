@@ -346,10 +346,13 @@ static int td__f_hooked_configs(const td_tp_op *op, unsigned hooks, td_gemm_conf
  * ran our tile (8 ranks on one H200, 2026-12-01, docs/perf.md "Seventh
  * session on the H200", runs 3 and 4): the ranks' launches already share A
  * through L2 (they run the same tile rows at the same time) and overlap
- * each other's prologue and tail, so AUTO keeps them, except on parts of
- * 128 rows: there the one launch on 256x128 tiles measured faster
- * (td__tp_fused_ag_one_auto, twelfth session), and AUTO takes it unless
- * TD_OPS_FUSED_TILE names a tile. */
+ * each other's prologue and tail. On 256x128 tiles the one launch
+ * measured faster than AUTO's old pick on parts of 128 rows and tied or won
+ * at 512 and 1024 (td__tp_fused_ag_one_auto, twelfth session), so AUTO
+ * takes it on parts of a multiple of 128 rows unless TD_OPS_FUSED_TILE
+ * names a tile; B rows that are not whole 128-byte lines included (forced
+ * past td__tp_fused_ag_gather's rule for each rank's launch: qwen2-72b ran
+ * 1.008-1.018x of the GEMM alone in the one launch, 1.051-1.054x batched). */
 static int td__f_gather_config(const td_tp_op *op, td__tp_fused *f, int forced, int per_rank) {
   if (!td__gemm_cuda_run_gather)
     return 0;
@@ -358,11 +361,11 @@ static int td__f_gather_config(const td_tp_op *op, td__tp_fused *f, int forced, 
   int usable = 0, bms[16];
   const char *tile = NULL;
   const int named = td_config_str("TD_OPS_FUSED_TILE", &tile) == TD_OK && tile && strcmp(tile, "tiles");
-  /* AUTO on parts of 128 rows: rank 0's one launch of 256x128 tiles (td__tp_fused_ag_one_auto: measured) */
+  /* AUTO on parts of a multiple of 128 rows: rank 0's one launch of 256x128 tiles (td__tp_fused_ag_one_auto) */
   const int part[1] = {TD__GEMM_GATHER_ROWS(256)};
   if (!forced && !named && td__gemm_cuda_run_gather_cols &&
       td__tp_fused_ag_one_auto(f->multi, f->n, f->rows[0], TD_GEMM_MAX_PEERS) &&
-      td__tp_fused_ag_gather(f->multi, op->d.m, f->n, f->nb, f->esz, part, 1, 0)) {
+      td__tp_fused_ag_gather(f->multi, op->d.m, f->n, f->nb, f->esz, part, 1, 1)) {
     const int cnt = td__f_hooked_configs(op, TD_GEMM_HOOK_GATHER | TD_GEMM_HOOK_NSPLIT, all);
     for (int i = 0; i < cnt; i++)
       if (all[i].bm == 256 && all[i].bn == 128 && all[i].cluster == 1) {
