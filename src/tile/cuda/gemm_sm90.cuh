@@ -523,10 +523,27 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
       }
       if constexpr (NSPLIT) { /* the column sources' B maps, as KGATHER's above */
         if (leader)
-          for (int j = 0; j < hooks.n_src; j++)
+          for (int j = 0; j < hooks.n_src; j++) {
             asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" ::"l"(
                              (const td__tensor_map *)hooks.b_maps + j)
                          : "memory");
+            asm volatile("prefetch.tensormap [%0];" ::"l"((const td__tensor_map *)hooks.b_maps + j) : "memory");
+          }
+        __syncwarp();
+      }
+      /* GATHER: every source's A map fenced once here, as KGATHER's (the
+       * table does not change during a launch), and its descriptor fetched
+       * ahead of the first load that names it. (Fenced before each tile's
+       * first load until the thirteenth session: an acquire per tile in the
+       * loader's path.) */
+      if constexpr (GATHER) {
+        if (leader)
+          for (long long j = 0; j <= (m - 1) / hooks.a_rows; j++) {
+            asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" ::"l"(
+                             (const td__tensor_map *)hooks.a_maps + j)
+                         : "memory");
+            asm volatile("prefetch.tensormap [%0];" ::"l"((const td__tensor_map *)hooks.a_maps + j) : "memory");
+          }
         __syncwarp();
       }
       int stage = 0;
@@ -553,14 +570,7 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
           src[h] = 0;
           if constexpr (GATHER) {
             const long long s = ((long long)tm * BM + h * GR) / hooks.a_rows, last = (m - 1) / hooks.a_rows;
-            src[h] = s < last ? s : last;
-            /* the map was written through the generic proxy (a copy into the
-             * table, which a later launch may rewrite at the same address):
-             * make it visible to the tensormap proxy before TMA reads it */
-            if (leader && (h == 0 || src[h] != src[h - 1]))
-              asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" ::"l"(
-                               (const td__tensor_map *)hooks.a_maps + src[h])
-                           : "memory");
+            src[h] = s < last ? s : last; /* its map fenced at the start (above) */
           }
         }
         auto load_a = [&](int st, int kb) {
