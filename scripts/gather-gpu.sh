@@ -241,6 +241,22 @@ lane_g1big() { # the one launch (gather-one) at parts of 512 and 1024 rows on 25
     done
   done
 }
+lane_fin13a() { # the thirteenth session's AUTO (one launch of 256x128 tiles on every part of a multiple of 128
+  # rows) and GATHER's maps fenced once: the tile tests, the operators' one-launch tests, ag_gemm on every model
+  run gemm_hooks_test 150 "$BIN/gemm_hooks_test"
+  TD_GPU_TEST_FILTER='test_fused_ag_one,test_fused_ag_share,test_fused_auto' TD_GPU_TEST_VERBOSE=1 \
+    run ops_gpu_fin13 240 "$BIN/ops_gpu_test"
+  bench f13_ag1 ag_gemm --variants none --models all --m 1024,2048,4096,8192
+}
+lane_fin13b() { # the direct / gather operator tests, each rank's launch at M = 2048 (the previous AUTO there) and
+  # the one launch on 128x128 tiles at 8b M = 1024 (1.18-1.21x of the GEMM alone with a fence per tile), then the
+  # second full ag_gemm run
+  TD_GPU_TEST_FILTER='test_fused_direct' TD_GPU_TEST_VERBOSE=1 run ops_gpu_direct 220 "$BIN/ops_gpu_test"
+  TD_OPS_FUSED_AG=gather bench f13_prev ag_gemm --variants none --models all --m 2048
+  TD_ITERS=20 TD_OPS_FUSED_AG=gather-one TD_OPS_FUSED_TILE=128x128 bench f13_one128 ag_gemm --variants none \
+    --models llama3.1-8b,qwen2-72b --m 1024
+  bench f13_ag2 ag_gemm --variants none --models all --m 1024,2048,4096,8192
+}
 lane_agsplit() { # GATHER's split tail: the tile tests, the operator's gather-one / gather-share tests
   run gemm_args_test 60 "$BIN/gemm_args_test"
   run gemm_hooks_test 150 "$BIN/gemm_hooks_test"
