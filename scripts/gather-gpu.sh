@@ -257,6 +257,19 @@ lane_fin13b() { # the direct / gather operator tests, each rank's launch at M = 
     --models llama3.1-8b,qwen2-72b --m 1024
   bench f13_ag2 ag_gemm --variants none --models all --m 1024,2048,4096,8192
 }
+lane_fence() { # GATHER's A maps fenced once at the start (start, the new default) against before each tile (tile,
+  # the code before), alternating twice in one run: AUTO on every model, and the one launch on 128x128 tiles
+  run gemm_args_test 60 "$BIN/gemm_args_test"
+  TD_GPU_TEST_FILTER='test_fused_ag_one' TD_GPU_TEST_VERBOSE=1 run ops_gpu_fence 120 "$BIN/ops_gpu_test"
+  for rep in 1 2; do
+    for fe in tile start; do
+      TD_ITERS=20 TD_OPS_FUSED_MAP_FENCE=$fe bench "fe_$fe$rep" ag_gemm --variants none --models all \
+        --m 1024,2048,4096,8192
+      TD_ITERS=20 TD_OPS_FUSED_MAP_FENCE=$fe TD_OPS_FUSED_AG=gather-one TD_OPS_FUSED_TILE=128x128 \
+        bench "fe128_$fe$rep" ag_gemm --variants none --models llama3.1-8b,qwen2-72b --m 1024
+    done
+  done
+}
 lane_agsplit() { # GATHER's split tail: the tile tests, the operator's gather-one / gather-share tests
   run gemm_args_test 60 "$BIN/gemm_args_test"
   run gemm_hooks_test 150 "$BIN/gemm_hooks_test"

@@ -183,6 +183,12 @@ static void test_gather(void **state) {
   gather_expect_ex(&p, &c, src, 4, 128, maps, &tl, 4, TD_ERR_INVALID_ARG, "GATHER split_waves=3; 0 or 1");
   tl.split_waves = -1;
   gather_expect_ex(&p, &c, src, 4, 128, maps, &tl, 4, TD_ERR_INVALID_ARG, "GATHER split_waves=-1");
+  tl.split_waves = 0, tl.map_fence = 2; /* where the maps are fenced: 0 or 1 */
+  gather_expect_ex(&p, &c, src, 4, 128, maps, &tl, 4, TD_ERR_INVALID_ARG, "GATHER map_fence=2; 0 (every map "
+                   "fenced once, at the start) or 1");
+  tl.map_fence = -1;
+  gather_expect_ex(&p, &c, src, 4, 128, maps, &tl, 4, TD_ERR_INVALID_ARG, "GATHER map_fence=-1");
+  tl.map_fence = 0;
   p.m = 4 * 96;
   gather_expect(&p, &c, src, 4, 96, maps, TD_ERR_SHAPE, "src_rows=96 is not a multiple of 128 (BM=128 loads");
   /* BM = 256 loads two 128-row halves: sources of 64 rows are refused, naming the part */
@@ -263,6 +269,11 @@ static void test_gather_nsplit(void **state) {
     assert_int_equal(td__gemm_cuda_run_gather_cols(&p, &c, src, 4, 128, bs, cs, 2, maps, &tl, NULL),
                      TD_ERR_INVALID_ARG);
     assert_non_null(strstr(td_last_error(), "NSPLIT split_waves=7; 0 or 1"));
+    tl.split_waves = 0, tl.map_fence = 5;
+    td_clear_error();
+    assert_int_equal(td__gemm_cuda_run_gather_cols(&p, &c, src, 4, 128, bs, cs, 2, maps, &tl, NULL),
+                     TD_ERR_INVALID_ARG);
+    assert_non_null(strstr(td_last_error(), "NSPLIT map_fence=5"));
   }
   /* then the column sources' */
   gc_expect(&p, &c, src, 4, 128, NULL, cs, 2, maps, TD_ERR_INVALID_ARG, "tables b_src and c_dst");

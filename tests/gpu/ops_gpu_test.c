@@ -336,6 +336,14 @@ static void test_fused_ag_one(void **state) {
   setenv("TD_OPS_FUSED_TAIL", "none", 1);
   fused_sched("!K-slices", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 1024, 1024, 1024, 3, 8);
   unsetenv("TD_OPS_FUSED_TAIL");
+  /* the maps fenced before each tile (TD_OPS_FUSED_MAP_FENCE=tile, the old code): the same results */
+  setenv("TD_OPS_FUSED_MAP_FENCE", "tile", 1);
+  fused_sched("ag gather, one launch for every rank", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 384, 600, 1032, 3, 3);
+  fused_sched_rows("K-slices", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 1024, 1024, 1024, 3, 8, 8);
+  setenv("TD_OPS_FUSED_AG", "gather", 1);
+  fused_sched("ag gather, sm90", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 256 * 4, 1024, 136, 3, 4);
+  setenv("TD_OPS_FUSED_AG", "gather-one", 1);
+  unsetenv("TD_OPS_FUSED_MAP_FENCE");
   /* where it cannot run, the other zero-copy launches (as forced gather) */
   fused_sched("ag batched", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 96 * 4, 1024, 136, 2, 4); /* parts of 96 rows */
   fused_sched("ag direct", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 333, 512, 136, 2, 4);     /* unequal parts */

@@ -198,6 +198,13 @@ static void test_fused_bcast_half_values(void **state) {
   expect_accepted("TD_OPS_FUSED_BCAST_HALF", "wait");
 }
 
+/* TD_OPS_FUSED_MAP_FENCE: start (the default) or tile, exactly */
+static void test_fused_map_fence_values(void **state) {
+  (void)state;
+  const char *bad[] = {"Start", "tile ", "0", "1", "each", "per-tile", "tiles"};
+  expect_two_values("TD_OPS_FUSED_MAP_FENCE", "start", "tile", "start,tile", bad, 7);
+}
+
 /* TD_OPS_FUSED_TAIL: split (the default), split2 or none, exactly */
 static void test_fused_tail_values(void **state) {
   (void)state;
@@ -279,6 +286,7 @@ int main(void) {
       cmocka_unit_test(test_fused_kgather_values),
       cmocka_unit_test(test_fused_bcast_hint_values),
       cmocka_unit_test(test_fused_tail_values),
+      cmocka_unit_test(test_fused_map_fence_values),
       cmocka_unit_test(test_fused_bcast_half_values),
       cmocka_unit_test(test_fused_ag_values),
       cmocka_unit_test(test_fused_bcast_pace_values),

@@ -74,11 +74,12 @@ static td_status td__f_ag_direct(td_tp_op *op, td__tp_fused *f, void *c, const v
     for (int p = 0; p < f->n; p++)
       src[p] = p == f->r ? a : __atomic_load_n(&f->peer[p]->ar_src, __ATOMIC_ACQUIRE);
     td_gemm_problem pr = {(int)op->d.m, (int)f->nb, (int)op->d.k, op->d.dtype, TD_GEMM_B_KN, NULL, b, c, NULL};
-    if (!f->ag_share)
-      return td__gemm_cuda_run_gather(&pr, &f->cfg, src, f->n, f->rows[0], f->amaps, NULL, 0, f->s);
-    /* this rank's share of the SMs (the n launches at once fill the GPU), its last wave split */
-    td_gemm_hooks tail;
+    td_gemm_hooks tail; /* no split workspace: no split */
     memset(&tail, 0, sizeof tail);
+    tail.map_fence = f->map_fence;
+    if (!f->ag_share)
+      return td__gemm_cuda_run_gather(&pr, &f->cfg, src, f->n, f->rows[0], f->amaps, &tail, 0, f->s);
+    /* this rank's share of the SMs (the n launches at once fill the GPU), its last wave split */
     tail.split_ws = f->split_ws, tail.split_ws_bytes = f->split_ws_bytes, tail.split_waves = f->tail_split;
     return td__gemm_cuda_run_gather(&pr, &f->cfg, src, f->n, f->rows[0], f->amaps, &tail, td__f_share(f, f->r),
                                     f->s);
@@ -225,6 +226,7 @@ static td_status td__f_ag_one(td_tp_op *op, td__tp_fused *f, void *c, const void
     td_gemm_hooks tail; /* the split tail over every rank's tiles, where rank 0 planned one */
     memset(&tail, 0, sizeof tail);
     tail.split_ws = f->split_ws, tail.split_ws_bytes = f->split_ws_bytes, tail.split_waves = f->tail_split;
+    tail.map_fence = f->map_fence;
     gst = td__gemm_cuda_run_gather_cols(&pr, &f->cfg, as, n, f->rows[0], bs, cs, n, f->amaps, &tail, f->s);
     td__f_keep(&st, td__f_cu(cudaEventRecord(f->ev_gdone, f->s), "cudaEventRecord"));
   }

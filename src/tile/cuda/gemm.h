@@ -238,6 +238,10 @@ typedef struct td_gemm_hooks {
   int split_tail, split_k;           /* KGATHER, GATHER: set by the launcher (td__gemm_split_plan), not the caller */
   int split_waves;                   /* KGATHER, GATHER: 0 or 1 = split the last wave's tiles; 2 = or the last two
                                       * waves' where td__gemm_split_plan_waves's model says it pays */
+  int map_fence;                     /* GATHER: 0 (memset) = every source's A map fenced to the tensormap proxy and
+                                      * its descriptor prefetched once, at the start; 1 = fenced before each
+                                      * tile's first load (the code before the thirteenth session), kept to
+                                      * measure the two in one run. Bits identical */
 } td_gemm_hooks;
 
 #if !defined(__CUDACC_RTC__)
@@ -319,14 +323,17 @@ td_status td__gemm_cuda_run_sms(const td_gemm_problem *problem, const td_gemm_co
  * the caller reuses map_buf only for later launches on the same stream (or
  * after this one finished). `tail` (NULL: none) lends the split tail its
  * workspace: tail->split_ws of tail->split_ws_bytes and tail->split_waves, as
- * for td__gemm_cuda_run_kgather's `out` (its other fields are not read).
+ * for td__gemm_cuda_run_kgather's `out`, and tail->map_fence (0: the maps
+ * fenced once at the start; 1: before each tile); its other fields are not
+ * read.
  * `sms` > 0 sizes the persistent grid (and the split plan) for that many
  * multiprocessors, 0 for all: ranks sharing one GPU that launch at once each
  * take their share, so that every rank's last wave can be split. Asynchronous.
  * Errors: those of td__gemm_cuda_run; TD_ERR_INVALID_ARG (NULL a_src entry,
  * map_buf or B/C, src_rows < 1, sources != ceil(M / src_rows) or above
  * TD_GEMM_MAX_SOURCES, a misaligned map_buf, sms < 0, a misaligned
- * tail->split_ws, negative split_ws_bytes, split_waves outside 0..2),
+ * tail->split_ws, negative split_ws_bytes, split_waves outside 0..2,
+ * map_fence outside 0..1),
  * TD_ERR_SHAPE (src_rows not a multiple of the configuration's BM),
  * TD_ERR_UNSUPPORTED (a cuBLAS or sm_80 configuration, or no GATHER kernel
  * compiled for it: the message lists those compiled). Thread-safe.

@@ -533,11 +533,11 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
       }
       /* GATHER: every source's A map fenced once here, as KGATHER's (the
        * table does not change during a launch), and its descriptor fetched
-       * ahead of the first load that names it. (Fenced before each tile's
-       * first load until the thirteenth session: an acquire per tile in the
-       * loader's path.) */
+       * ahead of the first load that names it; map_fence 1 fences before
+       * each tile's first load instead (below), as until the thirteenth
+       * session: an acquire per tile in the loader's path. */
       if constexpr (GATHER) {
-        if (leader)
+        if (leader && hooks.map_fence == 0)
           for (long long j = 0; j <= (m - 1) / hooks.a_rows; j++) {
             asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" ::"l"(
                              (const td__tensor_map *)hooks.a_maps + j)
@@ -570,7 +570,14 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
           src[h] = 0;
           if constexpr (GATHER) {
             const long long s = ((long long)tm * BM + h * GR) / hooks.a_rows, last = (m - 1) / hooks.a_rows;
-            src[h] = s < last ? s : last; /* its map fenced at the start (above) */
+            src[h] = s < last ? s : last;
+            /* map_fence 1: the map was written through the generic proxy (a
+             * copy into the table, which a later launch may rewrite at the
+             * same address): visible to the tensormap proxy before TMA reads it */
+            if (hooks.map_fence == 1 && leader && (h == 0 || src[h] != src[h - 1]))
+              asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" ::"l"(
+                               (const td__tensor_map *)hooks.a_maps + src[h])
+                           : "memory");
           }
         }
         auto load_a = [&](int st, int kb) {

@@ -639,9 +639,13 @@ static td_status td__take_tail(const td_gemm_hooks *tail, const char *hook, td_g
   if (tail->split_waves < 0 || tail->split_waves > 2)
     return td__error(TD_ERR_INVALID_ARG, "gemm: %s split_waves=%d; 0 or 1 (the last wave's tiles) or 2 (the "
                      "last two waves' where that pays) are allowed", hook, tail->split_waves);
+  if (tail->map_fence != 0 && tail->map_fence != 1)
+    return td__error(TD_ERR_INVALID_ARG, "gemm: %s map_fence=%d; 0 (every map fenced once, at the start) or 1 "
+                     "(before each tile's first load) are allowed", hook, tail->map_fence);
   h->split_ws = tail->split_ws;
   h->split_ws_bytes = tail->split_ws ? tail->split_ws_bytes : 0;
   h->split_waves = tail->split_waves;
+  h->map_fence = tail->map_fence;
   return TD_OK;
 }
 
