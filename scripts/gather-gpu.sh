@@ -270,6 +270,14 @@ lane_fence() { # GATHER's A maps fenced once at the start (start, the new defaul
     done
   done
 }
+lane_c2() { # 256x128 tiles in clusters of 2 in the one launch (B multicast to the pair): the tile tests, the
+  # operators' one-launch tests, the plain tiles at the one launch's shapes, then ag_gemm AUTO against it
+  run gemm_hooks_test 150 "$BIN/gemm_hooks_test"
+  TD_GPU_TEST_FILTER='test_fused_ag_one' TD_GPU_TEST_VERBOSE=1 run ops_gpu_c2 150 "$BIN/ops_gpu_test"
+  run c2_plain 200 "$BIN/gemm_bench" --layout kn --iters 20 --configs 256x128x4,128x256x4 --json "$OUT/c2_plain.json" \
+    --shapes 4096x49152x12288,1024x49152x12288,8192x28672x8192,4096x14336x4096,2048x29568x8192,8192x29568x8192
+  variants c2 all 1024,2048,4096,8192 auto gather-one:256x128c2
+}
 lane_agsplit() { # GATHER's split tail: the tile tests, the operator's gather-one / gather-share tests
   run gemm_args_test 60 "$BIN/gemm_args_test"
   run gemm_hooks_test 150 "$BIN/gemm_hooks_test"

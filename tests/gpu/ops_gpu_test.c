@@ -357,6 +357,15 @@ static void test_fused_ag_one(void **state) {
   fused_sched_rows("one launch for every rank, sm90 256x128", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 1024, 1792, 1032,
                    20, 8, 8);
   fused_sched_rows("K-slices", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 1024, 1024, 1024, 3, 8, 8);
+  /* in clusters of 2 (B multicast to the pair; a cluster never splits its tail), 8 and 3 ranks (the second
+   * pair's second tile wholly past M) */
+  setenv("TD_OPS_FUSED_TILE", "256x128c2", 1);
+  fused_sched_rows("one launch for every rank, sm90 256x128x64 s4 c2", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 1024,
+                   1792, 1032, 20, 8, 8);
+  fused_sched("!K-slices", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 1024, 1024, 1024, 3, 8);
+  fused_sched("one launch for every rank, sm90 256x128x64 s4 c2", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 384, 600,
+              1032, 3, 3);
+  setenv("TD_OPS_FUSED_TILE", "256x128", 1);
   setenv("TD_OPS_FUSED_AG", "gather", 1);
   fused_sched_rows("ag gather, sm90 256x128", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 1024, 1792, 1032, 20, 8, 8);
   fused_sched("ag gather, sm90 256x128", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 384 * 3, 600, 200, 3, 3);

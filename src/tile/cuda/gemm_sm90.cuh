@@ -371,8 +371,8 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
   constexpr bool NSPLIT = (HOOKS & TD_GEMM_HOOK_NSPLIT) != 0;
   static_assert(!GATHER || HOOKS == TD_GEMM_HOOK_GATHER || HOOKS == (TD_GEMM_HOOK_GATHER | TD_GEMM_HOOK_NSPLIT),
                 "GATHER runs alone or with NSPLIT");
-  static_assert(!NSPLIT || (GATHER && B_KN && CLUSTER == 1),
-                "NSPLIT runs with GATHER, with B as [K,N] and no cluster");
+  /* a cluster's pair shares tn, so its column source: B's boxes multicast as in the plain kernel */
+  static_assert(!NSPLIT || (GATHER && B_KN), "NSPLIT runs with GATHER, with B as [K,N]");
   constexpr bool BCAST = (HOOKS & TD_GEMM_HOOK_BCAST) != 0;
   /* launches that may split their last wave's tiles along K (gemm.h, "Split tail"): none of them waits or
    * raises per tile, so a tile finished by whichever slice drew the last ticket needs no signal order; a
@@ -612,8 +612,12 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
                                 tn * BN + 64 * j, kx - ks * ksrc);
               } else if constexpr (NSPLIT) { /* column tile tn is source tn / tpn's */
                 const int js = tn / tpn;
-                td__tma_load_2d(sb + j * 64 * S::BK * 2, (const td__tensor_map *)hooks.b_maps + js, f,
-                                (tn - js * tpn) * BN + 64 * j, kb * S::BK);
+                if constexpr (CLUSTER > 1) /* the pair's tile rows share tn, so js: each loads its boxes for both */
+                  td__tma_load_2d_multicast(sb + j * 64 * S::BK * 2, (const td__tensor_map *)hooks.b_maps + js, f,
+                                            (tn - js * tpn) * BN + 64 * j, kb * S::BK, (unsigned short)mask);
+                else
+                  td__tma_load_2d(sb + j * 64 * S::BK * 2, (const td__tensor_map *)hooks.b_maps + js, f,
+                                  (tn - js * tpn) * BN + 64 * j, kb * S::BK);
               } else if constexpr (CLUSTER > 1)
                 td__tma_load_2d_multicast(sb + j * 64 * S::BK * 2, &map_b, f, tn * BN + 64 * j,
                                           kb * S::BK, (unsigned short)mask);
