@@ -278,6 +278,14 @@ lane_c2() { # 256x128 tiles in clusters of 2 in the one launch (B multicast to t
     --shapes 4096x49152x12288,1024x49152x12288,8192x28672x8192,4096x14336x4096,2048x29568x8192,8192x29568x8192
   variants c2 all 1024,2048,4096,8192 auto gather-one:256x128c2
 }
+lane_fin13c() { # the one launch in clusters of 2 on parts of >= 256 rows (AUTO), KGATHER's unused fields not read:
+  # the tile tests, the operators' tests, then ag_gemm on every model twice
+  run gemm_hooks_test 150 "$BIN/gemm_hooks_test"
+  TD_GPU_TEST_FILTER='test_fused_direct,test_fused_ag_one,test_fused_auto' TD_GPU_TEST_VERBOSE=1 \
+    run ops_gpu_fin13c 300 "$BIN/ops_gpu_test"
+  TD_ITERS=20 bench f13c_ag1 ag_gemm --variants none --models all --m 1024,2048,4096,8192
+  TD_ITERS=20 bench f13c_ag2 ag_gemm --variants none --models all --m 1024,2048,4096,8192
+}
 lane_agsplit() { # GATHER's split tail: the tile tests, the operator's gather-one / gather-share tests
   run gemm_args_test 60 "$BIN/gemm_args_test"
   run gemm_hooks_test 150 "$BIN/gemm_hooks_test"

@@ -92,6 +92,7 @@ int td__tp_fused_ag_gather(int multi, int64_t m, int n, int64_t nb, size_t esz, 
  * launch of 256x128 tiles (GATHER | NSPLIT, each tile's halves from two ranks' A) takes the place of each
  * rank's launch: parts of exactly 128 rows, 2..max_peers ranks; else 0. Pure; tp_fused_check.c says why. */
 int td__tp_fused_ag_one_auto(int multi, int n, int64_t part_rows, int max_peers);
+int td__tp_fused_ag_one_cluster(int64_t part_rows);
 /** Fused gemm_rs / gemm_ar, whether a shape can run the kgather schedule
  * (rank 0's one launch of our tile over every rank's A and B in place,
  * m x n x k with k split over the ranks) and whether AUTO takes it: ranks

@@ -217,6 +217,19 @@ int td__tp_fused_ag_one_auto(int multi, int n, int64_t part_rows, int max_peers)
   return !multi && n >= 2 && n <= max_peers && part_rows >= 128 && part_rows % 128 == 0;
 }
 
+/* The cluster of that one launch's 256x128 tiles. In clusters of 2 along M
+ * (each k-block's B multicast to the pair) it ran faster than alone in 14 of
+ * 15 shapes at parts of 256, 512 and 1024 rows, in both of two alternating
+ * rounds (H200, 8 ranks, rev 96e697e, docs/perf.md "Thirteenth session"):
+ * by up to 4% (405b M = 8192 1.016/1.024x of the GEMM alone against
+ * 1.061/1.062x; gpt3-175b M = 4096 1.048/1.057x against 1.073/1.085x). On
+ * parts of 128 rows it lost (8b 1.21-1.26x against 1.16x, qwen2-72b
+ * 1.15-1.17x against 1.10-1.12x): a cluster's launch never splits its last
+ * wave, which pays there. */
+int td__tp_fused_ag_one_cluster(int64_t part_rows) {
+  return part_rows >= 256 ? 2 : 1;
+}
+
 /* kgather (ranks sharing one GPU): every row of the sum is one GEMM over the
  * whole K, so one launch over every rank's A and B does the work of the n
  * partial GEMMs with none of their partials, reductions or all-gathers.

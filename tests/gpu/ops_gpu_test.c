@@ -257,12 +257,12 @@ static void test_fused_direct(void **state) {
    * 128-byte lines included (nb = 72); each rank's own launch where a tile is
    * named (below) or TD_OPS_FUSED_AG=gather; gather-one has its own cases in
    * test_fused_ag_one */
-  for (int r = 0; r < 3; r++) {
-    fused_sched("ag gather, one launch for every rank, sm90 256x128", TD_TP_AG_GEMM, TD_TP_AUTO, TD_BF16,
+  for (int r = 0; r < 3; r++) { /* clusters of 2 on parts of >= 256 rows (td__tp_fused_ag_one_cluster) */
+    fused_sched("ag gather, one launch for every rank, sm90 256x128x64 s4 c1", TD_TP_AG_GEMM, TD_TP_AUTO, TD_BF16,
                 128 * ranks[r], 1024, 136, 3, ranks[r]);
-    fused_sched("ag gather, one launch for every rank, sm90 256x128", TD_TP_AG_GEMM, TD_TP_AUTO, TD_BF16,
+    fused_sched("ag gather, one launch for every rank, sm90 256x128x64 s4 c2", TD_TP_AG_GEMM, TD_TP_AUTO, TD_BF16,
                 256 * ranks[r], 1024, 136, 3, ranks[r]);
-    fused_sched("ag gather, one launch for every rank, sm90 256x128", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16,
+    fused_sched("ag gather, one launch for every rank, sm90 256x128x64 s4 c2", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16,
                 512 * ranks[r], 576, 64, 3, ranks[r]);
   }
   /* M = 1024 on 8 ranks, 100 calls (8 rows of C checked a call: the f64 reference of every row takes seconds) */
@@ -376,9 +376,9 @@ static void test_fused_ag_one(void **state) {
   /* AUTO takes the one launch of 256x128 tiles on parts of a multiple of 128 rows (td__tp_fused_ag_one_auto),
    * unless a tile is named or gather asks for each rank's launch */
   unsetenv("TD_OPS_FUSED_AG");
-  fused_sched("one launch for every rank, sm90 256x128", TD_TP_AG_GEMM, TD_TP_AUTO, TD_BF16, 256 * 4, 1024, 136, 2,
-              4);
-  fused_sched_rows("one launch for every rank, sm90 256x128", TD_TP_AG_GEMM, TD_TP_AUTO, TD_BF16, 1024 * 2,
+  fused_sched("one launch for every rank, sm90 256x128x64 s4 c2", TD_TP_AG_GEMM, TD_TP_AUTO, TD_BF16, 256 * 4, 1024,
+              136, 2, 4);
+  fused_sched_rows("one launch for every rank, sm90 256x128x64 s4 c2", TD_TP_AG_GEMM, TD_TP_AUTO, TD_BF16, 1024 * 2,
                    3696 * 2, 520, 2, 8, 2); /* parts of 1024 rows, B rows of 7392 bytes (qwen2-72b's) */
   fused_sched("!one launch", TD_TP_AG_GEMM, TD_TP_AUTO, TD_BF16, 192 * 4, 1024, 136, 2, 4); /* parts of 192 rows */
   fused_sched_rows("one launch for every rank, sm90 256x128", TD_TP_AG_GEMM, TD_TP_AUTO, TD_BF16, 1024, 1792, 1032,

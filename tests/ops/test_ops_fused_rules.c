@@ -109,6 +109,15 @@ static void test_ag_one_auto(void **state) {
   assert_false(td__tp_fused_ag_one_auto(0, 8, 64, 8));
 }
 
+/* That launch's cluster: 2 on parts of >= 256 rows, 1 on parts of 128 (where only one launch splits its tail). */
+static void test_ag_one_cluster(void **state) {
+  (void)state;
+  assert_int_equal(td__tp_fused_ag_one_cluster(128), 1);  /* M = 1024 on 8 ranks */
+  assert_int_equal(td__tp_fused_ag_one_cluster(256), 2);  /* M = 2048 */
+  assert_int_equal(td__tp_fused_ag_one_cluster(1024), 2); /* M = 8192 */
+  assert_int_equal(td__tp_fused_ag_one_cluster(4096), 2);
+}
+
 static void test_ar_all_push(void **state) {
   (void)state;
   assert_true(td__tp_fused_ar_all_push(2, 1, 8192));
@@ -226,6 +235,7 @@ int main(void) {
       cmocka_unit_test(test_ar_all_push),
       cmocka_unit_test(test_ag_gather),
       cmocka_unit_test(test_ag_one_auto),
+      cmocka_unit_test(test_ag_one_cluster),
       cmocka_unit_test(test_kgather),
       cmocka_unit_test(test_kgather_mode),
       cmocka_unit_test(test_tile_rule),

@@ -350,7 +350,8 @@ static int td__f_hooked_configs(const td_tp_op *op, unsigned hooks, td_gemm_conf
  * measured faster than AUTO's old pick on parts of 128 rows and tied or won
  * at 512 and 1024 (td__tp_fused_ag_one_auto, twelfth session), so AUTO
  * takes it on parts of a multiple of 128 rows unless TD_OPS_FUSED_TILE
- * names a tile; B rows that are not whole 128-byte lines included (forced
+ * names a tile, in clusters of 2 on parts of 256 rows and more
+ * (td__tp_fused_ag_one_cluster); B rows that are not whole 128-byte lines included (forced
  * past td__tp_fused_ag_gather's rule for each rank's launch: qwen2-72b ran
  * 1.008-1.018x of the GEMM alone in the one launch, 1.051-1.054x batched). */
 static int td__f_gather_config(const td_tp_op *op, td__tp_fused *f, int forced, int per_rank) {
@@ -367,12 +368,15 @@ static int td__f_gather_config(const td_tp_op *op, td__tp_fused *f, int forced, 
       td__tp_fused_ag_one_auto(f->multi, f->n, f->rows[0], TD_GEMM_MAX_PEERS) &&
       td__tp_fused_ag_gather(f->multi, op->d.m, f->n, f->nb, f->esz, part, 1, 1)) {
     const int cnt = td__f_hooked_configs(op, TD_GEMM_HOOK_GATHER | TD_GEMM_HOOK_NSPLIT, all);
-    for (int i = 0; i < cnt; i++)
-      if (all[i].bm == 256 && all[i].bn == 128 && all[i].cluster == 1) {
-        f->cfg = all[i];
-        f->ag_one = 1;
-        return 1;
-      }
+    /* its cluster by the part's rows (td__tp_fused_ag_one_cluster), else alone where that is not compiled */
+    const int want = td__tp_fused_ag_one_cluster(f->rows[0]);
+    for (int pass = 0; pass < 2; pass++)
+      for (int i = 0; i < cnt; i++)
+        if (all[i].bm == 256 && all[i].bn == 128 && all[i].cluster == (pass ? 1 : want)) {
+          f->cfg = all[i];
+          f->ag_one = 1;
+          return 1;
+        }
   }
   if (!per_rank && td__gemm_cuda_run_gather_cols && f->n <= TD_GEMM_MAX_PEERS) {
     usable = td__f_hooked_configs(op, TD_GEMM_HOOK_GATHER | TD_GEMM_HOOK_NSPLIT, all);

@@ -639,12 +639,20 @@ static td_status td__take_tail(const td_gemm_hooks *tail, const char *hook, td_g
   if (tail->split_waves < 0 || tail->split_waves > 2)
     return td__error(TD_ERR_INVALID_ARG, "gemm: %s split_waves=%d; 0 or 1 (the last wave's tiles) or 2 (the "
                      "last two waves' where that pays) are allowed", hook, tail->split_waves);
-  if (tail->map_fence != 0 && tail->map_fence != 1)
-    return td__error(TD_ERR_INVALID_ARG, "gemm: %s map_fence=%d; 0 (every map fenced once, at the start) or 1 "
-                     "(before each tile's first load) are allowed", hook, tail->map_fence);
   h->split_ws = tail->split_ws;
   h->split_ws_bytes = tail->split_ws ? tail->split_ws_bytes : 0;
   h->split_waves = tail->split_waves;
+  return TD_OK;
+}
+
+/* GATHER's tail->map_fence (NULL: 0), checked and copied into h; KGATHER's
+ * `out` does not carry it (its unused fields may hold anything). */
+static td_status td__take_map_fence(const td_gemm_hooks *tail, const char *hook, td_gemm_hooks *h) {
+  if (!tail)
+    return TD_OK;
+  if (tail->map_fence != 0 && tail->map_fence != 1)
+    return td__error(TD_ERR_INVALID_ARG, "gemm: %s map_fence=%d; 0 (every map fenced once, at the start) or 1 "
+                     "(before each tile's first load) are allowed", hook, tail->map_fence);
   h->map_fence = tail->map_fence;
   return TD_OK;
 }
@@ -659,6 +667,7 @@ extern "C" td_status td__gemm_cuda_run_gather(const td_gemm_problem *p, const td
   td_gemm_hooks h;
   memset(&h, 0, sizeof h);
   TD_CHECK(td__take_tail(tail, "GATHER", &h));
+  TD_CHECK(td__take_map_fence(tail, "GATHER", &h));
   h.a_maps = map_buf;
   h.a_rows = src_rows;
   return td__run(p, cfg, TD_GEMM_HOOK_GATHER, &h, stream, sms, a_src, sources);
@@ -686,6 +695,7 @@ extern "C" td_status td__gemm_cuda_run_gather_cols(const td_gemm_problem *p, con
   td_gemm_hooks h;
   memset(&h, 0, sizeof h);
   TD_CHECK(td__take_tail(tail, "NSPLIT", &h));
+  TD_CHECK(td__take_map_fence(tail, "NSPLIT", &h));
   h.a_maps = map_buf;
   h.a_rows = src_rows;
   h.b_maps = (const char *)map_buf + (size_t)sources * TD_GEMM_MAP_BYTES;
