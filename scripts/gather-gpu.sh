@@ -286,6 +286,11 @@ lane_fin13c() { # the one launch in clusters of 2 on parts of >= 256 rows (AUTO)
   TD_ITERS=20 bench f13c_ag1 ag_gemm --variants none --models all --m 1024,2048,4096,8192
   TD_ITERS=20 bench f13c_ag2 ag_gemm --variants none --models all --m 1024,2048,4096,8192
 }
+lane_x256() { # 128x256 tiles in clusters of 2 in the one launch against AUTO (256x128, c2 on parts of >= 256 rows)
+  run gemm_hooks_test 150 "$BIN/gemm_hooks_test"
+  TD_GPU_TEST_FILTER='test_fused_ag_one' TD_GPU_TEST_VERBOSE=1 run ops_gpu_x256 150 "$BIN/ops_gpu_test"
+  variants x256 all 1024,2048,4096,8192 auto gather-one:128x256c2
+}
 lane_agsplit() { # GATHER's split tail: the tile tests, the operator's gather-one / gather-share tests
   run gemm_args_test 60 "$BIN/gemm_args_test"
   run gemm_hooks_test 150 "$BIN/gemm_hooks_test"

@@ -365,6 +365,11 @@ static void test_fused_ag_one(void **state) {
   fused_sched("!K-slices", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 1024, 1024, 1024, 3, 8);
   fused_sched("one launch for every rank, sm90 256x128x64 s4 c2", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 384, 600,
               1032, 3, 3);
+  setenv("TD_OPS_FUSED_TILE", "128x256c2", 1); /* a pair of 128-row tiles, B's 256 columns multicast */
+  fused_sched_rows("one launch for every rank, sm90 128x256x64 s4 c2", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 1024,
+                   1792, 1032, 20, 8, 8);
+  fused_sched("one launch for every rank, sm90 128x256x64 s4 c2", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 384, 600,
+              1032, 3, 3);
   setenv("TD_OPS_FUSED_TILE", "256x128", 1);
   setenv("TD_OPS_FUSED_AG", "gather", 1);
   fused_sched_rows("ag gather, sm90 256x128", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 1024, 1792, 1032, 20, 8, 8);

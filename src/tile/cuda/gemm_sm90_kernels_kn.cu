@@ -39,6 +39,7 @@ static const td__gemm_kernel_entry td__kn[] = {
     td__entry<256, 128, 4, 8, TD_GEMM_DT_BF16, TD_GEMM_HOOK_GATHER | TD_GEMM_HOOK_NSPLIT>(),
     /* ... in clusters of 2 along M, each k-block's B multicast to the pair (cuBLASLt's 2x1x1 at 4096 x 3696 x 8192) */
     td__entry<256, 128, 4, 8, TD_GEMM_DT_BF16, TD_GEMM_HOOK_GATHER | TD_GEMM_HOOK_NSPLIT, 2>(),
+    td__entry<128, 256, 4, 8, TD_GEMM_DT_BF16, TD_GEMM_HOOK_GATHER | TD_GEMM_HOOK_NSPLIT, 2>(), /* 0.99x cuBLAS plain at K = 12288 */
     /* GEMM + ReduceScatter of ranks sharing a GPU without partial sums (fused gemm_rs kgather) */
     td__entry<128, 256, 4, 8, TD_GEMM_DT_BF16, TD_GEMM_HOOK_KGATHER>(),
     td__entry<128, 128, 6, 8, TD_GEMM_DT_BF16, TD_GEMM_HOOK_KGATHER>(),
