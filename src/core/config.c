@@ -131,11 +131,11 @@ static const td__cfg_var td__vars[] = {
      "fused gemm_ar kgather with TD_OPS_FUSED_BCAST_HALF=pace: k-blocks of the next tile's main loop between two "
      "of a tile's paced copies (a tile of fewer k-blocks than its copies need at that pace, such as a split "
      "slice, closes the gap to fit them); a measurement knob, 1..16", NULL},
-    {"TD_OPS_FUSED_MAP_FENCE", TD__CFG_STR, "start", 0, 0, "start,tile",
+    {"TD_OPS_FUSED_MAP_FENCE", TD__CFG_STR, "tile", 0, 0, "tile,start",
      "fused ag_gemm gather (each rank's launch, gather-one, gather-share): where the launch makes each rank's A "
-     "tensor map visible to TMA: start (every map fenced and its descriptor prefetched once, when the launch "
-     "begins) or tile (fenced before each tile's first load, the code before 2026-12-03); a measurement knob, "
-     "the results are the same bits", NULL},
+     "tensor map visible to TMA: tile (fenced before each tile's first load) or start (every map fenced and its "
+     "descriptor prefetched once, when the launch begins; measured slower at three shapes, docs/perf.md); a "
+     "measurement knob, the results are the same bits", NULL},
     {"TD_OPS_FUSED_TAIL", TD__CFG_STR, "split", 0, 0, "split,split2,none",
      "fused gemm_rs / gemm_ar kgather and ag_gemm gather-one / gather-share: split (the launch's last, partial wave of tiles runs each tile as up to 8 "
      "K-slices on the idle SMs, the last slice to finish adding the others' fp32 partials; measured), split2 (as "

@@ -184,8 +184,8 @@ static void test_gather(void **state) {
   tl.split_waves = -1;
   gather_expect_ex(&p, &c, src, 4, 128, maps, &tl, 4, TD_ERR_INVALID_ARG, "GATHER split_waves=-1");
   tl.split_waves = 0, tl.map_fence = 2; /* where the maps are fenced: 0 or 1 */
-  gather_expect_ex(&p, &c, src, 4, 128, maps, &tl, 4, TD_ERR_INVALID_ARG, "GATHER map_fence=2; 0 (every map "
-                   "fenced once, at the start) or 1");
+  gather_expect_ex(&p, &c, src, 4, 128, maps, &tl, 4, TD_ERR_INVALID_ARG, "GATHER map_fence=2; 0 (each map "
+                   "fenced before each tile's first load) or 1");
   tl.map_fence = -1;
   gather_expect_ex(&p, &c, src, 4, 128, maps, &tl, 4, TD_ERR_INVALID_ARG, "GATHER map_fence=-1");
   tl.map_fence = 0;

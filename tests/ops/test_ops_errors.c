@@ -114,7 +114,7 @@ static void test_env_knobs(void **state) {
   (void)state;
   static const char *const vars[][3] = {
       {"TD_OPS_FUSED_TAIL", "junk", "allowed: split,split2,none"},
-      {"TD_OPS_FUSED_MAP_FENCE", "each", "allowed: start,tile"},
+      {"TD_OPS_FUSED_MAP_FENCE", "each", "allowed: tile,start"},
       {"TD_OPS_FUSED_BCAST_HALF", "later", "allowed: wait,defer,pace"},
       {"TD_OPS_FUSED_AG", "gather_one", "allowed: auto,copy,direct,batched,gather,gather-one"},
       {"TD_OPS_FUSED_AG_GEMMS", "two", "is not"},

@@ -198,11 +198,11 @@ static void test_fused_bcast_half_values(void **state) {
   expect_accepted("TD_OPS_FUSED_BCAST_HALF", "wait");
 }
 
-/* TD_OPS_FUSED_MAP_FENCE: start (the default) or tile, exactly */
+/* TD_OPS_FUSED_MAP_FENCE: tile (the default) or start, exactly */
 static void test_fused_map_fence_values(void **state) {
   (void)state;
   const char *bad[] = {"Start", "tile ", "0", "1", "each", "per-tile", "tiles"};
-  expect_two_values("TD_OPS_FUSED_MAP_FENCE", "start", "tile", "start,tile", bad, 7);
+  expect_two_values("TD_OPS_FUSED_MAP_FENCE", "tile", "start", "tile,start", bad, 7);
 }
 
 /* TD_OPS_FUSED_TAIL: split (the default), split2 or none, exactly */

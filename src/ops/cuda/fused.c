@@ -593,7 +593,7 @@ static td_status td__f_alloc(td_tp_op *op, td__tp_fused *f) {
     if (f->ag_gather) {
       const char *fence = NULL;
       TD_CHECK(td_config_str("TD_OPS_FUSED_MAP_FENCE", &fence));
-      f->map_fence = fence && !strcmp(fence, "tile");
+      f->map_fence = fence && !strcmp(fence, "start");
       f->ag_share = share && !f->ag_one;
       TD_CHECK(td__f_cu(cudaMalloc(&f->amaps, (f->ag_one ? 2 : 1) * (size_t)f->n * TD_GEMM_MAP_BYTES),
                         "cudaMalloc (tensor maps)"));

@@ -46,7 +46,7 @@ struct td__tp_fused {
                     * half stored during the next tile's main loop), 2 pace (the default: every copy paced
                     * over it); td_gemm_hooks.bcast_defer */
   int bcast_pace_kb; /* gemm_ar kgather, paced: TD_OPS_FUSED_BCAST_PACE, k-blocks between two copies */
-  int map_fence;   /* ag gather: TD_OPS_FUSED_MAP_FENCE (0 start, 1 tile), read at creation */
+  int map_fence;   /* ag gather: TD_OPS_FUSED_MAP_FENCE (0 tile, 1 start), read at creation */
   int tail_split;  /* kgather, ag_one, ag_share: TD_OPS_FUSED_TAIL: 0 none, 1 split (the last wave), 2 split2
                     * (or the last two waves'); every rank; the launching rank gets split_ws */
   void *split_ws; /* kgather and ag_one: rank 0's; ag_share: every rank's: the split-tail workspace (counters

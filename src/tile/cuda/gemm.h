@@ -238,10 +238,12 @@ typedef struct td_gemm_hooks {
   int split_tail, split_k;           /* KGATHER, GATHER: set by the launcher (td__gemm_split_plan), not the caller */
   int split_waves;                   /* KGATHER, GATHER: 0 or 1 = split the last wave's tiles; 2 = or the last two
                                       * waves' where td__gemm_split_plan_waves's model says it pays */
-  int map_fence;                     /* GATHER: 0 (memset) = every source's A map fenced to the tensormap proxy and
-                                      * its descriptor prefetched once, at the start; 1 = fenced before each
-                                      * tile's first load (the code before the thirteenth session), kept to
-                                      * measure the two in one run. Bits identical */
+  int map_fence;                     /* GATHER: 0 (memset) = each A map fenced to the tensormap proxy before the
+                                      * first load of each tile that reads it; 1 = every source's A map (and
+                                      * NSPLIT's B maps) fenced and its descriptor prefetched once, at the
+                                      * start: measured slower by 3-10% at three shapes in both rounds and no
+                                      * faster elsewhere (docs/perf.md, thirteenth session), kept to measure.
+                                      * Bits identical */
 } td_gemm_hooks;
 
 #if !defined(__CUDACC_RTC__)
@@ -323,8 +325,8 @@ td_status td__gemm_cuda_run_sms(const td_gemm_problem *problem, const td_gemm_co
  * the caller reuses map_buf only for later launches on the same stream (or
  * after this one finished). `tail` (NULL: none) lends the split tail its
  * workspace: tail->split_ws of tail->split_ws_bytes and tail->split_waves, as
- * for td__gemm_cuda_run_kgather's `out`, and tail->map_fence (0: the maps
- * fenced once at the start; 1: before each tile); its other fields are not
+ * for td__gemm_cuda_run_kgather's `out`, and tail->map_fence (0: each map
+ * fenced before each tile; 1: once at the start); its other fields are not
  * read.
  * `sms` > 0 sizes the persistent grid (and the split plan) for that many
  * multiprocessors, 0 for all: ranks sharing one GPU that launch at once each

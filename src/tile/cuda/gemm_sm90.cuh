@@ -527,17 +527,19 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
             asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" ::"l"(
                              (const td__tensor_map *)hooks.b_maps + j)
                          : "memory");
-            asm volatile("prefetch.tensormap [%0];" ::"l"((const td__tensor_map *)hooks.b_maps + j) : "memory");
+            if (hooks.map_fence == 1)
+              asm volatile("prefetch.tensormap [%0];" ::"l"((const td__tensor_map *)hooks.b_maps + j) : "memory");
           }
         __syncwarp();
       }
-      /* GATHER: every source's A map fenced once here, as KGATHER's (the
-       * table does not change during a launch), and its descriptor fetched
-       * ahead of the first load that names it; map_fence 1 fences before
-       * each tile's first load instead (below), as until the thirteenth
-       * session: an acquire per tile in the loader's path. */
+      /* GATHER, map_fence 1: every source's A map fenced once here, as
+       * KGATHER's (the table does not change during a launch), and its
+       * descriptor fetched ahead of the first load that names it. Measured
+       * slower than map_fence 0 (a fence before each tile's first load,
+       * below) at three shapes: these fences and fetches delay the first
+       * load, where a tile's fence waits behind the loads already in flight. */
       if constexpr (GATHER) {
-        if (leader && hooks.map_fence == 0)
+        if (leader && hooks.map_fence == 1)
           for (long long j = 0; j <= (m - 1) / hooks.a_rows; j++) {
             asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" ::"l"(
                              (const td__tensor_map *)hooks.a_maps + j)
@@ -571,10 +573,10 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
           if constexpr (GATHER) {
             const long long s = ((long long)tm * BM + h * GR) / hooks.a_rows, last = (m - 1) / hooks.a_rows;
             src[h] = s < last ? s : last;
-            /* map_fence 1: the map was written through the generic proxy (a
+            /* map_fence 0: the map was written through the generic proxy (a
              * copy into the table, which a later launch may rewrite at the
              * same address): visible to the tensormap proxy before TMA reads it */
-            if (hooks.map_fence == 1 && leader && (h == 0 || src[h] != src[h - 1]))
+            if (hooks.map_fence == 0 && leader && (h == 0 || src[h] != src[h - 1]))
               asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" ::"l"(
                                (const td__tensor_map *)hooks.a_maps + src[h])
                            : "memory");

@@ -651,8 +651,8 @@ static td_status td__take_map_fence(const td_gemm_hooks *tail, const char *hook,
   if (!tail)
     return TD_OK;
   if (tail->map_fence != 0 && tail->map_fence != 1)
-    return td__error(TD_ERR_INVALID_ARG, "gemm: %s map_fence=%d; 0 (every map fenced once, at the start) or 1 "
-                     "(before each tile's first load) are allowed", hook, tail->map_fence);
+    return td__error(TD_ERR_INVALID_ARG, "gemm: %s map_fence=%d; 0 (each map fenced before each tile's first "
+                     "load) or 1 (every map fenced once, at the start) are allowed", hook, tail->map_fence);
   h->map_fence = tail->map_fence;
   return TD_OK;
 }
