@@ -54,6 +54,9 @@ struct td_program {
 
 /* program.c */
 int64_t td__dim_value(const td_program *p, td__dimref d);
+/* Two dims that should be equal, as the program names them ("K: 4096 vs 4095",
+ * "H vs M: 4 vs 8", "4 vs 5"), written into buf; returns buf. */
+const char *td__dim_diff(const td_program *p, td__dimref a, td__dimref b, char *buf, size_t size);
 void td__val_shape(const td_program *p, td_value v, int64_t *rows, int64_t *cols);
 /** "file:line:col: " or "" into buf, for messages about value v. */
 const char *td__val_where(const td_program *p, td_value v, char *buf, size_t size);

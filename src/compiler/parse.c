@@ -489,12 +489,17 @@ static int td__stmt_input(td__parser *ps, int is_weight) {
   }
   if (!td__lex(ps) || !td__expect(ps, "[", "before the shape"))
     return 0;
-  td__tok shape_tok = ps->tok;
+  td__tok rows_tok = ps->tok, cols_tok = ps->tok; /* a 1-D shape [N] is [1, N] */
+  int has_rows = 0;
   if (!td__dimtext(ps, cols))
     return 0;
   if (td__is(&ps->tok, ",")) {
     memcpy(rows, cols, sizeof rows);
-    if (!td__lex(ps) || !td__dimtext(ps, cols))
+    has_rows = 1;
+    if (!td__lex(ps))
+      return 0;
+    cols_tok = ps->tok;
+    if (!td__dimtext(ps, cols))
       return 0;
   }
   if (!td__expect(ps, "]", "after the shape (2-D at most)"))
@@ -537,8 +542,14 @@ static int td__stmt_input(td__parser *ps, int is_weight) {
     return 0;
   ps->p->cur = (td__srcloc){nt.line, nt.col};
   td_status st = td_program_input(ps->p, name, is_weight, dt, rows, cols, layout, NULL);
+  if (st != TD_OK && st == TD_ERR_SHAPE) { /* point at the dim the message names */
+    char q[TD__NAME_MAX + 8];
+    snprintf(q, sizeof q, "dim '%s'", rows);
+    int on_rows = has_rows && strstr(td_last_error(), q) != NULL;
+    return td__rewrap(ps, on_rows ? &rows_tok : &cols_tok);
+  }
   if (st != TD_OK)
-    return td__rewrap(ps, st == TD_ERR_SHAPE ? &shape_tok : &nt);
+    return td__rewrap(ps, &nt);
   return 1;
 }
 

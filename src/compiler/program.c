@@ -226,23 +226,25 @@ static td_status td__push(td_program *p, td__val *val, td_value *out) {
   return TD_OK;
 }
 
-static td_status td__parse_dimref(td_program *p, const char *s, const char *name, td__dimref *d) {
+/* `kind` is "input" or "weight": the declaration the error names. */
+static td_status td__parse_dimref(td_program *p, const char *s, const char *kind, const char *name,
+                                  td__dimref *d) {
   if (!s || !*s)
-    return td__error(TD_ERR_SHAPE, "input %s: empty dim", name);
+    return td__error(TD_ERR_SHAPE, "%s %s: empty dim", kind, name);
   if (isdigit((unsigned char)s[0])) {
     char *stop;
     errno = 0;
     long long v = strtoll(s, &stop, 10);
     if (*stop || errno || v < 1)
-      return td__error(TD_ERR_SHAPE, "input %s: dim '%s' must be a number >= 1 or a dim name", name, s);
+      return td__error(TD_ERR_SHAPE, "%s %s: dim '%s' must be a number >= 1 or a dim name", kind, name, s);
     d->dim = -1;
     d->value = v;
     return TD_OK;
   }
   int32_t i = td__find_dim(p, s);
   if (i < 0)
-    return td__error(TD_ERR_SHAPE, "input %s: dim '%s' is not declared (declare it with `dim %s = VALUE`)",
-                     name, s, s);
+    return td__error(TD_ERR_SHAPE, "%s %s: dim '%s' is not declared (declare it with `dim %s = VALUE`)",
+                     kind, name, s, s);
   d->dim = i;
   d->value = 0;
   return TD_OK;
@@ -250,26 +252,27 @@ static td_status td__parse_dimref(td_program *p, const char *s, const char *name
 
 td_status td_program_input(td_program *p, const char *name, int is_weight, td_dtype dtype,
                            const char *rows, const char *cols, td_layout layout, td_value *out) {
+  const char *kind = is_weight ? "weight" : "input"; /* every message names the declaration it is about */
   if (!p || !td__valid_name(name))
-    return td__error(TD_ERR_INVALID_ARG, "input: invalid name '%s'", name ? name : "(null)");
+    return td__error(TD_ERR_INVALID_ARG, "%s: invalid name '%s'", kind, name ? name : "(null)");
   if (td__find_val(p, name) >= 0)
-    return td__error(TD_ERR_INVALID_ARG, "input %s: the name is already used", name);
+    return td__error(TD_ERR_INVALID_ARG, "%s %s: the name is already used", kind, name);
   if (dtype != TD_F32 && dtype != TD_F16 && dtype != TD_BF16)
-    return td__error(TD_ERR_INVALID_ARG, "input %s: dtype %s is not allowed (f32, f16, bf16)", name,
+    return td__error(TD_ERR_INVALID_ARG, "%s %s: dtype %s is not allowed (f32, f16, bf16)", kind, name,
                      td_dtype_name(dtype));
   if (layout.kind == TD_LAYOUT_SHARD && layout.dim != 0 && layout.dim != 1)
-    return td__error(TD_ERR_SHAPE, "input %s: shard(%d): a 2-D tensor shards along dim 0 or 1", name,
+    return td__error(TD_ERR_SHAPE, "%s %s: shard(%d): a 2-D tensor shards along dim 0 or 1", kind, name,
                      layout.dim);
   if ((unsigned)layout.kind > TD_LAYOUT_PARTIAL)
-    return td__error(TD_ERR_INVALID_ARG, "input %s: invalid layout kind %d", name, (int)layout.kind);
+    return td__error(TD_ERR_INVALID_ARG, "%s %s: invalid layout kind %d", kind, name, (int)layout.kind);
   td__val v = {0};
   snprintf(v.name, sizeof v.name, "%s", name);
   v.op = is_weight ? TD_OP_WEIGHT : TD_OP_INPUT;
   v.dtype = dtype;
   v.layout = layout;
   v.in[0] = v.in[1] = -1;
-  TD_CHECK(td__parse_dimref(p, rows, name, &v.shape[0]));
-  TD_CHECK(td__parse_dimref(p, cols, name, &v.shape[1]));
+  TD_CHECK(td__parse_dimref(p, rows, kind, name, &v.shape[0]));
+  TD_CHECK(td__parse_dimref(p, cols, kind, name, &v.shape[1]));
   return td__push(p, &v, out);
 }
 
@@ -496,13 +499,27 @@ td_status td_program_output(td_program *p, td_value v) {
   return TD_OK;
 }
 
-static td_status td__shape_error(const td_program *p, td_value v, const char *what, int64_t r1,
-                                 int64_t c1, int64_t r2, int64_t c2) {
+/* Two dims that should be equal and are not, as the user wrote them: "K:
+ * 4096 vs 4095" when one or both are the dim K, "H vs M: 4 vs 8" for two
+ * different dims, "4 vs 5" for two literals. */
+const char *td__dim_diff(const td_program *p, td__dimref a, td__dimref b, char *buf, size_t size) {
+  const char *na = a.dim >= 0 ? p->dims[a.dim].name : NULL, *nb = b.dim >= 0 ? p->dims[b.dim].name : NULL;
+  long long va = (long long)td__dim_value(p, a), vb = (long long)td__dim_value(p, b);
+  if (na && nb && strcmp(na, nb) != 0)
+    snprintf(buf, size, "%s vs %s: %lld vs %lld", na, nb, va, vb);
+  else if (na || nb)
+    snprintf(buf, size, "%s: %lld vs %lld", na ? na : nb, va, vb);
+  else
+    snprintf(buf, size, "%lld vs %lld", va, vb);
+  return buf;
+}
+
+/* A shape check of value v failed: "file:line:col: OP (value NAME): WHAT",
+ * where WHAT names the dims that differ (td__dim_diff), not whole shapes. */
+static td_status td__shape_error(const td_program *p, td_value v, const char *what) {
   char where[160], lab[40];
-  return td__error(TD_ERR_SHAPE, "%s%s (value %s): %s: [%lld, %lld] and [%lld, %lld]",
-                   td__val_where(p, v, where, sizeof where), td_op_name(p->vals[v].op),
-                   td__val_label(p, v, lab, sizeof lab), what, (long long)r1, (long long)c1,
-                   (long long)r2, (long long)c2);
+  return td__error(TD_ERR_SHAPE, "%s%s (value %s): %s", td__val_where(p, v, where, sizeof where),
+                   td_op_name(p->vals[v].op), td__val_label(p, v, lab, sizeof lab), what);
 }
 
 td_status td_program_check(const td_program *p) {
@@ -514,28 +531,52 @@ td_status td_program_check(const td_program *p) {
     outputs += V->is_output;
     if (V->op == TD_OP_INPUT || V->op == TD_OP_WEIGHT)
       continue;
-    int64_t ar, ac, br = 0, bc = 0;
-    td__val_shape(p, V->in[0], &ar, &ac);
-    if (V->in[1] >= 0)
-      td__val_shape(p, V->in[1], &br, &bc);
+    if (V->in[1] < 0)
+      continue; /* the shape checks below are of two operands */
+    const td__dimref *sa = p->vals[V->in[0]].shape, *sb = p->vals[V->in[1]].shape;
+    char what[400], d0[160], d1[160];
     switch (V->op) {
     case TD_OP_MATMUL: {
-      int64_t k1 = (V->flags & TD_MATMUL_TRANSPOSE_A) ? ar : ac;
-      int64_t k2 = (V->flags & TD_MATMUL_TRANSPOSE_B) ? bc : br;
-      if (k1 != k2)
-        return td__shape_error(p, v, "contraction dims differ (a's columns vs b's rows, after transposes)",
-                               ar, ac, br, bc);
+      td__dimref k1 = sa[(V->flags & TD_MATMUL_TRANSPOSE_A) ? 0 : 1];
+      td__dimref k2 = sb[(V->flags & TD_MATMUL_TRANSPOSE_B) ? 1 : 0];
+      if (td__dim_value(p, k1) != td__dim_value(p, k2)) {
+        snprintf(what, sizeof what, "contraction dims differ (a's columns vs b's rows, after transposes): %s",
+                 td__dim_diff(p, k1, k2, d0, sizeof d0));
+        return td__shape_error(p, v, what);
+      }
       break;
     }
     case TD_OP_ADD:
-    case TD_OP_MUL:
-      if (ar != br || ac != bc)
-        return td__shape_error(p, v, "operand shapes differ", ar, ac, br, bc);
+    case TD_OP_MUL: {
+      int rows = td__dim_value(p, sa[0]) != td__dim_value(p, sb[0]);
+      int cols = td__dim_value(p, sa[1]) != td__dim_value(p, sb[1]);
+      if (rows || cols) {
+        td__dim_diff(p, sa[0], sb[0], d0, sizeof d0);
+        td__dim_diff(p, sa[1], sb[1], d1, sizeof d1);
+        snprintf(what, sizeof what, "operand shapes differ in %s%s%s%s%s", rows ? "rows (" : "", rows ? d0 : "",
+                 rows && cols ? ") and " : rows ? ")" : "", cols ? "columns (" : "", cols ? d1 : "");
+        if (cols)
+          snprintf(what + strlen(what), sizeof what - strlen(what), ")");
+        return td__shape_error(p, v, what);
+      }
       break;
-    case TD_OP_RMSNORM:
-      if (br != 1 || bc != ac)
-        return td__shape_error(p, v, "weight must be [1, cols of x]", ar, ac, br, bc);
+    }
+    case TD_OP_RMSNORM: {
+      int64_t wr = td__dim_value(p, sb[0]);
+      int cols = td__dim_value(p, sb[1]) != td__dim_value(p, sa[1]);
+      if (wr != 1 || cols) {
+        snprintf(what, sizeof what, "weight must be [1, cols of x]:");
+        if (wr != 1)
+          snprintf(what + strlen(what), sizeof what - strlen(what), " it has %s%s%lld rows%s",
+                   sb[0].dim >= 0 ? p->dims[sb[0].dim].name : "", sb[0].dim >= 0 ? " = " : "", (long long)wr,
+                   cols ? ";" : "");
+        if (cols)
+          snprintf(what + strlen(what), sizeof what - strlen(what), " columns of x vs the weight's: %s",
+                   td__dim_diff(p, sa[1], sb[1], d1, sizeof d1));
+        return td__shape_error(p, v, what);
+      }
       break;
+    }
     default:
       break;
     }

@@ -407,8 +407,9 @@ td_status td_program_run(const td_program *p, const td_program_run_opts *o, td_p
       break;
     }
     if (p->vals[v].layout.kind == TD_LAYOUT_PARTIAL) {
-      st = td__error(TD_ERR_INVALID_ARG, "--input %s: a partial(sum) input takes random addends per rank; "
-                     "it cannot come from a file", o->input_names[i]);
+      st = td__error(TD_ERR_INVALID_ARG, "--input %s: a partial(sum) %s takes random addends per rank; "
+                     "it cannot come from a file", o->input_names[i],
+                     p->vals[v].op == TD_OP_WEIGHT ? "weight" : "input");
       break;
     }
     int64_t fr, fc, Rw, Cw;
@@ -421,9 +422,16 @@ td_status td_program_run(const td_program *p, const td_program_run_opts *o, td_p
     td__val_shape(p, v, &Rw, &Cw);
     if (fr != Rw || fc != Cw) {
       free(data);
-      st = td__error(TD_ERR_SHAPE, "--input %s: '%s' holds [%lld, %lld] but %s is [%lld, %lld]", o->input_names[i],
-                     o->input_paths[i], (long long)fr, (long long)fc, o->input_names[i], (long long)Rw,
-                     (long long)Cw);
+      /* name the dims that differ, file first: "rows (M: 3 vs 4)" */
+      char diff[2][160], dims[400] = "";
+      td__dimref file_dim[2] = {{-1, fr}, {-1, fc}};
+      for (int d = 0; d < 2; d++)
+        if ((d ? fc : fr) != (d ? Cw : Rw))
+          snprintf(dims + strlen(dims), sizeof dims - strlen(dims), "%s%s (%s)", dims[0] ? " and " : "",
+                   d ? "columns" : "rows", td__dim_diff(p, file_dim[d], p->vals[v].shape[d], diff[d], sizeof diff[d]));
+      st = td__error(TD_ERR_SHAPE, "--input %s: '%s' holds [%lld, %lld] but %s is [%lld, %lld]: the file's %s differ",
+                     o->input_names[i], o->input_paths[i], (long long)fr, (long long)fc, o->input_names[i],
+                     (long long)Rw, (long long)Cw, dims);
       break;
     }
     free(global[v]);

@@ -90,7 +90,14 @@ static void test_builder_errors(void **state) {
   assert_string_equal(td_last_error(), "input x: shard(2): a 2-D tensor shards along dim 0 or 1");
   assert_int_equal(td_program_input(p, "x", 0, TD_F32, "M", "H", S(0), &x), TD_OK);
   assert_int_equal(td_program_input(p, "x", 1, TD_F32, "H", "H", R(), &w), TD_ERR_INVALID_ARG);
-  assert_string_equal(td_last_error(), "input x: the name is already used");
+  assert_string_equal(td_last_error(), "weight x: the name is already used");
+  /* a weight's errors name a weight, not an input */
+  assert_int_equal(td_program_input(p, "w", 1, TD_F32, "Q", "H", R(), &w), TD_ERR_SHAPE);
+  assert_string_equal(td_last_error(), "weight w: dim 'Q' is not declared (declare it with `dim Q = VALUE`)");
+  assert_int_equal(td_program_input(p, "w", 1, TD_I32, "H", "H", R(), &w), TD_ERR_INVALID_ARG);
+  assert_string_equal(td_last_error(), "weight w: dtype i32 is not allowed (f32, f16, bf16)");
+  assert_int_equal(td_program_input(p, "w", 1, TD_F32, "H", "", R(), &w), TD_ERR_SHAPE);
+  assert_string_equal(td_last_error(), "weight w: empty dim");
   assert_int_equal(td_program_input(p, "w", 1, TD_F32, "H", "H", R(), &w), TD_OK);
   assert_int_equal(td_program_matmul(p, x, 99, 0, &y), TD_ERR_INVALID_ARG);
   assert_string_equal(td_last_error(), "matmul: value 99 does not exist (program has 2 values)");
@@ -117,7 +124,7 @@ static void test_builder_errors(void **state) {
   assert_int_equal(td_program_matmul(p, x, v, 0, &z), TD_OK);
   assert_int_equal(td_program_check(p), TD_ERR_SHAPE);
   assert_string_equal(td_last_error(), "matmul (value %4): contraction dims differ (a's columns vs b's rows, after "
-                                       "transposes): [8, 4] and [8, 4]");
+                                       "transposes): H vs M: 4 vs 8");
   td_compile_opts co;
   td_compile_opts_init(&co);
   co.nranks = 0;

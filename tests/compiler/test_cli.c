@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0
  * The tdist run / explain / calibrate commands as a user calls them: every
- * bad-input path prints its message and exits 2 (usage) or 1 (failure); a
+ * bad-input path prints its message and exits 2 (usage or input: options,
+ * files, a program that does not parse or compile) or 1 (a failed check or a
+ * failure of the machine); a
  * small run passes its check and writes valid JSON; explain prints each
  * rank's schedule; calibrate --quick writes a calibration file the compiler
  * then loads. */
@@ -69,13 +71,13 @@ static void test_run_errors(void **state) {
   expect("run small.td --ranks 2 -x", 2, "tdist run: unknown option '-x'");
   expect("run small.td --ranks 2 --json same.out --trace same.out", 2,
          "tdist run: --json and --trace name the same file 'same.out'");
-  expect("run missing.td --ranks 2", 1, "tdist run: cannot open program 'missing.td': No such file or directory");
+  expect("run missing.td --ranks 2", 2, "tdist run: cannot open program 'missing.td': No such file or directory");
   expect("run small.td --ranks 2 --dims Q=3", 2,
          "tdist run: dim 'Q' is not declared by the program (declared: M, H, F)");
   expect("run small.td --ranks 2 --dims M", 2, "tdist run: --dims item 'M' has no '=' (expected NAME=VALUE)");
   expect("run small.td --ranks 2 --dims M=abc", 2, "tdist run: --dims M=abc: value is not an integer");
-  expect("run small.td --ranks 4 --dims F=3", 1, "the contraction dim (3) is split over 4 ranks");
-  expect("run bad.td --ranks 2", 1, "tdist run: bad.td:2:19: expected ']' after the shape (2-D at most), found ','");
+  expect("run small.td --ranks 4 --dims F=3", 2, "the contraction dim (3) is split over 4 ranks");
+  expect("run bad.td --ranks 2", 2, "tdist run: bad.td:2:19: expected ']' after the shape (2-D at most), found ','");
   /* An output that cannot be written is refused before the run (usage error). */
   expect("run small.td --ranks 1 --iters 1 --rounds 1 --json /nonexistent/dir/r.json", 2,
          "tdist run: --json /nonexistent/dir/r.json cannot be written");
@@ -93,6 +95,71 @@ static void test_run_errors(void **state) {
   if (!access("/dev/full", W_OK))
     expect("explain small.td --ranks 2 --dump /dev/full", 1,
            "tdist explain: cannot write the plan to '/dev/full': No space left on device");
+}
+
+/* Exit status by kind: a usage or input error (bad option, unreadable file,
+ * a program that does not parse or compile) is 2, before anything runs; a
+ * numerical check that fails is 1; `run --help` and `explain --help` say so. */
+static void test_exit_status_by_kind(void **state) {
+  (void)state;
+  /* compile errors of the program: 2, like a bad flag */
+  write_file("kmis.td", "dim M = 16, K = 4096, N = 8\ninput x : bf16[M, K] shard(0)\nweight w : bf16[4095, N]\n"
+                        "y = matmul(all_gather(x), w)\noutput y\n");
+  expect("run kmis.td --ranks 2", 2, "tdist run: kmis.td:4:5: matmul (value y): contraction dims differ");
+  expect("explain kmis.td --ranks 2", 2, "tdist explain: kmis.td:4:5: matmul (value y)");
+  expect("run bad.td --ranks 2 --check", 2, "bad.td:2:19:");
+  expect("run small.td --ranks 2 --bogus", 2, "unknown option");
+  /* a failed check: 1 (an inf input makes the error inf; see test_run_inputs) */
+  float v[16];
+  unsigned char npy[128 + sizeof v];
+  const char *hdr = "{'descr': '<f4', 'fortran_order': False, 'shape': (4, 4), }";
+  size_t hl = 128 - 10;
+  memcpy(npy, "\x93NUMPY\x01\x00", 8);
+  npy[8] = (unsigned char)(hl & 0xff), npy[9] = (unsigned char)(hl >> 8);
+  memset(npy + 10, ' ', hl);
+  memcpy(npy + 10, hdr, strlen(hdr));
+  npy[127] = '\n';
+  for (int i = 0; i < 16; i++)
+    v[i] = i % 3 ? (float)i : 1.0f / 0.0f;
+  memcpy(npy + 128, v, sizeof v);
+  write_in(tmpdir, "inf.npy", npy, sizeof npy);
+  write_file("lit.td", "input x : f32[4, 4] shard(0)\ny = all_gather(x)\noutput y\n");
+  expect("run lit.td --ranks 2 --iters 1 --rounds 1 --check --input x=inf.npy", 1, "result: FAIL");
+  /* the help text states the same statuses */
+  expect("run --help", 0, "2 a usage\n  or input error");
+  expect("run --help", 0, "1 the check FAILed");
+  expect("explain --help", 0, "exit status: 0 explained;");
+}
+
+/* A shape error names the dims that differ ("K: 4096 vs 4095"), with
+ * file:line:col, not both operands' whole shapes; an undeclared dim names
+ * the declaration it is in (input or weight) and points at that dim. */
+static void test_shape_messages(void **state) {
+  (void)state;
+  write_file("kmis.td", "dim M = 16, K = 4096, N = 8\ninput x : bf16[M, K] shard(0)\nweight w : bf16[4095, N]\n"
+                        "y = matmul(all_gather(x), w)\noutput y\n");
+  expect("run kmis.td --ranks 2", 2, "kmis.td:4:5: matmul (value y): contraction dims differ (a's columns vs b's "
+         "rows, after transposes): K: 4096 vs 4095\n");
+  write_file("twodims.td", "dim M = 8, H = 4\ninput x : f32[M, H]\nweight u : f32[M, H]\noutput y = matmul(x, u)\n");
+  expect("run twodims.td --ranks 1", 2, "twodims.td:4:12: matmul (value y): contraction dims differ (a's columns vs "
+         "b's rows, after transposes): H vs M: 4 vs 8\n");
+  write_file("addmis.td", "dim M = 16, H = 32\ninput x : f32[M, H]\ninput z : f32[M, 31]\noutput y = add(x, z)\n");
+  expect("run addmis.td --ranks 1", 2, "addmis.td:4:12: add (value y): operand shapes differ in columns (H: 32 vs "
+         "31)\n");
+  write_file("addrows.td", "dim M = 16, H = 32\ninput x : f32[M, H]\ninput z : f32[8, 3]\noutput y = mul(x, z)\n");
+  expect("run addrows.td --ranks 1", 2, "addrows.td:4:12: mul (value y): operand shapes differ in rows (M: 16 vs 8) "
+         "and columns (H: 32 vs 3)\n");
+  write_file("rms.td", "dim M = 16, H = 32, R = 4\ninput x : f32[M, H]\nweight w : f32[R, 30]\n"
+                       "output y = rmsnorm(x, w)\n");
+  expect("run rms.td --ranks 1", 2, "rms.td:4:12: rmsnorm (value y): weight must be [1, cols of x]: it has R = 4 "
+         "rows; columns of x vs the weight's: H: 32 vs 30\n");
+  write_file("wdim.td", "dim M = 16, K = 32\ninput x : bf16[M, K] shard(0)\nweight w : bf16[K, Q]\n"
+                        "y = matmul(all_gather(x), w)\noutput y\n");
+  expect("run wdim.td --ranks 2", 2, "tdist run: wdim.td:3:20: weight w: dim 'Q' is not declared (declare it with "
+         "`dim Q = VALUE`)");
+  expect("explain wdim.td --ranks 2", 2, "tdist explain: wdim.td:3:20: weight w: dim 'Q' is not declared");
+  write_file("idim.td", "dim K = 32\ninput x : f32[Z, K]\noutput y = gelu(x)\n");
+  expect("run idim.td --ranks 1", 2, "tdist run: idim.td:2:15: input x: dim 'Z' is not declared");
 }
 
 static void test_run_ok(void **state) {
@@ -133,7 +200,7 @@ static void test_explain(void **state) {
   expect("explain small.td --ranks 99", 2, "tdist explain: --ranks expects an integer in 1..64, got '99'");
   expect("explain small.td --ranks 2 --what 1", 2, "tdist explain: unknown option '--what'");
   expect("explain small.td --ranks 2 --backend x", 2, "tdist explain: unknown backend 'x' (cpu or cuda)");
-  expect("explain missing.td --ranks 2", 1, "tdist explain: cannot open program 'missing.td'");
+  expect("explain missing.td --ranks 2", 2, "tdist explain: cannot open program 'missing.td'");
   expect("explain small.td --ranks 2 --dims Z=1", 2, "tdist explain: dim 'Z' is not declared");
   /* B8, C2: explain checks --dims with run's one parser: each dim once, --dims once, no empty item or value,
    * no spaces */
@@ -148,8 +215,9 @@ static void test_explain(void **state) {
   expect("explain small.td --ranks 2 '--dims=M= 8'", 2, "tdist explain: --dims items take no spaces "
          "(NAME=VALUE,NAME=VALUE), got 'M= 8'");
   expect("explain small.td --ranks 2 --chunks 0", 2, "tdist explain: --chunks expects an integer in 1..64, got '0'");
-  expect("explain small.td --ranks 2 --dump /nonexistent/dir/p.txt", 1,
-         "tdist explain: cannot write the plan to '/nonexistent/dir/p.txt'");
+  /* an output that cannot be written is refused before compiling, as run's --json (usage error) */
+  expect("explain small.td --ranks 2 --dump /nonexistent/dir/p.txt", 2,
+         "tdist explain: --dump /nonexistent/dir/p.txt cannot be written");
   expect("explain small.td", 2, "tdist explain: --ranks N is required");
   expect("explain --help", 0, "usage: tdist explain PROGRAM.td --ranks N [options]");
   expect("calibrate --help", 0, "usage: tdist calibrate [--quick]");
@@ -162,14 +230,15 @@ static void test_explain(void **state) {
   expect("explain small.td --ranks", 2, "tdist explain: option --ranks needs a value");
   expect("explain small.td --ranks=3 --chunks=2", 0, "rank 2:");
   /* Whole-file problems keep file:line:col. */
-  expect("explain empty.td --ranks 2", 1, "tdist explain: empty.td:1:1: empty program");
-  expect("explain comment.td --ranks 2", 1, "tdist explain: comment.td:3:1: empty program");
-  expect("explain nul.td --ranks 2", 1, "tdist explain: nul.td:3:1: unexpected byte 0x00");
+  expect("explain empty.td --ranks 2", 2, "tdist explain: empty.td:1:1: empty program");
+  expect("explain comment.td --ranks 2", 2, "tdist explain: comment.td:3:1: empty program");
+  expect("explain nul.td --ranks 2", 2, "tdist explain: nul.td:3:1: unexpected byte 0x00");
 }
 
 /* A calibration file with a value out of range (flops_s 1e-300 made every
- * predicted time infinite and explain crash) is refused by run and explain,
- * naming file, key, value and range; td_perf_model_load skips the value. */
+ * predicted time infinite and explain crash) is refused by run and explain
+ * as an input error (exit 2, as tdist bench does), naming file, key, value
+ * and range; td_perf_model_load skips the value. */
 static void test_bad_calibration(void **state) {
   (void)state;
   static const struct {
@@ -202,8 +271,8 @@ static void test_bad_calibration(void **state) {
     snprintf(want, sizeof want, "tdist explain: calibration file '%s': %s", path, bad[i].message);
     if (strstr(bad[i].message, "JSON"))
       snprintf(want, sizeof want, "tdist explain: calibration file '%s': not a JSON object", path);
-    expect("explain small.td --ranks 2", 1, want);
-    expect("run small.td --ranks 2 --iters 1 --rounds 1", 1, bad[i].message);
+    expect("explain small.td --ranks 2", 2, want);
+    expect("run small.td --ranks 2 --iters 1 --rounds 1", 2, bad[i].message);
     td_perf_model m;
     memset(&m, 0x5a, sizeof m);
     double mark = m.flops_s;
@@ -290,6 +359,8 @@ int main(void) {
   }
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_run_errors),
+      cmocka_unit_test(test_exit_status_by_kind),
+      cmocka_unit_test(test_shape_messages),
       cmocka_unit_test(test_run_ok),
       cmocka_unit_test(test_explain),
       cmocka_unit_test(test_calibrate),

@@ -40,7 +40,8 @@ static const char *write_npy(const char *name, const char *descr, const char *fo
 }
 
 static const char *text = "input x : f32[3, 4] shard(0)\nweight g : f32[4]\noutput y = rmsnorm(all_gather(x), g)\n"
-                          "input p : f32[2, 2] partial\noutput q = all_reduce(p)\n";
+                          "input p : f32[2, 2] partial\noutput q = all_reduce(p)\n"
+                          "weight pw : f32[2, 2] partial\noutput r = all_reduce(pw)\n";
 
 static td_status run(const char *const *names, const char *const *paths, int n, td_program_run_result *res) {
   td_program *p = NULL;
@@ -93,6 +94,8 @@ static void test_npy_errors(void **state) {
   expect_error("z", path, TD_ERR_INVALID_ARG, "--input z: the program has no input or weight of that name");
   expect_error("p", path, TD_ERR_INVALID_ARG,
                "--input p: a partial(sum) input takes random addends per rank; it cannot come from a file");
+  expect_error("pw", path, TD_ERR_INVALID_ARG,
+               "--input pw: a partial(sum) weight takes random addends per rank; it cannot come from a file");
   snprintf(path, sizeof path, "%s/junk.npy", dir);
   FILE *f = fopen(path, "wb");
   fputs("not numpy at all", f);
@@ -126,8 +129,15 @@ static void test_npy_errors(void **state) {
                "file holds 49 bytes after the header");
   const char *wrong = write_npy("w.npy", "<f4", "False", "(4, 3)", x, sizeof x);
   char msg[256];
-  snprintf(msg, sizeof msg, "--input x: '%s' holds [4, 3] but x is [3, 4]", wrong);
+  snprintf(msg, sizeof msg, "--input x: '%s' holds [4, 3] but x is [3, 4]: the file's rows (4 vs 3) and columns "
+           "(3 vs 4) differ", wrong);
   expect_error("x", wrong, TD_ERR_SHAPE, msg);
+  /* only the dim that differs is named */
+  float g3[3] = {1, 2, 3};
+  const char *short_g = write_npy("g3.npy", "<f4", "False", "(1, 3)", g3, sizeof g3);
+  snprintf(msg, sizeof msg, "--input g: '%s' holds [1, 3] but g is [1, 4]: the file's columns (3 vs 4) differ",
+           short_g);
+  expect_error("g", short_g, TD_ERR_SHAPE, msg);
 }
 
 int main(void) {

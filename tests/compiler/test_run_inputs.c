@@ -211,16 +211,16 @@ static void test_nonfinite_inputs(void **state) {
   cJSON_Delete(j);
 }
 
-/* D6: a directory is named as one (run and explain). */
+/* D6: a directory is named as one (run and explain): an input error, exit 2. */
 static void test_directory_program(void **state) {
   (void)state;
   char args[512], want[512];
   snprintf(args, sizeof args, "run %s --ranks 2", tmpdir);
   snprintf(want, sizeof want, "tdist run: %s is a directory", tmpdir);
-  expect(args, 1, want);
+  expect(args, 2, want);
   snprintf(args, sizeof args, "explain %s --ranks 2", tmpdir);
   snprintf(want, sizeof want, "tdist explain: %s is a directory", tmpdir);
-  expect(args, 1, want);
+  expect(args, 2, want);
 }
 
 /* C2: --dims with no name, and a value beyond the .td parser's limit, in its words. */
@@ -251,7 +251,8 @@ static void test_npy_and_before_run(void **state) {
     assert_null(strstr(out, "run failed"));
     assert_null(strstr(out, "      ")); /* no header padding quoted */
   }
-  expect("run small.td --ranks 4 --dims F=3", 1, "tdist run: compiling the overlapped plan: ");
+  /* a plan that does not compile for these dims and ranks is an input error (exit 2) */
+  expect("run small.td --ranks 4 --dims F=3", 2, "tdist run: compiling the overlapped plan: ");
 }
 
 /* C7: scale's factor (and rmsnorm's eps) must be a finite number in range. */

@@ -11,6 +11,18 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+int td_cli_exit_status(td_status status) {
+  switch (status) {
+  case TD_ERR_INVALID_ARG:
+  case TD_ERR_NOT_FOUND:
+  case TD_ERR_PARSE:
+  case TD_ERR_SHAPE:
+    return 2;
+  default:
+    return 1;
+  }
+}
+
 int td_cli_int(const char *cmd, const char *opt, const char *text, long long lo, long long hi,
                long long *out) {
   char *end;

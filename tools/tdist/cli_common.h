@@ -9,6 +9,16 @@
 
 #include <stdio.h>
 
+#include "tdist/status.h"
+
+/** The exit status of `tdist run` and `explain` for a library call that
+ * failed with `status` while reading or compiling the program: 2 (usage or
+ * input error: fix the program, its --dims, --ranks or options) for the
+ * statuses that mean the caller's input is wrong (TD_ERR_INVALID_ARG,
+ * TD_ERR_NOT_FOUND, TD_ERR_PARSE, TD_ERR_SHAPE), else 1 (out of memory, a
+ * failure of this machine, or a tdist bug such as TD_ERR_SCHEDULE). */
+int td_cli_exit_status(td_status status);
+
 /** Parses `text` (the value of `opt`, given to `cmd`, e.g. "tdist run") as a
  * decimal integer in lo..hi and writes it to *out. Returns 1, or prints
  * "CMD: OPT expects an integer in LO..HI, got 'TEXT'" to stderr and returns 0
@@ -32,11 +42,6 @@ int td_cli_int_list(const char *cmd, const char *opt, const char *text, char sep
  * ("out of memory"). */
 int td_cli_write_text(const char *cmd, const char *path, const char *text);
 
-/** Checks the arguments every program-taking subcommand needs: a PROGRAM
- * path (else prints "CMD: no PROGRAM given" and then `usage` to stderr),
- * ranks > 0 (else "CMD: --ranks N is required") and a backend of "cpu" or
- * "cuda" (else "CMD: unknown backend 'B' (cpu or cuda)"). Returns 0, or -1
- * after printing the first problem (callers exit with status 2). */
 /** Reads argument argv[i] of a subcommand as an option: "--opt=value" is
  * split into the name "--opt" (copied into buf, at most cap-1 bytes) and the
  * value "value", with *inline_value = 1; any other argument is its own name
@@ -47,6 +52,11 @@ int td_cli_write_text(const char *cmd, const char *path, const char *text);
 int td_cli_arg(int argc, char **argv, int i, const char *const *valued, size_t n, char *buf, size_t cap,
                const char **name, const char **value, int *inline_value);
 
+/** Checks the arguments every program-taking subcommand needs: a PROGRAM
+ * path (else prints "CMD: no PROGRAM given" and then `usage` to stderr),
+ * ranks > 0 (else "CMD: --ranks N is required") and a backend of "cpu" or
+ * "cuda" (else "CMD: unknown backend 'B' (cpu or cuda)"). Returns 0, or -1
+ * after printing the first problem (callers exit with status 2). */
 int td_cli_check_program_args(const char *cmd, const char *path, long long ranks,
                               const char *backend, void (*usage)(FILE *));
 

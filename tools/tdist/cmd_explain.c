@@ -3,7 +3,11 @@
  * rank, the schedule the compiler produced (task order, worker class, deps,
  * waits, raises) with the perf model's predicted timeline and the predicted
  * share of communication hidden under compute. --sequential shows the
- * baseline plan instead; --dump writes the plan's text form. */
+ * baseline plan instead; --dump writes the plan's text form. Exit status, as
+ * `tdist run`'s: 0 explained; 1 a failure of this machine (a --dump write
+ * that fails, out of memory) or a tdist bug; 2 a usage or input error: a bad
+ * option, an unreadable program or calibration file, a program that does not
+ * parse or compile for its --dims and --ranks. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +15,7 @@
 
 #include "cli_common.h"
 #include "commands.h"
+#include "out_check.h"
 #include "tdist/tdist.h"
 
 static void td__explain_usage(FILE *out) {
@@ -22,7 +27,10 @@ static void td__explain_usage(FILE *out) {
           "  --sequential       explain the sequential baseline plan\n"
           "  --chunks C         sub-chunks per rank part (default: perf model)\n"
           "  --tile-rows T      tile rows (default: perf model)\n"
-          "  --dump FILE        also write the plan's text form (td_plan_dump)\n");
+          "  --dump FILE        also write the plan's text form (td_plan_dump)\n"
+          "exit status: 0 explained; 1 a --dump write failed, or a failure of this machine; 2 a usage\n"
+          "  or input error: a bad option, an unreadable PROGRAM or calibration file, a program that\n"
+          "  does not parse or compile for its --dims and --ranks\n");
 }
 
 int td_cmd_explain(int argc, char **argv) {
@@ -90,10 +98,13 @@ int td_cmd_explain(int argc, char **argv) {
   }
   if (td_cli_check_program_args("tdist explain", path, ranks, backend, td__explain_usage))
     return 2;
+  if (td_cli_check_output("tdist explain", "--dump", dump))
+    return 2;
   td_program *prog = NULL;
-  if (td_program_load(path, &prog) != TD_OK) {
+  td_status lst = td_program_load(path, &prog);
+  if (lst != TD_OK) {
     fprintf(stderr, "tdist explain: %s\n", td_last_error());
-    return 1;
+    return td_cli_exit_status(lst);
   }
   if (dims && td_program_set_dims(prog, dims) != TD_OK) {
     fprintf(stderr, "tdist explain: %s\n", td_last_error());
@@ -104,7 +115,7 @@ int td_cmd_explain(int argc, char **argv) {
   if (td_perf_model_load_checked(&model) != TD_OK) { /* a broken calibration file is refused, not used */
     fprintf(stderr, "tdist explain: %s\n", td_last_error());
     td_program_destroy(prog);
-    return 1;
+    return 2;
   }
   td_compile_opts co;
   td_compile_opts_init(&co);
@@ -116,9 +127,10 @@ int td_cmd_explain(int argc, char **argv) {
   co.backend_cuda = !strcmp(backend, "cuda"); /* no f32 weight prepacking or staging */
   td_compiled *c = NULL;
   int rc = 0;
-  if (td_program_compile(prog, &co, &c) != TD_OK) {
+  td_status cst = td_program_compile(prog, &co, &c);
+  if (cst != TD_OK) {
     fprintf(stderr, "tdist explain: %s\n", td_last_error());
-    rc = 1;
+    rc = td_cli_exit_status(cst);
   } else {
     printf("backend %s, %s plan\n", backend, sequential ? "sequential (baseline)" : "overlapped");
     if (td_compiled_explain(c, stdout) != TD_OK) {

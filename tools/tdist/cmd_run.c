@@ -4,7 +4,11 @@
  * before its consumer starts, same tiles) on a local world of N ranks with
  * seeded random inputs, checks both against the f64 reference, and prints
  * time, speedup, the share of communication hidden (from the executor's
- * trace) and the error. Exit status: 0 PASS, 1 FAIL or run error, 2 usage. */
+ * trace) and the error. Exit status: 0 PASS (or ran, without --check); 1 the
+ * check FAILed or the run failed on this machine; 2 a usage or input error,
+ * found before anything runs: a bad option, an unreadable program, --input
+ * or calibration file, or a program that does not parse or compile (for its
+ * --dims and --ranks). */
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <stdio.h>
@@ -34,7 +38,11 @@ static void td__run_usage(FILE *out) {
           "  --tile-rows T        tile rows (default: perf model)\n"
           "  --compute-workers W  compute workers per rank (default: perf model)\n"
           "  --comm-workers W     comm workers per rank (default: perf model)\n"
-          "  --no-baseline        skip the sequential baseline\n");
+          "  --no-baseline        skip the sequential baseline\n"
+          "exit status: 0 PASS (or the run ended, without --check); 1 the check FAILed, or the run\n"
+          "  failed on this machine (timeout, heap or host memory too small, no usable GPU); 2 a usage\n"
+          "  or input error, found before anything runs: a bad option, an unreadable PROGRAM, --input\n"
+          "  or calibration file, a program that does not parse or compile for its --dims and --ranks\n");
 }
 
 static cJSON *td__result_json(const td_program_run_result *r, int check) {
@@ -193,11 +201,20 @@ int td_cmd_run(int argc, char **argv) {
     return 2;
   }
   td_program *prog = NULL;
-  if (td_program_load(path, &prog) != TD_OK) {
+  td_status lst = td_program_load(path, &prog);
+  if (lst != TD_OK) { /* a missing file, a parse or shape error: the user's input (exit 2) */
     fprintf(stderr, "tdist run: %s\n", td_last_error());
-    return 1;
+    return td_cli_exit_status(lst);
   }
   if (dims && (td_program_set_dims(prog, dims) != TD_OK || td_program_check(prog) != TD_OK)) {
+    fprintf(stderr, "tdist run: %s\n", td_last_error());
+    td_program_destroy(prog);
+    return 2;
+  }
+  /* A broken calibration file is input the user must fix (as for tdist bench
+   * and explain): refused here with exit 2, not as a failed run. */
+  td_perf_model model;
+  if (td_perf_model_load_checked(&model) != TD_OK) {
     fprintf(stderr, "tdist run: %s\n", td_last_error());
     td_program_destroy(prog);
     return 2;
@@ -219,6 +236,7 @@ int td_cmd_run(int argc, char **argv) {
   co.tile_rows = tile_rows;
   co.compute_workers = (int)cw;
   co.comm_workers = (int)mw;
+  co.model = &model;
   td_program_run_opts ro = {(int)ranks, backend, (int)iters, (uint64_t)seed, 1, check, NULL, &co, 0, NULL, NULL};
   int rounds_i = (int)rounds;
   ro.ninputs = ninputs;
@@ -235,14 +253,18 @@ int td_cmd_run(int argc, char **argv) {
       ro.overlap = overlap;
       ro.check = check && round == 0;
       ro.trace_path = overlap && round == rounds_i - 1 ? trace : NULL;
-      if (td_program_run(prog, &ro, &res[overlap][round]) != TD_OK) {
+      td_status rst = td_program_run(prog, &ro, &res[overlap][round]);
+      if (rst != TD_OK) {
         /* A bad --input (missing file, wrong shape or name, not a .npy we read)
-         * is a usage error; td_program_run names it with this prefix. That, a
-         * plan that does not compile and one that does not fit the heap are
-         * found before anything runs: no "run failed" for them. */
+         * is a usage error; td_program_run names it with this prefix. So is a
+         * plan that does not compile for these dims and ranks (exit 2 unless
+         * the compiler ran out of memory or hit a bug). Those and a plan that
+         * does not fit the heap or host memory (exit 1: this machine's limit)
+         * are found before anything runs: no "run failed" for them. */
         const char *e = td_last_error();
-        int usage = !strncmp(e, "--input ", 8);
-        int before = usage || !strncmp(e, "compiling the ", 14) || strstr(e, "set TD_SYMM_HEAP_SIZE=") != NULL ||
+        int compiling = !strncmp(e, "compiling the ", 14);
+        int usage = !strncmp(e, "--input ", 8) || (compiling && td_cli_exit_status(rst) == 2);
+        int before = usage || compiling || strstr(e, "set TD_SYMM_HEAP_SIZE=") != NULL ||
                      strstr(e, "the largest symmetric heap TD_SYMM_HEAP_SIZE allows") != NULL ||
                      strstr(e, "of host memory (") != NULL;
         if (before)
