@@ -24,7 +24,7 @@ static void test_option_errors(void **state) {
   expect_usage_error("bench nope", "unknown kind 'nope'");
   expect_usage_error("bench coll --ranks 0", "tdist bench coll: --ranks expects an integer in 1..256, got '0'");
   expect_usage_error("bench coll --op allgather", "--op allgather: give all_gather");
-  expect_usage_error("bench coll --min 9x", "--min 9x: give bytes");
+  expect_usage_error("bench coll --min 9x", "--min 9x: unit 'x' is not one of K, M, G");
   expect_usage_error("bench coll --min 64 --max 8", "need 4 <= --min <= --max");
   expect_usage_error("bench coll --iters -1", "--iters expects an integer in 1..1000000, got '-1'");
   expect_usage_error("bench coll --repeat 0", "--repeat expects an integer in 1..100, got '0'");
@@ -39,6 +39,29 @@ static void test_option_errors(void **state) {
   assert_null(strstr(out, "all_gather")); /* no benchmark row was printed */
 }
 
+/* A size that does not parse says which value, the units allowed and the
+ * maximum; one beyond it says the maximum and why; --sizes (bench
+ * all_reduce's option) points at --min/--max. */
+static void test_size_messages(void **state) {
+  (void)state;
+  expect_usage_error("bench coll --max 1T", "tdist bench coll: --max 1T: unit 'T' is not one of K, M, G; give a whole "
+                     "number of bytes with an optional unit K, M or G (powers of 1024, an optional B after it: e.g. 8, "
+                     "64K, 256M, 1G), at most 549722259392 bytes (511.97G)");
+  expect_usage_error("bench coll --min 1T", "--min 1T: unit 'T' is not one of K, M, G");
+  expect_usage_error("bench coll --max=-5", "--max -5: not a byte size; give a whole number of bytes");
+  expect_usage_error("bench coll --max 100000000000000000000", "--max 100000000000000000000 is too large: at most "
+                     "549722259392 bytes (511.97G)");
+  expect_usage_error("bench coll --max 20000000000G", "--max 20000000000G is too large");
+  expect_usage_error("bench coll --max 549722259393", "--max 549722259393 is too large");
+  expect_usage_error("bench coll --sizes 1T", "--sizes is not an option of bench coll (it is bench all_reduce's): "
+                     "bench coll times every size from --min to --max");
+  expect_usage_error("bench coll --sizes=8K", "--sizes is not an option of bench coll");
+  expect_usage_error("bench all_reduce --sizes 1T", "tdist bench all_reduce: --sizes 1T: unit 'T' is not one of K, "
+                     "M, G; give a whole number of bytes with an optional unit K, M or G");
+  expect_usage_error("bench all_reduce --sizes 8K,1T", "--sizes 1T (in '8K,1T'): unit 'T'");
+  expect_usage_error("bench all_reduce --sizes 8K,1T", "at most 549755813888 bytes (512G)");
+}
+
 /* --max beyond the 1 TiB heap limit or /dev/shm is refused at parse time
  * and an existing --json file is left as it was; --op lists have no empty
  * item; --opt=value is --opt value. */
@@ -51,7 +74,8 @@ static void test_sizes_lists_inline(void **state) {
   close(fd);
   char args[256];
   snprintf(args, sizeof args, "bench coll --no-mpi --min 99999G --max 99999G --json %s", json);
-  expect_usage_error(args, "needs a symmetric heap of 2 x --max + 64 MiB, above the 1 TiB limit");
+  expect_usage_error(args, "--min 99999G (107373108658176 bytes) is too large: at most 549722259392 bytes (511.97G): "
+                     "each rank's symmetric heap holds 2 x --max + 64 MiB, and a heap is at most 1 TiB");
   char buf[64] = "";
   FILE *f = fopen(json, "r");
   assert_non_null(f);
@@ -172,7 +196,8 @@ static void test_with_mpi(void **state) {
 int main(void) {
   const char *bin = getenv("TD_BIN_DIR");
   snprintf(tdist_bin, sizeof tdist_bin, "%s/tdist", bin ? bin : ".");
-  const struct CMUnitTest tests[] = {cmocka_unit_test(test_option_errors), cmocka_unit_test(test_strict_numbers),
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_option_errors), cmocka_unit_test(test_size_messages),
+                                     cmocka_unit_test(test_strict_numbers),
                                      cmocka_unit_test(test_sizes_lists_inline),
                                      cmocka_unit_test(test_json_write_failure), cmocka_unit_test(test_tiny_run_json),
                                      cmocka_unit_test(test_with_mpi)};

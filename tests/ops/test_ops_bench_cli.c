@@ -27,7 +27,7 @@ static void test_option_errors(void **state) {
   expect_usage_error("bench gemm_rs --shape 3x4", "tdist bench gemm_rs: --shape expects MxNxK (each in 1..1048576)");
   expect_usage_error("bench gemm_ar --dtype q8", "--dtype expects f32, bf16 or f16, got 'q8'");
   expect_usage_error("bench ag_gemm --variants sm,fast", "--variants: variant 'fast' is unknown");
-  expect_usage_error("bench all_reduce --sizes 9x", "--sizes expects a comma-separated list of byte sizes");
+  expect_usage_error("bench all_reduce --sizes 9x", "--sizes 9x: unit 'x' is not one of K, M, G");
   expect_usage_error("bench ag_gemm --models nothing", "--models expects all, check or model names");
   expect_usage_error("bench ag_gemm --frobnicate 1", "unknown option --frobnicate");
   expect_usage_error("bench ag_gemm --iters", "--iters needs a value");
@@ -77,10 +77,55 @@ static void test_variants_and_failures(void **state) {
   int rc = run("bench gemm_rs --ranks=2 --iters=1 --warmup=0 --shape=8x8x8 --variants=sm", out, sizeof out);
   assert_int_equal(rc, 0);
   assert_non_null(strstr(out, "tdist sm"));
-  /* K < ranks: every side fails at creation */
-  rc = run("bench gemm_rs --ranks 2 --iters 1 --warmup 0 --shape 8x8x1 --variants sm", out, sizeof out);
-  assert_int_equal(rc, 1);
-  assert_non_null(strstr(out, "K must be >= the rank count"));
+}
+
+/* An unknown variant lists the variants of the operator asked for, never
+ * another operator's (ag_gemm used to suggest all_reduce's one_shot). */
+static void test_unknown_variant_lists_this_operator(void **state) {
+  (void)state;
+  static const struct {
+    const char *kind, *allowed, *foreign;
+  } ops[] = {
+      {"ag_gemm", "allowed for ag_gemm: sequential, sm, copy_engine, ring, or none alone", "one_shot"},
+      {"gemm_rs", "allowed for gemm_rs: sequential, sm, or none alone", "copy_engine"},
+      {"gemm_ar", "allowed for gemm_ar: sequential, one_shot, two_shot, or none alone", "ring"},
+      {"all_reduce", "allowed for all_reduce: one_shot, two_shot, or none alone", "sequential"},
+  };
+  static char out[1 << 16];
+  for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
+    char args[128];
+    snprintf(args, sizeof args, "bench %s --variants bogus", ops[i].kind);
+    expect_usage_error(args, "--variants: variant 'bogus' is unknown; ");
+    expect_usage_error(args, ops[i].allowed);
+    run(args, out, sizeof out);
+    assert_null(strstr(out, ops[i].foreign));
+  }
+}
+
+/* gemm_rs and gemm_ar split K over the ranks: K < ranks is refused with the
+ * other option checks (exit 2, nothing run, no JSON written), naming K, the
+ * ranks and what is allowed, not by every side at run time. */
+static void test_k_below_ranks_up_front(void **state) {
+  (void)state;
+  expect_usage_error("bench gemm_rs --ranks 4 --shape 8x8x3",
+                     "tdist bench gemm_rs: --shape 8x8x3: K=3 is split over --ranks 4 and every rank needs at least "
+                     "one element of it");
+  expect_usage_error("bench gemm_rs --ranks 4 --shape 8x8x3", "give K >= 4, or --ranks <= 3");
+  expect_usage_error("bench gemm_ar --ranks 2 --shape 1x1x1 --variants one_shot", "tdist bench gemm_ar: --shape "
+                     "1x1x1: K=1 is split over --ranks 2");
+  char json[256], args[512];
+  snprintf(json, sizeof json, "/tmp/td_ops_bench_k_%ld.json", (long)getpid());
+  snprintf(args, sizeof args, "bench gemm_rs --ranks 2 --iters 1 --warmup 0 --shape 8x8x1 --json %s", json);
+  static char out[1 << 16];
+  assert_int_equal(run(args, out, sizeof out), 2);
+  assert_null(strstr(out, "| case |")); /* refused before the table and any setup */
+  assert_null(strstr(out, "case 1/1"));
+  assert_int_equal(access(json, F_OK), -1);
+  /* K = ranks (one each, parts need not divide M or N) runs; ag_gemm does not split K */
+  assert_int_equal(run("bench gemm_rs --ranks 2 --iters 1 --warmup 0 --shape 8x8x2 --variants none", out, sizeof out),
+                   0);
+  assert_int_equal(run("bench ag_gemm --ranks 2 --iters 1 --warmup 0 --shape 8x8x1 --variants none", out, sizeof out),
+                   0);
 }
 
 static void tiny(const char *kind, const char *shape_args, int nsides) {
@@ -213,6 +258,8 @@ int main(void) {
       cmocka_unit_test(test_tiny_runs),
       cmocka_unit_test(test_strict_options),
       cmocka_unit_test(test_variants_and_failures),
+      cmocka_unit_test(test_unknown_variant_lists_this_operator),
+      cmocka_unit_test(test_k_below_ranks_up_front),
       cmocka_unit_test(test_no_baseline),
       cmocka_unit_test(test_cpu_defaults_progress_json),
   };

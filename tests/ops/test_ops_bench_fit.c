@@ -144,10 +144,14 @@ static void test_heap_sized_when_unset(void **state) {
 
 static void test_sizes_limit_at_parse(void **state) {
   (void)state;
-  expect_usage_error("bench all_reduce --sizes 8K,600G", "tdist bench all_reduce: --sizes 600G is 644245094400 "
-                     "bytes; at most 549755813888 (512G): every all_reduce side holds twice the size in symmetric "
-                     "heap, and TD_SYMM_HEAP_SIZE is at most 1 TiB");
-  expect_usage_error("bench all_reduce --sizes 17179869188000", "at most 549755813888 (512G)");
+  expect_usage_error("bench all_reduce --sizes 8K,600G", "tdist bench all_reduce: --sizes 600G (644245094400 bytes) "
+                     "(in '8K,600G') is too large: at most 549755813888 bytes (512G): every all_reduce side holds "
+                     "twice the size in symmetric heap, and TD_SYMM_HEAP_SIZE is at most 1 TiB");
+  expect_usage_error("bench all_reduce --sizes 17179869188000", "--sizes 17179869188000 is too large: at most "
+                     "549755813888 bytes (512G)");
+  /* beyond size_t: too large, not "malformed" */
+  expect_usage_error("bench all_reduce --sizes 99999999999999999999", "--sizes 99999999999999999999 is too large");
+  expect_usage_error("bench all_reduce --sizes 20000000000G", "--sizes 20000000000G is too large");
 }
 
 static void test_shared_heap_said(void **state) {

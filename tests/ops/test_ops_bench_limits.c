@@ -58,10 +58,12 @@ static void test_list_items(void **state) {
  * (f32 on cpu by default; --dtype after --sizes still counts). */
 static void test_sizes_whole_elements(void **state) {
   (void)state;
-  expect_usage_error("bench all_reduce --sizes 2", "each a whole number of f32 elements, 4 bytes each), got '2'");
-  expect_usage_error("bench all_reduce --sizes 8K,6", "got '6' in '8K,6'");
-  expect_usage_error("bench all_reduce --sizes 3 --dtype bf16", "each a whole number of bf16 elements, 2 bytes "
-                                                                "each), got '3'");
+  expect_usage_error("bench all_reduce --sizes 2", "--sizes 2: 2 bytes is less than one f32 element (4 bytes "
+                     "each); give a multiple of 4");
+  expect_usage_error("bench all_reduce --sizes 8K,6", "--sizes 6 (in '8K,6'): 6 bytes is not a whole number of "
+                     "f32 elements (4 bytes each); give a multiple of 4");
+  expect_usage_error("bench all_reduce --sizes 3 --dtype bf16", "--sizes 3: 3 bytes is not a whole number of bf16 "
+                     "elements (2 bytes each); give a multiple of 2");
   static char out[1 << 16];
   /* 6 bytes are 3 bf16 elements: accepted */
   int rc = run("bench all_reduce --ranks 2 --iters 1 --warmup 0 --dtype bf16 --sizes 6 --variants none", out,

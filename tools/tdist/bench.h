@@ -25,8 +25,21 @@ int td_bench_gemm_ar(int argc, char **argv);
 int td_bench_all_reduce(int argc, char **argv);
 
 /* Helpers shared by kinds (cmd_bench.c). */
-/** Parses a byte size with an optional K, M or G suffix (powers of 1024).
- * Returns 0 on success, -1 (nothing written) on a malformed value. */
+/** Parses a byte size: a whole number with an optional K, M or G suffix
+ * (powers of 1024, either case), then an optional B. Returns 0 on success;
+ * -1 on a malformed value, -2 on one too large for size_t (nothing written). */
 int td_bench_parse_bytes(const char *text, size_t *out);
+
+/** Reads `text`, the value of option `opt` given to `cmd` (e.g. "tdist bench
+ * coll", "--max"), as a byte size (td_bench_parse_bytes) of at most `max`
+ * bytes. `list` is the whole option value when text is one item of it (else
+ * NULL); `why_max` (or NULL) says where the maximum comes from. Returns 0
+ * with *out set, or prints to stderr "CMD: OPT TEXT: WHAT; give a whole
+ * number of bytes with an optional unit K, M or G ..., at most MAX bytes
+ * (..G)" (WHAT: an unknown unit, or not a byte size) or "CMD: OPT TEXT is
+ * too large: at most MAX bytes (..G): WHY_MAX" and returns -1 (callers exit
+ * with status 2). */
+int td_bench_bytes_arg(const char *cmd, const char *opt, const char *text, const char *list, size_t max,
+                       const char *why_max, size_t *out);
 
 #endif

@@ -31,6 +31,10 @@
 #include "tdist/tdist.h"
 
 enum { BC_ROUNDS = 5, BC_MAX_OPS = 4, BC_MAX_ROWS = 64 };
+/* The largest --min/--max: each worker's symmetric heap holds two buffers of
+ * --max bytes plus 64 MiB (and 128 bytes of alignment; bc_run_tdist), and a
+ * heap is at most 1 TiB (TD_SYMM_HEAP_SIZE's limit). */
+#define BC_MAX_BYTES ((((size_t)1 << 40) - ((size_t)64 << 20) - 128) / 2)
 
 static const char *const bc_op_names[BC_MAX_OPS] = {"all_gather", "reduce_scatter", "all_reduce",
                                                     "all_to_all"};
@@ -57,8 +61,9 @@ static void bc_usage(FILE *out) {
           "                        [--min BYTES] [--max BYTES] [--iters K] [--json FILE] [--staged] [--no-mpi]\n"
           "  --ranks N   rank processes on this host, 1..256 (default 2)\n"
           "  --op        collective to time; repeatable or comma-separated (default all)\n"
-          "  --min/--max sizes in bytes, doubling, K/M/G suffixes (default 8 .. 256M); the size is\n"
-          "              nccl-tests': the whole N-rank buffer for all_gather, reduce_scatter, all_to_all\n"
+          "  --min/--max sizes in bytes, doubling, K/M/G suffixes (powers of 1024; default 8 .. 256M;\n"
+          "              4 .. %zu, just under 512G); the size is nccl-tests': the whole N-rank\n"
+          "              buffer for all_gather, reduce_scatter, all_to_all\n"
           "  --iters K   calls per timed round, 1..1000000 (default: ~32 MiB of traffic, 2..1000);\n"
           "              %d rounds, median\n"
           "  --repeat R  run both sides R times, alternating, and keep each size's best time (default 1;\n"
@@ -67,7 +72,7 @@ static void bc_usage(FILE *out) {
           "  --staged    tdist uses ordinary (non-symmetric) buffers: read in place by peers where the OS\n"
           "              allows (TD_COLL_SINGLE_COPY=1, the default), else staged through scratch\n"
           "  --no-mpi    skip the Open MPI baseline (mpirun ... td_mpi_coll_bench)\n",
-          BC_ROUNDS);
+          BC_MAX_BYTES, BC_ROUNDS);
 }
 
 static int bc_iters_for(size_t bytes, int fixed) {
@@ -96,6 +101,11 @@ static int bc_parse(int argc, char **argv, bc_opts *o, int *worker) {
     int inl;
     int known = td_cli_arg(argc, argv, i, valued, sizeof valued / sizeof valued[0], nbuf, sizeof nbuf, &a, &v,
                            &inl);
+    if (!strcmp(a, "--sizes")) { /* bench all_reduce's option: say what bench coll takes instead */
+      fprintf(stderr, "tdist bench coll: --sizes is not an option of bench coll (it is bench all_reduce's): bench "
+              "coll times every size from --min to --max, doubling (bytes, e.g. --min 8K --max 1G)\n");
+      return -1;
+    }
     if (known && !v) {
       fprintf(stderr, "tdist bench coll: %s needs a value\n", a);
       return -1;
@@ -122,11 +132,11 @@ static int bc_parse(int argc, char **argv, bc_opts *o, int *worker) {
         return -1;
       o->ranks = (int)x, i++;
     } else if (v && (!strcmp(a, "--min") || !strcmp(a, "--max"))) {
-      if (td_bench_parse_bytes(v, !strcmp(a, "--min") ? &o->min : &o->max)) {
-        fprintf(stderr, "tdist bench coll: %s %s: give bytes, e.g. 8, 64K, 256M\n", a, v);
+      if (td_bench_bytes_arg("tdist bench coll", a, v, NULL, BC_MAX_BYTES, "each rank's symmetric heap holds 2 x "
+                             "--max + 64 MiB, and a heap is at most 1 TiB", !strcmp(a, "--min") ? &o->min : &o->max))
         return -1;
-      }
       i++;
+
     } else if (v && !strcmp(a, "--iters")) {
       long long x;
       if (!td_cli_int("tdist bench coll", a, v, 1, 1000000, &x))
@@ -174,15 +184,9 @@ static int bc_parse(int argc, char **argv, bc_opts *o, int *worker) {
     fprintf(stderr, "tdist bench coll: need 4 <= --min <= --max (got %zu, %zu)\n", o->min, o->max);
     return -1;
   }
-  /* Each worker's symmetric heap holds two buffers of --max bytes plus 64 MiB
-   * (bc_run_tdist); refuse here what the heap limit or /dev/shm cannot hold,
-   * instead of every worker failing on a TD_SYMM_HEAP_SIZE the user never set. */
-  const size_t heap_cap = (size_t)1 << 40, extra = ((size_t)64 << 20) + 128;
-  if (o->max > (heap_cap - extra) / 2) {
-    fprintf(stderr, "tdist bench coll: --max %zu bytes needs a symmetric heap of 2 x --max + 64 MiB, above the "
-            "1 TiB limit; --max can be at most %zu bytes\n", o->max, (heap_cap - extra) / 2);
-    return -1;
-  }
+  /* --max beyond the heap limit (BC_MAX_BYTES) was refused while parsing; refuse
+   * here what /dev/shm cannot hold, instead of every worker failing on a
+   * TD_SYMM_HEAP_SIZE the user never set. */
   struct statvfs vfs;
   size_t heap = 2 * (o->max + 64) + ((size_t)64 << 20);
   if (!*worker && statvfs("/dev/shm", &vfs) == 0) {

@@ -601,17 +601,17 @@ static int bo_sizes_valid(const char *cmd, const char *list, td_dtype dt, int ma
   memcpy(buf, list, len + 1);
   for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
     size_t bytes;
-    if (td_bench_parse_bytes(t, &bytes) || bytes < es || bytes % es) {
-      fprintf(stderr, "%s: --sizes expects a comma-separated list of byte sizes (e.g. 8K,64K,4M; each a whole "
-              "number of %s elements, %zu bytes each), got '%s' in '%s'\n", cmd, td_dtype_name(dt), es, t, list);
-      return 0;
-    }
     /* every all_reduce side holds at least twice the size in symmetric heap
      * (bench_ops_fit.c) and no heap exceeds TD_SYMM_HEAP_SIZE's maximum, 1 TiB */
-    if (bytes > BO_MAX_SIZE_BYTES) {
-      fprintf(stderr, "%s: --sizes %s is %zu bytes; at most %llu (512G): every all_reduce side holds twice the "
-              "size in symmetric heap, and TD_SYMM_HEAP_SIZE is at most 1 TiB\n", cmd, t, bytes,
-              (unsigned long long)BO_MAX_SIZE_BYTES);
+    if (td_bench_bytes_arg(cmd, "--sizes", t, list, BO_MAX_SIZE_BYTES, "every all_reduce side holds twice the "
+                           "size in symmetric heap, and TD_SYMM_HEAP_SIZE is at most 1 TiB", &bytes))
+      return 0;
+    if (bytes < es || bytes % es) {
+      int in = strcmp(t, list) != 0;
+      fprintf(stderr, "%s: --sizes %s%s%s%s: %zu bytes is %s %s element%s (%zu bytes each); give a multiple of %zu\n",
+              cmd, t, in ? " (in '" : "", in ? list : "", in ? "')" : "", bytes,
+              bytes < es ? "less than one" : "not a whole number of", td_dtype_name(dt), bytes < es ? "" : "s", es,
+              es);
       return 0;
     }
     for (int i = 0; i < n; i++)
@@ -701,8 +701,9 @@ static int bo_variants_valid(const char *cmd, td_tp_kind kind, int cuda, const c
       none = 1;
       continue;
     }
-    if (td_tp_variant_parse(t, &v) != TD_OK) {
-      fprintf(stderr, "%s: --variants: %s\n", cmd, td_last_error());
+    if (td_tp_variant_parse(t, &v) != TD_OK) { /* the library lists every operator's variants: list this one's */
+      fprintf(stderr, "%s: --variants: variant '%s' is unknown; allowed for %s: %s\n", cmd, t, td_tp_kind_name(kind),
+              allowed);
       return 0;
     }
     if (v == TD_TP_AUTO || !(mask & (1u << v))) {
@@ -745,9 +746,11 @@ static void bo_usage(FILE *f, const char *kind) {
           "--warmup 0..10000, --chunks 0..64, --compute-workers/--comm-workers 0..1024 (0, the default:\n"
           "the executor chooses, as TD_CPU_COMPUTE_WORKERS=0; tdist run takes 1..1024 and chooses when\n"
           "the option is absent), --sizes items at most 512G. Defaults: --backend cpu, --ranks 2.\n"
-          "--m and --shape dims 1..1048576, --m at most 32 values, at most 64 cases in one run (models x\n"
+          "--m and --shape dims 1..1048576 (gemm_rs and gemm_ar: K >= --ranks, as they split K over the\n"
+          "ranks), --m at most 32 values, at most 64 cases in one run (models x\n"
           "M, or sizes); no item twice in --m, --sizes or --models, and each option given once. --sizes\n"
-          "items are whole numbers of dtype elements. --shape/--m/--models apply to the GEMM operators only,\n"
+          "items are bytes with an optional K, M or G (powers of 1024), whole numbers of dtype elements.\n"
+          "--shape/--m/--models apply to the GEMM operators only,\n"
           "--sizes to all_reduce only. A line on stderr reports each case as it starts.\n"
           "Ranks are threads of one process; on cuda rank r uses GPU r %% GPUs (all of them GPU D with\n"
           "TD_CUDA_DEVICE=D); the GPUs are checked before the first case (exit 2). Sides from outside\n"
@@ -938,6 +941,24 @@ static int bo_main(td_tp_kind kind, int argc, char **argv) {
             BO_MAX_SHAPES);
     return 2;
   }
+  /* gemm_rs and gemm_ar split the contraction K over the ranks (each rank
+   * multiplies its columns of A by its rows of B, then the partial sums are
+   * reduced): every rank needs at least one, so K >= ranks (K need not divide).
+   * The operator refuses it when created; refused here, before any setup. */
+  if (kind == TD_TP_GEMM_RS || kind == TD_TP_GEMM_AR)
+    for (int i = 0; i < ns; i++)
+      if (shapes[i].k < o.ranks) {
+        char what[96];
+        if (o.m > 0)
+          snprintf(what, sizeof what, "--shape %lldx%lldx%lld", (long long)o.m, (long long)o.n, (long long)o.k);
+        else
+          snprintf(what, sizeof what, "case %s", shapes[i].name);
+        fprintf(stderr, "tdist bench %s: %s: K=%lld is split over --ranks %d and every rank needs at least one "
+                "element of it (%s splits the contraction dim K over the ranks; the parts need not be equal): give "
+                "K >= %d, or --ranks <= %lld\n", argv[0], what, (long long)shapes[i].k, o.ranks, argv[0], o.ranks,
+                (long long)shapes[i].k);
+        return 2;
+      }
   /* cuda: the GPUs checked once, before the first case (a missing driver or
    * a bad TD_CUDA_DEVICE is one line here, not an error row per case and
    * side), and the devices the ranks will use, which the environment

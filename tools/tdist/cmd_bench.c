@@ -4,6 +4,7 @@
  * bench_<kind>.c (see bench.h); `tdist bench --help` lists them. */
 #include <ctype.h>
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,8 +35,6 @@ int td_bench_parse_bytes(const char *text, size_t *out) {
   errno = 0;
   char *end = NULL;
   unsigned long long v = strtoull(text, &end, 10);
-  if (errno)
-    return -1;
   unsigned shift = 0;
   switch (*end) {
   case 'K': case 'k': shift = 10; end++; break;
@@ -45,10 +44,54 @@ int td_bench_parse_bytes(const char *text, size_t *out) {
   }
   if (*end == 'B' || *end == 'b')
     end++;
-  if (*end || (shift && v > (~0ull >> shift)))
+  if (*end)
     return -1;
+  if (errno || v > (~0ull >> shift) || (v << shift) > (unsigned long long)SIZE_MAX)
+    return -2;
   *out = (size_t)(v << shift);
   return 0;
+}
+
+/* "512G" when max is a whole number of GiB, else "511.97G". */
+static void td__bench_gib(size_t max, char *buf, size_t cap) {
+  if (max % ((size_t)1 << 30) == 0)
+    snprintf(buf, cap, "%zuG", max >> 30);
+  else
+    snprintf(buf, cap, "%.2fG", (double)max / (double)((size_t)1 << 30));
+}
+
+int td_bench_bytes_arg(const char *cmd, const char *opt, const char *text, const char *list, size_t max,
+                       const char *why_max, size_t *out) {
+  size_t v = 0;
+  int rc = td_bench_parse_bytes(text, &v);
+  if (rc == 0 && v <= max) {
+    *out = v;
+    return 0;
+  }
+  char where[320] = "", gib[32], bytes[48] = "";
+  if (list && strcmp(list, text))
+    snprintf(where, sizeof where, " (in '%.300s')", list);
+  td__bench_gib(max, gib, sizeof gib);
+  if (rc == 0 || rc == -2) { /* well formed, too large */
+    if (rc == 0 && text[strspn(text, "0123456789")]) /* a unit: say the bytes too */
+      snprintf(bytes, sizeof bytes, " (%zu bytes)", v);
+    fprintf(stderr, "%s: %s %s%s%s is too large: at most %zu bytes (%s)%s%s\n", cmd, opt, text, bytes, where, max,
+            gib, why_max ? ": " : "", why_max ? why_max : "");
+    return -1;
+  }
+  /* not a byte size: a unit we do not take, or not a number at all */
+  const char *p = text;
+  while (isdigit((unsigned char)*p))
+    p++;
+  char what[64];
+  if (p != text && isalpha((unsigned char)*p))
+    snprintf(what, sizeof what, "unit '%.16s' is not one of K, M, G", p);
+  else
+    snprintf(what, sizeof what, "not a byte size");
+  fprintf(stderr, "%s: %s %s%s: %s; give a whole number of bytes with an optional unit K, M or G (powers of "
+          "1024, an optional B after it: e.g. 8, 64K, 256M, 1G), at most %zu bytes (%s)\n", cmd, opt, text, where,
+          what, max, gib);
+  return -1;
 }
 
 int td_cmd_bench(int argc, char **argv) {
