@@ -90,9 +90,14 @@ int td__tp_fused_ag_split(int64_t m, const int64_t *rows, int n, int r, int64_t 
 int td__tp_fused_ag_gather(int multi, int64_t m, int n, int64_t nb, size_t esz, const int *bms, int nbm, int forced);
 /* ag_gemm's AUTO on ranks sharing one GPU whose gather runs (td__tp_fused_ag_gather): 1 where rank 0's one
  * launch of 256x128 tiles (GATHER | NSPLIT, each tile's halves from two ranks' A) takes the place of each
- * rank's launch: parts of exactly 128 rows, 2..max_peers ranks; else 0. Pure; tp_fused_check.c says why. */
+ * rank's launch: parts of a multiple of 128 rows, 2..max_peers ranks; else 0. Pure; tp_fused_check.c says why. */
 int td__tp_fused_ag_one_auto(int multi, int n, int64_t part_rows, int max_peers);
+/* The cluster of that launch's 256x128 tiles by a rank's part (rows): 2 from 256 rows on, else 1. Pure. */
 int td__tp_fused_ag_one_cluster(int64_t part_rows);
+/* That launch's tile for a rank's part of part_rows rows, nb of B's columns per rank and the depth k (elements):
+ * sets *bm x *bn (128x256 or 256x128) and returns its cluster (1 or 2). Pure; measured rule in tp_fused_check.c.
+ * The caller falls back to 256x128 where the tile it names is not compiled. */
+int td__tp_fused_ag_one_tile(int64_t part_rows, int64_t nb, int64_t k, int *bm, int *bn);
 /** Fused gemm_rs / gemm_ar, whether a shape can run the kgather schedule
  * (rank 0's one launch of our tile over every rank's A and B in place,
  * m x n x k with k split over the ranks) and whether AUTO takes it: ranks

@@ -230,6 +230,29 @@ int td__tp_fused_ag_one_cluster(int64_t part_rows) {
   return part_rows >= 256 ? 2 : 1;
 }
 
+/* That one launch's tile. 128x256 tiles in clusters of 2 (two 128-row tiles
+ * of neighbouring parts sharing each k-block of B's 256 columns, multicast)
+ * ran faster than AUTO's 256x128 at parts of 128 rows where K >= 8192 and a
+ * rank's columns are whole 256-column tiles: llama3.1-70b 0.993/0.997x of the
+ * GEMM alone against 1.038/1.041x, 405b 0.910/0.911x against 0.944/0.943x,
+ * gpt3-175b 1.043/1.073x against 1.091/1.098x (H200, 8 ranks, two
+ * alternating runs, rev 16929c4, docs/perf.md "Thirteenth session", call 6).
+ * Its main loop is the faster one at these shapes (plain 1024 x 49152 x
+ * 12288: 0.98x cuBLAS against 0.96x), and at a long K that outweighs the
+ * last wave that a cluster's launch never splits; at K = 4096 (llama3.1-8b)
+ * the unsplit tail lost 2-4%, and qwen2-72b's 3696 columns leave 0.44 of a
+ * 256-column tile idle per rank (3-6% slower). At parts of 256 rows it won
+ * only at gpt3-175b (K = 12288: 3.749/3.748 ms against 3.788/3.789) and tied
+ * at 405b (K = 16384, within 0.6%), so K >= 12288 there; from 512 rows on it
+ * tied everywhere but lost at qwen2-72b and llama3.1-8b, so 256x128 stays. */
+int td__tp_fused_ag_one_tile(int64_t part_rows, int64_t nb, int64_t k, int *bm, int *bn) {
+  const int wide = nb > 0 && nb % 256 == 0 &&
+                   ((part_rows == 128 && k >= 8192) || (part_rows == 256 && k >= 12288));
+  *bm = wide ? 128 : 256;
+  *bn = wide ? 256 : 128;
+  return wide ? 2 : td__tp_fused_ag_one_cluster(part_rows);
+}
+
 /* kgather (ranks sharing one GPU): every row of the sum is one GEMM over the
  * whole K, so one launch over every rank's A and B does the work of the n
  * partial GEMMs with none of their partials, reductions or all-gathers.

@@ -392,6 +392,17 @@ static void test_fused_ag_one(void **state) {
               2);
   fused_sched("one launch for every rank, sm90 256x128", TD_TP_AG_GEMM, TD_TP_AUTO, TD_BF16, 384, 600, 1032, 3,
               3); /* odd ranks: the second tile's second half lies past M */
+  /* 128x256 tiles in clusters of 2 at a long K on parts of 128 rows (and 256 at K >= 12288) where a rank's
+   * columns are whole 256-column tiles (td__tp_fused_ag_one_tile); 256x128 otherwise. 3 ranks: the last
+   * cluster's second tile lies past M. 16 rows a rank checked (the f64 reference at K = 8192 takes seconds). */
+  fused_sched_rows("one launch for every rank, sm90 128x256x64 s4 c2", TD_TP_AG_GEMM, TD_TP_AUTO, TD_BF16, 128 * 3,
+                   256 * 3, 8192, 3, 16, 3);
+  fused_sched_rows("one launch for every rank, sm90 128x256x64 s4 c2", TD_TP_AG_GEMM, TD_TP_AUTO, TD_BF16, 256 * 2,
+                   512 * 2, 12288, 2, 16, 2);
+  fused_sched_rows("one launch for every rank, sm90 256x128x64 s4 c2", TD_TP_AG_GEMM, TD_TP_AUTO, TD_BF16, 256 * 2,
+                   512 * 2, 8192, 2, 16, 2); /* 256-row parts at K = 8192 */
+  fused_sched_rows("one launch for every rank, sm90 256x128x64 s4 c1", TD_TP_AG_GEMM, TD_TP_AUTO, TD_BF16, 128 * 2,
+                   264 * 2, 8192, 2, 16, 2); /* columns not whole 256-column tiles */
   setenv("TD_OPS_FUSED_TILE", "128x256", 1);
   fused_sched("!one launch", TD_TP_AG_GEMM, TD_TP_AUTO, TD_BF16, 1024, 1792, 1032, 2, 8);
   unsetenv("TD_OPS_FUSED_TILE");

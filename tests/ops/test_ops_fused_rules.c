@@ -118,6 +118,32 @@ static void test_ag_one_cluster(void **state) {
   assert_int_equal(td__tp_fused_ag_one_cluster(4096), 2);
 }
 
+/* The one launch's tile (td__tp_fused_ag_one_tile): 128x256 c2 at a long K on parts of 128 rows (256 at
+ * K >= 12288) where a rank's columns are whole 256-column tiles, else 256x128 in td__tp_fused_ag_one_cluster's. */
+static void one_tile(int64_t rows, int64_t nb, int64_t k, int bm, int bn, int cl) {
+  int m = 0, n = 0;
+  assert_int_equal(td__tp_fused_ag_one_tile(rows, nb, k, &m, &n), cl);
+  assert_int_equal(m, bm);
+  assert_int_equal(n, bn);
+}
+
+static void test_ag_one_tile(void **state) {
+  (void)state;
+  one_tile(128, 3584, 8192, 128, 256, 2);   /* llama3.1-70b M = 1024 on 8 ranks */
+  one_tile(128, 6656, 16384, 128, 256, 2);  /* llama3.1-405b */
+  one_tile(128, 6144, 12288, 128, 256, 2);  /* gpt3-175b */
+  one_tile(256, 6144, 12288, 128, 256, 2);  /* gpt3-175b M = 2048 */
+  one_tile(256, 6656, 16384, 128, 256, 2);  /* llama3.1-405b M = 2048 */
+  one_tile(128, 1792, 4096, 256, 128, 1);   /* llama3.1-8b: K too short */
+  one_tile(128, 3696, 8192, 256, 128, 1);   /* qwen2-72b: columns not whole 256-column tiles */
+  one_tile(256, 3584, 8192, 256, 128, 2);   /* llama3.1-70b M = 2048: K under 12288 at 256 rows */
+  one_tile(512, 6144, 12288, 256, 128, 2);  /* gpt3-175b M = 4096 */
+  one_tile(1024, 6656, 16384, 256, 128, 2); /* llama3.1-405b M = 8192 */
+  one_tile(384, 6144, 12288, 256, 128, 2);  /* 384-row parts */
+  one_tile(128, 0, 8192, 256, 128, 1);
+  one_tile(128, 3584, 8191, 256, 128, 1);
+}
+
 static void test_ar_all_push(void **state) {
   (void)state;
   assert_true(td__tp_fused_ar_all_push(2, 1, 8192));
@@ -236,6 +262,7 @@ int main(void) {
       cmocka_unit_test(test_ag_gather),
       cmocka_unit_test(test_ag_one_auto),
       cmocka_unit_test(test_ag_one_cluster),
+      cmocka_unit_test(test_ag_one_tile),
       cmocka_unit_test(test_kgather),
       cmocka_unit_test(test_kgather_mode),
       cmocka_unit_test(test_tile_rule),

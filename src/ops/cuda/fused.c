@@ -351,7 +351,8 @@ static int td__f_hooked_configs(const td_tp_op *op, unsigned hooks, td_gemm_conf
  * at 512 and 1024 (td__tp_fused_ag_one_auto, twelfth session), so AUTO
  * takes it on parts of a multiple of 128 rows unless TD_OPS_FUSED_TILE
  * names a tile, in clusters of 2 on parts of 256 rows and more
- * (td__tp_fused_ag_one_cluster); B rows that are not whole 128-byte lines included (forced
+ * (td__tp_fused_ag_one_cluster), on 128x256 tiles in clusters of 2 at a
+ * long K on parts of 128 and 256 rows (td__tp_fused_ag_one_tile); B rows that are not whole 128-byte lines included (forced
  * past td__tp_fused_ag_gather's rule for each rank's launch: qwen2-72b ran
  * 1.008-1.018x of the GEMM alone in the one launch, 1.051-1.054x batched). */
 static int td__f_gather_config(const td_tp_op *op, td__tp_fused *f, int forced, int per_rank) {
@@ -368,11 +369,14 @@ static int td__f_gather_config(const td_tp_op *op, td__tp_fused *f, int forced, 
       td__tp_fused_ag_one_auto(f->multi, f->n, f->rows[0], TD_GEMM_MAX_PEERS) &&
       td__tp_fused_ag_gather(f->multi, op->d.m, f->n, f->nb, f->esz, part, 1, 1)) {
     const int cnt = td__f_hooked_configs(op, TD_GEMM_HOOK_GATHER | TD_GEMM_HOOK_NSPLIT, all);
-    /* its cluster by the part's rows (td__tp_fused_ag_one_cluster), else alone where that is not compiled */
-    const int want = td__tp_fused_ag_one_cluster(f->rows[0]);
-    for (int pass = 0; pass < 2; pass++)
+    /* its tile and cluster by the part's rows, nb and K (td__tp_fused_ag_one_tile); where that is not compiled,
+     * 256x128 in its cluster (td__tp_fused_ag_one_cluster), else alone */
+    int bm, bn;
+    const int cl = td__tp_fused_ag_one_tile(f->rows[0], f->nb, op->d.k, &bm, &bn);
+    const int want[3][3] = {{bm, bn, cl}, {256, 128, td__tp_fused_ag_one_cluster(f->rows[0])}, {256, 128, 1}};
+    for (int pass = 0; pass < 3; pass++)
       for (int i = 0; i < cnt; i++)
-        if (all[i].bm == 256 && all[i].bn == 128 && all[i].cluster == (pass ? 1 : want)) {
+        if (all[i].bm == want[pass][0] && all[i].bn == want[pass][1] && all[i].cluster == want[pass][2]) {
           f->cfg = all[i];
           f->ag_one = 1;
           return 1;

@@ -558,6 +558,15 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
         td__gemm_tile_coords(u, rows_c, tiles_n, group_c, &tc, &tn);
         const int tm = tc * CLUSTER + (int)crank;
         const td__gemm_u32 mask = (1u << CLUSTER) - 1;
+        /* NSPLIT: column tile tn is source js's, at its column tile tl. Worked out once a tile, not in each
+         * k-block's load_b (where ptxas left the division in the loop), and broadcast from lane 0 so that it
+         * stays warp-uniform, as the TMA issue wants its operands. */
+        int js = 0, tl = tn;
+        if constexpr (NSPLIT) {
+          js = __shfl_sync(0xffffffffu, tn / tpn, 0);
+          tl = tn - js * tpn;
+        }
+        const td__tensor_map *const b_src = NSPLIT ? (const td__tensor_map *)hooks.b_maps + js : &map_b;
         /* GATHER: each GR-row part of the tile lies in one source (a_rows is
          * a multiple of GR, TD__GEMM_GATHER_ROWS: BM, or 128 for BM = 256,
          * whose halves may lie in two sources), read in place through that
@@ -567,12 +576,15 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
          * and still counts its bytes. */
         constexpr int GR = TD__GEMM_GATHER_ROWS(BM), GP = BM / GR;
         long long src[GP];
+        int arow[GP]; /* the part's first row in its source */
 #pragma unroll
         for (int h = 0; h < GP; h++) {
           src[h] = 0;
-          if constexpr (GATHER) {
+          arow[h] = 0;
+          if constexpr (GATHER) { /* warp-uniform, as js above */
             const long long s = ((long long)tm * BM + h * GR) / hooks.a_rows, last = (m - 1) / hooks.a_rows;
-            src[h] = s < last ? s : last;
+            src[h] = __shfl_sync(0xffffffffu, s < last ? s : last, 0);
+            arow[h] = (int)((long long)tm * BM + h * GR - src[h] * hooks.a_rows);
             /* map_fence 0: the map was written through the generic proxy (a
              * copy into the table, which a later launch may rewrite at the
              * same address): visible to the tensormap proxy before TMA reads it */
@@ -588,8 +600,7 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
 #pragma unroll
               for (int h = 0; h < GP; h++) /* a part's GR rows sit GR * BK elements on: the swizzle repeats every 8 */
                 td__tma_load_2d(ring + st * S::STAGE_BYTES + h * GR * S::BK * 2,
-                                (const td__tensor_map *)hooks.a_maps + src[h], full + 8 * st, kb * S::BK,
-                                (int)((long long)tm * BM + h * GR - src[h] * hooks.a_rows));
+                                (const td__tensor_map *)hooks.a_maps + src[h], full + 8 * st, kb * S::BK, arow[h]);
             }
             else if constexpr (KGATHER) { /* k-block kb lies in source ks, at its column kx - ks * k_src */
               const int kx = kb * S::BK, ks = kx / ksrc;
@@ -612,14 +623,12 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
                 const int kx = kb * S::BK, ks = kx / ksrc;
                 td__tma_load_2d(sb + j * 64 * S::BK * 2, (const td__tensor_map *)hooks.b_maps + ks, f,
                                 tn * BN + 64 * j, kx - ks * ksrc);
-              } else if constexpr (NSPLIT) { /* column tile tn is source tn / tpn's */
-                const int js = tn / tpn;
+              } else if constexpr (NSPLIT) { /* column tile tn is source js's (above) */
                 if constexpr (CLUSTER > 1) /* the pair's tile rows share tn, so js: each loads its boxes for both */
-                  td__tma_load_2d_multicast(sb + j * 64 * S::BK * 2, (const td__tensor_map *)hooks.b_maps + js, f,
-                                            (tn - js * tpn) * BN + 64 * j, kb * S::BK, (unsigned short)mask);
+                  td__tma_load_2d_multicast(sb + j * 64 * S::BK * 2, b_src, f, tl * BN + 64 * j, kb * S::BK,
+                                            (unsigned short)mask);
                 else
-                  td__tma_load_2d(sb + j * 64 * S::BK * 2, (const td__tensor_map *)hooks.b_maps + js, f,
-                                  (tn - js * tpn) * BN + 64 * j, kb * S::BK);
+                  td__tma_load_2d(sb + j * 64 * S::BK * 2, b_src, f, tl * BN + 64 * j, kb * S::BK);
               } else if constexpr (CLUSTER > 1)
                 td__tma_load_2d_multicast(sb + j * 64 * S::BK * 2, &map_b, f, tn * BN + 64 * j,
                                           kb * S::BK, (unsigned short)mask);
