@@ -33,7 +33,7 @@ run() { # name timeout cmd...: one step, its rc and seconds appended to the lane
 }
 bench() { # name op args...: tdist bench with 8 ranks sharing this lane's GPU 0
   local name=$1 op=$2; shift 2
-  TD_CUDA_DEVICE=0 TD_SYMM_HEAP_SIZE=${TD_SYMM_HEAP_SIZE:-2G} run "$name" "${TD_BENCH_TIMEOUT:-150}" "$BIN/tdist" bench "$op" \
+  TD_CUDA_DEVICE=0 TD_SYMM_HEAP_SIZE=${TD_SYMM_HEAP_SIZE:-2G} run "$name" "${TD_BENCH_TIMEOUT:-150}" "${BIN_TDIST:-$BIN/tdist}" bench "$op" \
     --backend cuda --ranks 8 --iters ${TD_ITERS:-10} --warmup 3 --json "$OUT/$name.json" "$@"
 }
 lane_bench() {
@@ -290,6 +290,28 @@ lane_x256() { # 128x256 tiles in clusters of 2 in the one launch against AUTO (2
   run gemm_hooks_test 150 "$BIN/gemm_hooks_test"
   TD_GPU_TEST_FILTER='test_fused_ag_one' TD_GPU_TEST_VERBOSE=1 run ops_gpu_x256 150 "$BIN/ops_gpu_test"
   variants x256 all 1024,2048,4096,8192 auto gather-one:128x256c2
+}
+lane_fin14() { # the fourteenth session: the tile tests (GATHER / NSPLIT's loader with the B source and A rows once
+  # a tile), the operators' one-launch and AUTO tests (128x256 c2 at a long K), then ag_gemm at M = 1024 and 2048:
+  # AUTO against the old tile forced (256x128 c1 at 1024, c2 at 2048) on the models it changes and against the
+  # previous build's AUTO ($BIN/tdist-old, rev c1a7e2b, if carried), alternating twice; the 128x128 one launch old
+  # and new; then the direct / gather operator tests
+  run gemm_hooks_test 150 "$BIN/gemm_hooks_test"
+  TD_GPU_TEST_FILTER='test_fused_ag_one,test_fused_auto' TD_GPU_TEST_VERBOSE=1 run ops_gpu_fin14 240 "$BIN/ops_gpu_test"
+  for rep in 1 2; do
+    TD_ITERS=20 bench "f14_auto$rep" ag_gemm --variants none --models all --m 1024,2048
+    TD_ITERS=20 TD_OPS_FUSED_AG=gather-one TD_OPS_FUSED_TILE=256x128c1 bench "f14_old1024_$rep" ag_gemm \
+      --variants none --models llama3.1-70b,llama3.1-405b,gpt3-175b --m 1024
+    TD_ITERS=20 TD_OPS_FUSED_AG=gather-one TD_OPS_FUSED_TILE=256x128c2 bench "f14_old2048_$rep" ag_gemm \
+      --variants none --models llama3.1-405b,gpt3-175b --m 2048
+    [ -x "$BIN/tdist-old" ] && TD_ITERS=20 BIN_TDIST=$BIN/tdist-old bench "f14_prev$rep" ag_gemm --variants none \
+      --models all --m 1024,2048
+    for b in tdist tdist-old; do
+      [ -x "$BIN/$b" ] && TD_ITERS=20 TD_OPS_FUSED_AG=gather-one TD_OPS_FUSED_TILE=128x128 BIN_TDIST=$BIN/$b \
+        bench "f14_one128_${b#tdist}$rep" ag_gemm --variants none --models llama3.1-8b,qwen2-72b --m 1024
+    done
+  done
+  TD_GPU_TEST_FILTER='test_fused_direct' TD_GPU_TEST_VERBOSE=1 run ops_gpu_direct 220 "$BIN/ops_gpu_test"
 }
 lane_agsplit() { # GATHER's split tail: the tile tests, the operator's gather-one / gather-share tests
   run gemm_args_test 60 "$BIN/gemm_args_test"
