@@ -554,6 +554,10 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
       for (int w = first_unit; w < work; w += unit_step, i++) {
         int u, kb0, kb1, part;
         unit_of(w, u, kb0, kb1, part);
+        if constexpr (SPLITS) { /* a split tile's k-range, warp-uniform (as js below) for the loads' loop */
+          kb0 = __shfl_sync(0xffffffffu, kb0, 0);
+          kb1 = __shfl_sync(0xffffffffu, kb1, 0);
+        }
         int tc, tn;
         td__gemm_tile_coords(u, rows_c, tiles_n, group_c, &tc, &tn);
         const int tm = tc * CLUSTER + (int)crank;
