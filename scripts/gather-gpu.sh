@@ -313,6 +313,27 @@ lane_fin14() { # the fourteenth session: the tile tests (GATHER / NSPLIT's loade
   done
   TD_GPU_TEST_FILTER='test_fused_direct' TD_GPU_TEST_VERBOSE=1 run ops_gpu_direct 220 "$BIN/ops_gpu_test"
 }
+lane_fin14b() { # the split tile's k-range warp-uniform too: the tile and operator tests it touches (GATHER's and
+  # KGATHER's split tails), then ag_gemm / gemm_rs / gemm_ar against the builds before ($BIN/tdist-mid, rev 89ad47b:
+  # the B source once a tile; $BIN/tdist-old, rev c1a7e2b), alternating twice
+  run gemm_args_test 60 "$BIN/gemm_args_test"
+  run gemm_hooks_test 150 "$BIN/gemm_hooks_test"
+  TD_GPU_TEST_FILTER='test_fused_ag_one,test_fused_auto,test_fused_kgather' TD_GPU_TEST_VERBOSE=1 \
+    run ops_gpu_fin14b 330 "$BIN/ops_gpu_test"
+  for rep in 1 2; do
+    for b in tdist tdist-mid tdist-old; do
+      [ -x "$BIN/$b" ] || continue
+      TD_ITERS=20 BIN_TDIST=$BIN/$b bench "g14_ag_${b#tdist}$rep" ag_gemm --variants none --models all \
+        --m 1024,2048,4096,8192
+    done
+    for b in tdist tdist-old; do
+      for op in gemm_rs gemm_ar; do
+        TD_ITERS=20 BIN_TDIST=$BIN/$b bench "g14_${op}_${b#tdist}$rep" $op --variants none --models all \
+          --m 1024,4096,8192
+      done
+    done
+  done
+}
 lane_agsplit() { # GATHER's split tail: the tile tests, the operator's gather-one / gather-share tests
   run gemm_args_test 60 "$BIN/gemm_args_test"
   run gemm_hooks_test 150 "$BIN/gemm_hooks_test"
