@@ -334,6 +334,11 @@ lane_fin14b() { # the split tile's k-range warp-uniform too: the tile and operat
     done
   done
 }
+lane_t14() { # lane fin14b's tests alone (its bench run outlived the call and its test logs did not come back)
+  run gemm_args_test 40 "$BIN/gemm_args_test"
+  run gemm_hooks_test 60 "$BIN/gemm_hooks_test"
+  TD_GPU_TEST_FILTER='test_fused_ag_one,test_fused_kgather' TD_GPU_TEST_VERBOSE=1 run ops_gpu_t14 200 "$BIN/ops_gpu_test"
+}
 lane_agsplit() { # GATHER's split tail: the tile tests, the operator's gather-one / gather-share tests
   run gemm_args_test 60 "$BIN/gemm_args_test"
   run gemm_hooks_test 150 "$BIN/gemm_hooks_test"
