@@ -53,7 +53,8 @@ static const td__cfg_var td__vars[] = {
     {"TD_SYMM_HEAP_SIZE", TD__CFG_BYTES, "256M", 4096, INT64_C(1) << 40, NULL,
      "symmetric heap per rank in bytes (K/M/G suffixes)", NULL},
     {"TD_RUN_HOST_MEMORY", TD__CFG_BYTES, NULL, 1, INT64_C(1) << 50, NULL,
-     "host memory td_program_run / tdist run check a run against, bytes (K/M/G suffixes), in place of the "
+     "host memory td_program_run / tdist run (and tdist bench's operator kinds on cpu) check a run against, bytes "
+     "(K/M/G suffixes), in place of the "
      "machine's physical memory (a larger value turns the check into one against it); default: physical "
      "memory as sysconf reports it (cgroup limits not included)", NULL},
     {"TD_TRANSPORT", TD__CFG_STR, NULL, 0, 0, "local,shm", "host transport; default: shm for launched processes", NULL},
@@ -102,7 +103,7 @@ static const td__cfg_var td__vars[] = {
      "run: batched, else direct) or gather-one (the same as rank 0's one launch for every rank, each rank's B "
      "and C a column source, its last wave split as TD_OPS_FUSED_TAIL says) or gather-share (each rank's launch "
      "on its share of the SMs, SMs / ranks, its last wave split: the ranks' launches run at once); batched, direct, gather, gather-one and gather-share are for ranks sharing one GPU: across GPUs they read the peers' A over "
-     "the links (direct), slower than copy there; auto = on one shared GPU, equal parts of a multiple of 128 rows and at most 8 ranks: gather-one on 256x128 tiles (measured faster; in clusters of 2 on parts of >= 256 rows), unless TD_OPS_FUSED_TILE names a tile; "
+     "the links (direct), slower than copy there; auto = on one shared GPU, equal parts of a multiple of 128 rows and at most 8 ranks: gather-one on 256x128 tiles (measured faster; in clusters of 2 on parts of >= 256 rows; 128x256 in clusters of 2 at K >= 8192 on parts of 128 rows and K >= 12288 on parts of 256 where a rank's columns are whole 256-column tiles), unless TD_OPS_FUSED_TILE names a tile; "
      "else gather where it can run (256-row tiles only where named), except parts "
      "of >= 512 rows whose B rows are not whole 128-byte lines, which take batched (direct for unequal parts) "
      "like any part of >= 512 rows, unless TD_OPS_FUSED_AG_GEMMS is set; else copy",
