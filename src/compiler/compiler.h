@@ -208,6 +208,11 @@ td_status td__rs_core(td__lower *L, const char *tag, td_value src_rv, int32_t sr
 
 /* npy.c: reads a 1-D/2-D .npy file into malloc'ed doubles (1-D n -> 1 x n). */
 td_status td__npy_load(const char *path, int64_t *rows, int64_t *cols, double **out);
+/* The calibration file's path ($TD_CACHE_DIR/calibration.json, else
+ * ~/.cache/tdist/calibration.json) into path; 0 when neither TD_CACHE_DIR
+ * nor HOME is set. Creates nothing (tdist calibrate checks it before
+ * measuring). */
+int td__perf_model_path(char *path, size_t size);
 /* explain.c: symmetric bytes per rank the cpu executor allocates for the plan:
  * its symm buffers, signal words and its own control block
  * (td__exec_control_bytes), each rounded up to td_symm_alloc's 64-byte

@@ -20,6 +20,7 @@
 
 #include "compiler/compiler.h"
 #include "core/error.h"
+#include "core/file.h"
 #ifdef TD_HAVE_CUDA_EXEC
 #include "exec/cuda/gemm_target.h"
 #endif
@@ -54,6 +55,8 @@ static int td__calib_path(char *path, size_t size, int make_dirs) {
   return 1;
 }
 
+int td__perf_model_path(char *path, size_t size) { return td__calib_path(path, size, 0); }
+
 /* Sane ranges of the calibration constants: a value outside is a broken or
  * hand-edited file (a flops_s of 1e-300 made every predicted time infinite).
  * Wide enough for one CPU core up to a whole GPU. */
@@ -80,6 +83,14 @@ static td_status td__model_read(td_perf_model *m, int strict) {
   FILE *f = fopen(path, "rb");
   if (!f)
     return TD_OK;
+  /* fopen takes a directory and reading it gives nothing: say what it is, not "not a JSON object" */
+  const char *kind = td__fd_not_a_file(fileno(f));
+  if (kind) {
+    fclose(f);
+    return strict ? td__error(TD_ERR_INVALID_ARG, "calibration file '%s' is %s, expected a file; remove it, or "
+                              "set TD_CACHE_DIR to another folder", path, kind)
+                  : TD_OK;
+  }
   char text[4096];
   size_t n = fread(text, 1, sizeof text - 1, f);
   int more = fgetc(f) != EOF;
@@ -153,6 +164,12 @@ td_status td_perf_model_save(const td_perf_model *m, char *path_out, size_t path
   cJSON_AddNumberToObject(j, "task_overhead_s", m->task_overhead_s);
   cJSON_AddNumberToObject(j, "cores", m->cores);
   cJSON_AddNumberToObject(j, "transcendental_s", m->transcendental_s);
+  const char *kind = td__path_not_a_file(path);
+  if (kind) {
+    cJSON_Delete(j);
+    return td__error(TD_ERR_INVALID_ARG, "perf model save: calibration file '%s' is %s, expected a file; remove "
+                     "it, or set TD_CACHE_DIR to another folder", path, kind);
+  }
   char *text = cJSON_Print(j);
   cJSON_Delete(j);
   FILE *f = text ? fopen(path, "wb") : NULL;

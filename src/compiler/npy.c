@@ -13,6 +13,7 @@
 
 #include "compiler/compiler.h"
 #include "core/error.h"
+#include "core/file.h"
 
 /* Finds 'key': in the header dict and returns a pointer just after the colon. */
 static const char *td__npy_field(const char *hdr, const char *key) {
@@ -34,6 +35,12 @@ td_status td__npy_load(const char *path, int64_t *rows, int64_t *cols, double **
   FILE *f = fopen(path, "rb");
   if (!f)
     return td__error(TD_ERR_NOT_FOUND, "cannot open '%s': %s", path, strerror(errno));
+  /* fopen takes a directory and reading it gives nothing: say what it is, not "bad magic" */
+  const char *kind = td__fd_not_a_file(fileno(f));
+  if (kind) {
+    fclose(f);
+    return td__error(TD_ERR_INVALID_ARG, "%s is %s, expected a file (a .npy array)", path, kind);
+  }
   unsigned char pre[12];
   td_status st = TD_OK;
   char *hdr = NULL;

@@ -21,10 +21,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/stat.h>
 
 #include "compiler/compiler.h"
 #include "core/error.h"
+#include "core/file.h"
 
 enum { T_EOF, T_NL, T_NAME, T_NUM, T_PUNCT };
 enum { TD__MAX_DEPTH = 64 };
@@ -697,11 +697,10 @@ td_status td_program_load(const char *path, td_program **out) {
   /* fopen succeeds on a directory and reading it gives nothing: say what it
    * is rather than "empty program". Pipes (process substitution) and
    * character devices such as /dev/stdin stay readable. */
-  struct stat sb;
-  if (fstat(fileno(f), &sb) == 0 && (S_ISDIR(sb.st_mode) || S_ISBLK(sb.st_mode) || S_ISSOCK(sb.st_mode))) {
+  const char *kind = td__fd_not_a_file(fileno(f));
+  if (kind) {
     fclose(f);
-    return td__error(TD_ERR_INVALID_ARG, "%s is %s, not a program file (give a .td file)", path,
-                     S_ISDIR(sb.st_mode) ? "a directory" : S_ISBLK(sb.st_mode) ? "a block device" : "a socket");
+    return td__error(TD_ERR_INVALID_ARG, "%s is %s, expected a file (a .td program)", path, kind);
   }
   size_t cap = 4096, len = 0;
   char *buf = malloc(cap);

@@ -402,8 +402,27 @@ td_status td_program_run(const td_program *p, const td_program_run_opts *o, td_p
           !strcmp(p->vals[u].name, o->input_names[i]))
         v = u;
     if (v < 0) {
-      st = td__error(TD_ERR_INVALID_ARG, "--input %s: the program has no input or weight of that name",
-                     o->input_names[i]);
+      /* Say what the name is when the program has it (an output, or a value
+       * it computes: data it makes, not data it reads), and what can be fed. */
+      td_value other = -1;
+      for (td_value u = 0; u < nv; u++)
+        if (p->vals[u].name[0] && !strcmp(p->vals[u].name, o->input_names[i]))
+          other = u;
+      char list[512] = "";
+      size_t len = 0;
+      for (td_value u = 0; u < nv && len < sizeof list; u++)
+        if (p->vals[u].op == TD_OP_INPUT || p->vals[u].op == TD_OP_WEIGHT)
+          len += (size_t)snprintf(list + len, sizeof list - len, "%s%s %s", len ? ", " : "",
+                                  p->vals[u].op == TD_OP_WEIGHT ? "weight" : "input", p->vals[u].name);
+      const char *what = other < 0 ? NULL : p->vals[other].is_output ? "an output of the program"
+                                                                     : "a value the program computes";
+      if (what)
+        st = td__error(TD_ERR_INVALID_ARG, "--input %s: %s is %s, not an input: only inputs and weights come from "
+                       "files (this program's: %s)", o->input_names[i], o->input_names[i], what,
+                       list[0] ? list : "none");
+      else
+        st = td__error(TD_ERR_INVALID_ARG, "--input %s: the program has no input or weight of that name (its "
+                       "inputs and weights: %s)", o->input_names[i], list[0] ? list : "none");
       break;
     }
     if (p->vals[v].layout.kind == TD_LAYOUT_PARTIAL) {

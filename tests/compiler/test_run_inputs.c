@@ -4,6 +4,7 @@
  * any operand is made, with the total explain also prints, and so is a run
  * larger than the host memory; inf/NaN data give
  * an infinite max_rel_err and a note, never 0; a directory is named as one;
+ * --input on an output or a computed value says so and lists the inputs;
  * --dims without a name or with a huge value; .npy version and malformed
  * shape; errors found before anything ran carry no "run failed"; `scale`'s
  * factor must be a finite number in range; the run JSON records the git
@@ -223,6 +224,23 @@ static void test_directory_program(void **state) {
   expect(args, 2, want);
 }
 
+/* --input on a name the program has but does not read (its output, or a
+ * value it computes) says what the name is and lists the inputs; an unknown
+ * name lists them too. Input errors: exit 2, no "run failed". */
+static void test_input_not_an_input(void **state) {
+  (void)state;
+  write_file("mid.td", "dim M = 12, H = 8\ninput x : f32[M, H] shard(0)\nweight w : f32[H, H]\n"
+                       "h = matmul(all_gather(x), w)\noutput y = scale(h, 0.5)\n");
+  expect("run small.td --ranks 2 --iters 1 --rounds 1 --input y=y.npy", 2, "tdist run: --input y: y is an output of "
+         "the program, not an input: only inputs and weights come from files (this program's: input x, weight w1, "
+         "weight w2)");
+  expect("run mid.td --ranks 2 --iters 1 --rounds 1 --input h=h.npy", 2, "tdist run: --input h: h is a value the "
+         "program computes, not an input: only inputs and weights come from files (this program's: input x, "
+         "weight w)");
+  expect("run small.td --ranks 2 --iters 1 --rounds 1 --input q=q.npy", 2, "tdist run: --input q: the program has "
+         "no input or weight of that name (its inputs and weights: input x, weight w1, weight w2)");
+}
+
 /* C2: --dims with no name, and a value beyond the .td parser's limit, in its words. */
 static void test_dims_messages(void **state) {
   (void)state;
@@ -347,6 +365,7 @@ int main(void) {
       cmocka_unit_test(test_nonfinite_inputs),   cmocka_unit_test(test_directory_program),
       cmocka_unit_test(test_dims_messages),      cmocka_unit_test(test_npy_and_before_run),
       cmocka_unit_test(test_scale_factor),       cmocka_unit_test(test_json_revision),
+      cmocka_unit_test(test_input_not_an_input),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   char cmd[300];

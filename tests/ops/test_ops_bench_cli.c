@@ -24,7 +24,8 @@ static void test_option_errors(void **state) {
   (void)state;
   expect_usage_error("bench ag_gemm --backend gpu", "--backend gpu: use cpu or cuda");
   expect_usage_error("bench ag_gemm --ranks 0", "tdist bench ag_gemm: --ranks expects an integer in 1..64, got '0'");
-  expect_usage_error("bench gemm_rs --shape 3x4", "tdist bench gemm_rs: --shape expects MxNxK (each in 1..1048576)");
+  expect_usage_error("bench gemm_rs --shape 3x4", "tdist bench gemm_rs: --shape 3x4: exactly 3 dims needed, got 2 "
+                     "(expects MxNxK)");
   expect_usage_error("bench gemm_ar --dtype q8", "--dtype expects f32, bf16 or f16, got 'q8'");
   expect_usage_error("bench ag_gemm --variants sm,fast", "--variants: variant 'fast' is unknown");
   expect_usage_error("bench all_reduce --sizes 9x", "--sizes 9x: unit 'x' is not one of K, M, G");
@@ -40,11 +41,16 @@ static void test_strict_options(void **state) {
   (void)state;
   expect_usage_error("bench ag_gemm --ranks 4294967298", "--ranks expects an integer in 1..64, got '4294967298'");
   expect_usage_error("bench gemm_ar --iters 4294967297", "--iters expects an integer in 1..100000, got '4294967297'");
-  expect_usage_error("bench ag_gemm --shape 8x8x8abc", "--shape expects MxNxK");
-  expect_usage_error("bench ag_gemm --shape 8x8x8x8", "--shape expects MxNxK");
-  expect_usage_error("bench ag_gemm --shape 8x-8x8", "got '8x-8x8'");
-  expect_usage_error("bench ag_gemm --m 0,abc", "--m expects a comma-separated list of integers (each in 1..1048576");
-  expect_usage_error("bench ag_gemm --m 64,", "got '64,'");
+  expect_usage_error("bench ag_gemm --shape 8x8x8abc", "--shape 8x8x8abc: dim 3 ('8abc') is not an integer (expects "
+                     "MxNxK, each in 1..1048576)");
+  expect_usage_error("bench ag_gemm --shape 8x8x8x8", "--shape 8x8x8x8: at most 3 dims, got 4 (expects MxNxK)");
+  expect_usage_error("bench ag_gemm --shape 8x-8x8", "--shape 8x-8x8: dim 2 (-8) must be in 1..1048576");
+  expect_usage_error("bench ag_gemm --shape 4096x0x8", "tdist bench ag_gemm: --shape 4096x0x8: dim 2 (0) must be in "
+                     "1..1048576 (expects MxNxK)");
+  expect_usage_error("bench ag_gemm --shape 4096xx8", "--shape 4096xx8: dim 2 is empty");
+  expect_usage_error("bench ag_gemm --m 0,abc", "--m 0,abc: value 1 (0) must be in 1..1048576 (expects a "
+                     "comma-separated list of integers)");
+  expect_usage_error("bench ag_gemm --m 64,", "--m 64,: value 2 is empty");
   expect_usage_error("bench gemm_rs --chunks 100000", "--chunks expects an integer in 0..64, got '100000'");
   expect_usage_error("bench ag_gemm --compute-workers 5000", "--compute-workers expects an integer in 0..1024");
   expect_usage_error("bench ag_gemm --comm-workers -1", "--comm-workers expects an integer in 0..1024, got '-1'");
@@ -73,6 +79,10 @@ static void test_variants_and_failures(void **state) {
   expect_usage_error("bench ag_gemm --dtype i32", "--dtype expects f32, bf16 or f16, got 'i32'");
   expect_usage_error("bench ag_gemm --iters=0", "--iters expects an integer in 1..100000, got '0'");
   expect_usage_error("bench ag_gemm --bogus=1", "unknown option --bogus");
+  /* a word is no option: said as a positional argument, with the options the kind takes */
+  expect_usage_error("bench gemm_ar extra", "tdist bench gemm_ar: unexpected argument 'extra': tdist bench gemm_ar "
+                     "takes no positional arguments, only the options --ranks V, --iters V,");
+  expect_usage_error("bench all_reduce --sizes 8K extra", "--shape V, --help (see tdist bench all_reduce --help)");
   static char out[1 << 16];
   int rc = run("bench gemm_rs --ranks=2 --iters=1 --warmup=0 --shape=8x8x8 --variants=sm", out, sizeof out);
   assert_int_equal(rc, 0);

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0
  * `tdist bench` (cpu) before and around a case's allocations:
- *  - a case whose sides cannot fit the symmetric heap is refused before any
- *    operand is allocated, with the total, the heap size and the remedy, and
- *    the message is whole in the table and the JSON (not cut at 255), and
- *    a heap of exactly the size it asks for runs the case;
+ *  - a case whose sides cannot fit the symmetric heap, the largest heap or
+ *    the host's memory is a usage error (exit 2) before any case runs, with
+ *    the total, the limit and only the remedies that apply (no heap advice
+ *    past the host's memory, no --variants none when given), every such
+ *    case named, and a heap of exactly the size it asks for runs the case;
  *  - with TD_SYMM_HEAP_SIZE unset a cpu case over the default heap (up to
  *    2 GiB) runs on a heap of its own need, said on stderr and in the JSON;
  *  - --sizes beyond any heap is refused while parsing, naming the limit;
@@ -35,54 +36,106 @@ static int count_of(const char *hay, const char *needle) {
   return n;
 }
 
+/* Runs `env ENV tdist ARGS` (stderr merged); returns the exit status. */
+static int run_env(const char *env, const char *args) {
+  char cmd[8192];
+  snprintf(cmd, sizeof cmd, "env %s '%s' %s 2>&1", env, tdist_bin, args);
+  return run_cmd(cmd, out, sizeof out);
+}
+
+/* A case that cannot fit is a usage error found before anything runs: exit
+ * 2, no table, no JSON, the figure it was refused on and the remedy. Host
+ * memory is set large (TD_RUN_HOST_MEMORY) so the heap is the limit on any
+ * machine. */
 static void test_heap_refused_up_front(void **state) {
   (void)state;
   char json[256], cmd[512];
   snprintf(json, sizeof json, "/tmp/td_ops_bench_fit_%ld.json", (long)getpid());
+  unlink(json);
   /* 8 GiB per side: refused before allocating (the old path filled 8 GB first) */
   snprintf(cmd, sizeof cmd, "bench all_reduce --ranks 2 --sizes 8G --iters 1 --json %s", json);
-  int rc = run(cmd, out, sizeof out);
-  assert_int_equal(rc, 1);
+  int rc = run_env("TD_RUN_HOST_MEMORY=1048576G", cmd);
+  if (rc != 2)
+    fprintf(stderr, "%s\n", out);
+  assert_int_equal(rc, 2);
   /* The figure counts the operands, each side's executor control block and
    * signal words, and the team's collective block: a little over 56 GiB. */
-  const char *head = "not run: the 3 tdist sides of this case need at least ";
+  const char *head = "tdist bench all_reduce: --sizes 8G: the 3 tdist sides of this case need at least ";
   const char *at = strstr(out, head);
   assert_non_null(at);
   long long need = atoll(at + strlen(head));
   assert_true(need > 60129542144LL && need < 60129542144LL + (8LL << 20));
-  char *msg = strndup(at, strcspn(at, "|\n"));
-  while (msg[strlen(msg) - 1] == ' ')
-    msg[strlen(msg) - 1] = '\0';
   char ask[64];
   snprintf(ask, sizeof ask, "set TD_SYMM_HEAP_SIZE=%lldM (or more)", (need + (1 << 20) - 1) >> 20);
-  assert_non_null(strstr(msg, ask));
-  assert_non_null(strstr(msg, "(tdist auto 16.0 GiB, tdist one_shot 24.0 GiB, tdist two_shot 16.0 GiB, the team's "
+  assert_non_null(strstr(out, ask));
+  assert_non_null(strstr(out, "(tdist auto 16.0 GiB, tdist one_shot 24.0 GiB, tdist two_shot 16.0 GiB, the team's "
                               "collective block 2.0 MiB; the sides are alive together"));
-  assert_non_null(strstr(msg, "TD_SYMM_HEAP_SIZE is 268435456 bytes (256.0 MiB)"));
-  assert_true(strlen(msg) > 255);
-  if (!strstr(out, msg))
-    fprintf(stderr, "%s\n", out);
-  assert_int_equal(count_of(out, msg), 4); /* every side's row, whole */
-  cJSON *root = load_json(json);
-  unlink(json);
-  cJSON *c = cJSON_GetArrayItem(cJSON_GetObjectItem(root, "results"), 0);
-  assert_string_equal(cJSON_GetObjectItem(c, "error")->valuestring, msg);
-  /* nothing was made: no 0 bytes held beside a message naming 56 GiB, but the figure it was refused on */
-  assert_true(cJSON_IsNull(cJSON_GetObjectItem(c, "memory_bytes_all_sides_per_rank")));
-  assert_true(cJSON_GetObjectItem(c, "heap_bytes_needed_per_rank")->valuedouble == (double)need);
-  cJSON *s;
-  cJSON_ArrayForEach(s, cJSON_GetObjectItem(c, "sides")) { assert_string_equal(cJSON_GetObjectItem(s, "error")->valuestring, msg); }
-  cJSON_Delete(root);
-  free(msg);
-  /* a GEMM operator too: ag_gemm's gathered A alone is 4 GiB per side */
-  rc = run("bench ag_gemm --ranks 2 --shape 65536x64x16384 --iters 1 --variants none", out, sizeof out);
-  assert_int_equal(rc, 1);
-  assert_non_null(strstr(out, "symmetric heap per rank together (tdist auto 4.0 GiB,"));
-  /* past the largest heap the config accepts: said so, no TD_SYMM_HEAP_SIZE value suggested */
-  rc = run("bench all_reduce --ranks 2 --sizes 512G --iters 1 --variants none", out, sizeof out);
-  assert_int_equal(rc, 1);
-  assert_non_null(strstr(out, "that is more than the largest heap TD_SYMM_HEAP_SIZE allows (1024G): run fewer sides"));
+  assert_non_null(strstr(out, "but the default heap (TD_SYMM_HEAP_SIZE unset) is 268435456 bytes (256.0 MiB)"));
+  /* more than auto runs: fewer sides is a remedy, with the heap auto alone needs */
+  assert_non_null(strstr(out, "run fewer sides (--variants none: the baseline and auto only) with "
+                              "TD_SYMM_HEAP_SIZE=16387M"));
+  assert_null(strstr(out, "| case |")); /* nothing ran: no table */
+  assert_null(strstr(out, "not run"));
+  assert_int_equal(access(json, F_OK), -1); /* no JSON of a run that never started */
+  /* a GEMM operator too: ag_gemm's gathered A alone is 4 GiB per side; with
+   * --variants none given, fewer sides is not suggested */
+  rc = run_env("TD_RUN_HOST_MEMORY=1048576G", "bench ag_gemm --ranks 2 --shape 65536x64x16384 --iters 1 "
+               "--variants none");
+  assert_int_equal(rc, 2);
+  assert_non_null(strstr(out, "tdist bench ag_gemm: --shape 65536x64x16384: the case's one tdist side (tdist auto) "
+                              "needs at least "));
+  assert_non_null(strstr(out, "symmetric heap per rank (tdist auto 4.0 GiB, the team's collective block 2.0 MiB), "
+                              "but the default heap"));
+  assert_non_null(strstr(out, "set TD_SYMM_HEAP_SIZE=4099M (or more) or run a smaller case (M, N or K)"));
+  assert_null(strstr(out, "--variants none:"));
+  assert_null(strstr(out, " need at least")); /* one side needs */
+  /* past the largest heap the config accepts: said so, no TD_SYMM_HEAP_SIZE value suggested, exit 2 */
+  rc = run_env("TD_RUN_HOST_MEMORY=1048576G", "bench all_reduce --ranks 2 --sizes 512G --iters 1 --variants none");
+  assert_int_equal(rc, 2);
+  assert_non_null(strstr(out, "tdist bench all_reduce: --sizes 512G: the case's one tdist side (tdist auto) needs at "
+                              "least "));
+  assert_non_null(strstr(out, "more than the largest heap TD_SYMM_HEAP_SIZE allows (1024G): no heap can hold it"));
   assert_null(strstr(out, "set TD_SYMM_HEAP_SIZE="));
+  assert_null(strstr(out, "--variants none:")); /* already given */
+  /* the largest size that fits as things are: the 2 GiB the bench sizes a heap to by itself */
+  assert_non_null(strstr(out, "give a smaller size (at most 1022M fits with these sides and ranks)"));
+  /* 512G with all the sides: the same limit, on this machine's memory too */
+  rc = run("bench all_reduce --sizes 512G", out, sizeof out);
+  assert_int_equal(rc, 2);
+  assert_non_null(strstr(out, "--sizes 512G: the 3 tdist sides of this case need at least"));
+  assert_non_null(strstr(out, "allows (1024G): no heap can hold it"));
+  assert_null(strstr(out, "not run"));
+}
+
+/* The memory notes say only what applies: on cpu the all_reduce buffers are
+ * an input and one output per side (no A/B), and when host memory is the
+ * limit no heap is advised (one larger than the machine could never be
+ * used): the case cannot fit here, and the remedies that can help. */
+static void test_host_memory_limit(void **state) {
+  (void)state;
+  int rc = run_env("TD_RUN_HOST_MEMORY=16G TD_SYMM_HEAP_SIZE=256M",
+                   "bench all_reduce --ranks 2 --sizes 4G --iters 1 --variants none");
+  if (rc != 2)
+    fprintf(stderr, "%s\n", out);
+  assert_int_equal(rc, 2);
+  assert_non_null(strstr(out, "tdist bench all_reduce: --sizes 4G: the case's one tdist side (tdist auto) needs at "
+                              "least "));
+  assert_non_null(strstr(out, "on cpu the 2 ranks' buffers (the input and one output per side, 2 sides) and these "
+                              "heaps need at least "));
+  assert_non_null(strstr(out, "but TD_RUN_HOST_MEMORY allows 17179869184 bytes (16.0 GiB): the case cannot fit "
+                              "here"));
+  assert_null(strstr(out, "TD_SYMM_HEAP_SIZE=")); /* no heap advice past the host's memory */
+  assert_null(strstr(out, "A, B"));
+  assert_null(strstr(out, "--variants none:"));
+  /* one rank would still need the 8 GiB heap: no fewer ranks; the largest size the 256M heap holds */
+  assert_null(strstr(out, "fewer ranks"));
+  assert_non_null(strstr(out, "the case cannot fit here; give a smaller size (at most 126M fits with these sides and "
+                              "ranks)\n"));
+  /* the GEMM operators' buffers are A, B and C */
+  rc = run_env("TD_RUN_HOST_MEMORY=1G", "bench gemm_rs --ranks 2 --shape 16384x8192x2048 --iters 1");
+  assert_int_equal(rc, 2);
+  assert_non_null(strstr(out, "on cpu the 2 ranks' buffers (A, B and one C per side, 4 sides)"));
+  assert_null(strstr(out, "TD_SYMM_HEAP_SIZE="));
 }
 
 /* B4: a heap of exactly the size the refusal asks for runs every side: the
@@ -90,7 +143,7 @@ static void test_heap_refused_up_front(void **state) {
 static void suggested_heap_runs(const char *args) {
   setenv("TD_SYMM_HEAP_SIZE", "4096", 1);
   int rc = run(args, out, sizeof out);
-  assert_int_equal(rc, 1);
+  assert_int_equal(rc, 2);
   const char *at = strstr(out, "set TD_SYMM_HEAP_SIZE=");
   assert_non_null(at);
   char heap[32];
@@ -137,8 +190,8 @@ static void test_heap_sized_when_unset(void **state) {
   setenv("TD_SYMM_HEAP_SIZE", "256M", 1); /* chosen by the user: refused, with the remedy */
   rc = run("bench all_reduce --backend cpu --ranks 2 --sizes 64M --iters 1 --warmup 0", out, sizeof out);
   unsetenv("TD_SYMM_HEAP_SIZE");
-  assert_int_equal(rc, 1);
-  assert_non_null(strstr(out, "set TD_SYMM_HEAP_SIZE="));
+  assert_int_equal(rc, 2);
+  assert_non_null(strstr(out, "but TD_SYMM_HEAP_SIZE is 268435456 bytes (256.0 MiB); set TD_SYMM_HEAP_SIZE="));
   assert_null(strstr(out, "is unset"));
 }
 
@@ -154,26 +207,47 @@ static void test_sizes_limit_at_parse(void **state) {
   expect_usage_error("bench all_reduce --sizes 20000000000G", "--sizes 20000000000G is too large");
 }
 
+/* Every case is checked before the first runs: the ones that cannot fit are
+ * each named, then one line for them all with the heap that holds every one;
+ * the sides' shared heap counts (each side fits alone, together they do not). */
 static void test_shared_heap_said(void **state) {
   (void)state;
-  char json[256], cmd[8192];
+  /* 7 MiB: each side of 1M fits alone and the operands (2 + 3 + 2 MiB) fit,
+   * but with the executors' blocks and the team's collective block they do
+   * not: refused before any side is made (it used to fail at the last side). */
+  int rc = run_env("TD_SYMM_HEAP_SIZE=7M", "bench all_reduce --sizes 1M --iters 1 --warmup 0");
+  assert_int_equal(rc, 2);
+  assert_non_null(strstr(out, "--sizes 1M: the 3 tdist sides of this case need at least "));
+  assert_non_null(strstr(out, "the team's collective block 2.0 MiB; the sides are alive together, as they alternate "
+                              "call by call), but TD_SYMM_HEAP_SIZE is 7340032 bytes (7.0 MiB)"));
+  assert_null(strstr(out, "TD_ERR_HEAP_EXHAUSTED")); /* nothing was allocated */
+  /* several cases: the ones that fit are not run either, the rest are each named */
+  rc = run_env("TD_SYMM_HEAP_SIZE=12M", "bench all_reduce --sizes 8K,4M,16M --iters 1 --warmup 0 --variants none");
+  assert_int_equal(rc, 2);
+  assert_null(strstr(out, "--sizes 8K:"));
+  assert_null(strstr(out, "--sizes 4M:"));
+  assert_non_null(strstr(out, "tdist bench all_reduce: --sizes 16M: the case's one tdist side (tdist auto) needs"));
+  assert_non_null(strstr(out, "1 of 3 cases cannot fit (above), so none was run (every case is checked before the "
+                              "first runs)\n"));
+  assert_null(strstr(out, "| case |"));
+  rc = run_env("TD_SYMM_HEAP_SIZE=12M", "bench all_reduce --sizes 8K,16M,32M --iters 1 --warmup 0 --variants none");
+  assert_int_equal(rc, 2);
+  const char *at = strstr(out, "--sizes 32M: ");
+  assert_non_null(at);
+  at = strstr(at, "set TD_SYMM_HEAP_SIZE=");
+  assert_non_null(at);
+  char all[256];
+  snprintf(all, sizeof all, "2 of 3 cases cannot fit (above), so none was run (every case is checked before the "
+           "first runs); TD_SYMM_HEAP_SIZE=%lldM holds every one", atoll(at + strlen("set TD_SYMM_HEAP_SIZE=")));
+  assert_non_null(strstr(out, all));
+  /* the note about the shared heap, on a run that fits */
+  char json[256], cmd[512];
   snprintf(json, sizeof json, "/tmp/td_ops_bench_fit2_%ld.json", (long)getpid());
-  /* 7 MiB: each side fits alone and the operands (2 + 3 + 2 MiB) fit, but
-   * with the executors' blocks and the team's collective block they do not:
-   * refused before any side is made (it used to fail at the last side). */
-  snprintf(cmd, sizeof cmd, "env TD_SYMM_HEAP_SIZE=7M '%s' bench all_reduce --sizes 1M --iters 1 --warmup 0 "
-           "--json %s 2>&1", tdist_bin, json);
-  FILE *p = popen(cmd, "r");
-  assert_non_null(p);
-  size_t len = fread(out, 1, sizeof out - 1, p);
-  out[len] = 0;
-  int st = pclose(p);
-  assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 1);
+  snprintf(cmd, sizeof cmd, "bench all_reduce --sizes 8K --iters 1 --warmup 0 --variants none --json %s", json);
+  rc = run(cmd, out, sizeof out);
+  assert_int_equal(rc, 0);
   assert_non_null(strstr(out, "the sides of a case are alive together (they alternate call by call), so their "
                               "memory adds up"));
-  assert_non_null(strstr(out, "not run: the 3 tdist sides of this case need at least "));
-  assert_non_null(strstr(out, "the team's collective block 2.0 MiB"));
-  assert_null(strstr(out, "TD_ERR_HEAP_EXHAUSTED")); /* nothing was allocated */
   cJSON *root = load_json(json);
   unlink(json);
   assert_non_null(strstr(cJSON_GetObjectItem(root, "note")->valuestring, "their memory adds up"));
@@ -219,7 +293,7 @@ static void test_help_exit_status(void **state) {
   int rc = run("bench ag_gemm --help", out, sizeof out);
   assert_int_equal(rc, 0);
   assert_non_null(strstr(out, "Exit status: 0 all cases ran; 1 a case or side failed; 2 a bad option or variable, "
-                              "or no\nusable GPU"));
+                              "a case\nthat cannot fit, or no usable GPU"));
   assert_non_null(strstr(out, "(0, the default:\nthe executor chooses"));
   assert_non_null(strstr(out, "[--backend cpu|cuda] [--ranks N]"));
   assert_non_null(strstr(out, "On cpu, --m without\n--models sets the M of the CPU-sized set."));
@@ -230,7 +304,8 @@ int main(void) {
   snprintf(tdist_bin, sizeof tdist_bin, "%s/tdist", bin ? bin : ".");
   unsetenv("TD_SYMM_HEAP_SIZE"); /* the default heap (256M) in the messages */
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_heap_refused_up_front), cmocka_unit_test(test_suggested_heap_runs), cmocka_unit_test(test_heap_sized_when_unset),
+      cmocka_unit_test(test_heap_refused_up_front), cmocka_unit_test(test_host_memory_limit),
+      cmocka_unit_test(test_suggested_heap_runs), cmocka_unit_test(test_heap_sized_when_unset),
       cmocka_unit_test(test_sizes_limit_at_parse),
       cmocka_unit_test(test_shared_heap_said),      cmocka_unit_test(test_cpu_m_alone),
       cmocka_unit_test(test_oversubscription_note), cmocka_unit_test(test_help_exit_status),

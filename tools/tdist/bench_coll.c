@@ -60,7 +60,7 @@ static void bc_usage(FILE *out) {
           "usage: tdist bench coll [--ranks N] [--op all_gather|reduce_scatter|all_reduce|all_to_all|all]\n"
           "                        [--min BYTES] [--max BYTES] [--iters K] [--json FILE] [--staged] [--no-mpi]\n"
           "  --ranks N   rank processes on this host, 1..256 (default 2)\n"
-          "  --op        collective to time; repeatable or comma-separated (default all)\n"
+          "  --op        collectives to time, comma-separated, each once (default all)\n"
           "  --min/--max sizes in bytes, doubling, K/M/G suffixes (powers of 1024; default 8 .. 256M;\n"
           "              4 .. %zu, just under 512G); the size is nccl-tests': the whole N-rank\n"
           "              buffer for all_gather, reduce_scatter, all_to_all\n"
@@ -95,6 +95,8 @@ static double bc_busbw_factor(int op, int n) {
 static int bc_parse(int argc, char **argv, bc_opts *o, int *worker) {
   *o = (bc_opts){.ranks = 2, .min = 8, .max = (size_t)256 << 20, .repeat = 1};
   static const char *const valued[] = {"--ranks", "--min", "--max", "--iters", "--repeat", "--json", "--op"};
+  static const char *const flags[] = {"--staged", "--no-mpi", "--help"};
+  td_cli_seen seen = {0}; /* every option once, not the last one silently winning */
   for (int i = 1; i < argc; i++) {
     char nbuf[32];
     const char *a, *v;
@@ -117,6 +119,10 @@ static int bc_parse(int argc, char **argv, bc_opts *o, int *worker) {
     /* the value handlers below step over a separate value with i++; --opt=value has none */
     if (inl)
       i--;
+    int flag = !strcmp(a, "--staged") || !strcmp(a, "--no-mpi");
+    if ((known || flag) && !td_cli_once("tdist bench coll", &seen, a, !strcmp(a, "--op") ? "give every collective "
+                                        "in one list (--op all_gather,all_reduce)" : NULL))
+      return -1;
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
       bc_usage(stdout);
       return 1;
@@ -159,19 +165,35 @@ static int bc_parse(int argc, char **argv, bc_opts *o, int *worker) {
       }
       snprintf(buf, sizeof buf, "%s", v);
       i++;
+      /* a collective named twice, or beside 'all' which holds it, would still be timed once: refused as the
+       * typo it usually is, naming it (as bench all_reduce's --sizes and ag_gemm's --models do) */
+      int all = 0;
       for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        int found = !strcmp(t, "all");
-        if (found)
-          o->ops = (1u << BC_MAX_OPS) - 1;
+        unsigned bits = !strcmp(t, "all") ? (1u << BC_MAX_OPS) - 1 : 0;
         for (int k = 0; k < BC_MAX_OPS; k++)
           if (!strcmp(t, bc_op_names[k]))
-            o->ops |= 1u << k, found = 1;
-        if (!found) {
+            bits = 1u << k;
+        if (!bits) {
           fprintf(stderr, "tdist bench coll: --op %s: give all_gather, reduce_scatter, all_reduce, "
                           "all_to_all or all\n", t);
           return -1;
         }
+        if (bits & o->ops) {
+          int t_all = !strcmp(t, "all");
+          if (t_all != all)
+            fprintf(stderr, "tdist bench coll: --op %s: all already includes every collective; give all alone or "
+                    "a list of collectives\n", v);
+          else
+            fprintf(stderr, "tdist bench coll: --op %s names %s twice\n", v, t);
+          return -1;
+        }
+        all |= !strcmp(t, "all");
+        o->ops |= bits;
       }
+    } else if (a[0] != '-') { /* a word, not a misspelt option: say what bench coll takes */
+      td_cli_positional("tdist bench coll", a, valued, sizeof valued / sizeof valued[0], flags,
+                        sizeof flags / sizeof flags[0]);
+      return -1;
     } else {
       fprintf(stderr, "tdist bench coll: unknown or incomplete option '%s'\n", a);
       bc_usage(stderr);

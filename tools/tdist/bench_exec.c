@@ -80,6 +80,8 @@ static int be_parse(int argc, char **argv, be_opts *o) {
   *o = (be_opts){4096, 4096, 4096, 0, cores > 0 ? (int)cores : 1, 5, 0, NULL};
   static const char *const valued[] = {"--json", "--size", "--m",       "--n",     "--k",
                                        "--tiles", "--workers", "--iters", "--micro"};
+  static const char *const flags[] = {"--help"};
+  td_cli_seen seen = {0}; /* every option once, not the last one silently winning */
   for (int i = 1; i < argc; i++) {
     char nbuf[32];
     const char *a, *v;
@@ -90,6 +92,11 @@ static int be_parse(int argc, char **argv, be_opts *o) {
       be_usage(stdout);
       return 1;
     }
+    if (!known && a[0] != '-') { /* a word, not a misspelt option: say what bench exec takes */
+      td_cli_positional("tdist bench exec", a, valued, sizeof valued / sizeof valued[0], flags,
+                        sizeof flags / sizeof flags[0]);
+      return 2;
+    }
     if (!known) {
       fprintf(stderr, "tdist bench exec: unknown option '%s' (see --help)\n", a);
       return 2;
@@ -97,6 +104,20 @@ static int be_parse(int argc, char **argv, be_opts *o) {
     if (!v) {
       fprintf(stderr, "tdist bench exec: option '%s' needs a value\n", a);
       return 2;
+    }
+    if (!td_cli_once("tdist bench exec", &seen, a, NULL))
+      return 2;
+    /* --size sets all three dims: beside --m, --n or --k one of them would win by position */
+    int dim = !strcmp(a, "--m") || !strcmp(a, "--n") || !strcmp(a, "--k");
+    for (int k = 0; k < seen.n - 1 && (dim || !strcmp(a, "--size")); k++) {
+      const char *other = seen.names[k];
+      int clash = dim ? !strcmp(other, "--size") : !strcmp(other, "--m") || !strcmp(other, "--n") ||
+                                                   !strcmp(other, "--k");
+      if (clash) {
+        fprintf(stderr, "tdist bench exec: --size sets M, N and K; give it alone or --m, --n and --k, not both "
+                "(%s and %s given)\n", other, a);
+        return 2;
+      }
     }
     /* Ranges: dims up to 65536 (the three f32 matrices must fit in memory),
      * workers as the executor allows, --micro within one plan's task count. */

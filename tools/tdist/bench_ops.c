@@ -332,43 +332,62 @@ static double bo_flops(const bo_opts *o, const bo_shape *s) {
   return o->kind == TD_TP_ALL_REDUCE ? 0.0 : 2.0 * (double)s->m * (double)s->n * (double)s->k;
 }
 
+/* A case's sides: the baseline (and on cuda NCCL + cuBLAS, and its GEMM
+ * alone), tdist auto, then each variant of --variants. */
+static void bo_case_sides(bo_case *bc) {
+  const bo_opts *o = bc->o;
+  bo_add_outside(bc, BO_BASE_SEQ);
+  if (o->cuda) { /* NCCL + cuBLAS (skipped with the reason when ranks share a GPU), and its GEMM alone */
+    bo_add_outside(bc, BO_BASE_NCCL);
+    if (o->kind != TD_TP_ALL_REDUCE)
+      bo_add_outside(bc, BO_BASE_GEMM);
+  }
+  bo_add_side(bc, "tdist auto", TD_TP_AUTO);
+  char list[160];
+  snprintf(list, sizeof list, "%s", o->variants);
+  for (char *save = NULL, *tok = strtok_r(list, ",", &save); tok && bc->nsides < BO_MAX_SIDES;
+       tok = strtok_r(NULL, ",", &save)) {
+    td_tp_variant v;
+    if (td_tp_variant_parse(tok, &v) == TD_OK && v != TD_TP_AUTO) {
+      char nm[32];
+      snprintf(nm, sizeof nm, "tdist %s", tok);
+      bo_add_side(bc, nm, v);
+    }
+  }
+}
+
+/* bo_fit_check for a case whose sides are set (bo_case_sides). */
+static int bo_case_fit(const bo_case *bc, char *msg, size_t cap, bo_fit *fit) {
+  const bo_opts *o = bc->o;
+  td_tp_variant tv[BO_MAX_SIDES];
+  const char *tn[BO_MAX_SIDES];
+  int ntd = 0;
+  for (int s = 0; s < bc->nsides; s++)
+    if (bc->side[s].mode < 0)
+      tv[ntd] = bc->side[s].forced, tn[ntd++] = bc->side[s].name;
+  return bo_fit_check(o->kind, &bc->s, o->dt, o->ranks, o->cuda, tv, tn, ntd, bc->nsides, msg, cap, fit);
+}
+
 static int bo_run_case(const bo_opts *o, const bo_shape *shape, cJSON *results) {
   bo_case bc;
   memset(&bc, 0, sizeof bc);
   bc.o = o;
   bc.s = *shape;
-  bo_add_outside(&bc, BO_BASE_SEQ);
-  if (o->cuda) { /* NCCL + cuBLAS (skipped with the reason when ranks share a GPU), and its GEMM alone */
-    bo_add_outside(&bc, BO_BASE_NCCL);
-    if (o->kind != TD_TP_ALL_REDUCE)
-      bo_add_outside(&bc, BO_BASE_GEMM);
-  }
-  bo_add_side(&bc, "tdist auto", TD_TP_AUTO);
-  char list[160];
-  snprintf(list, sizeof list, "%s", o->variants);
-  for (char *tok = strtok(list, ","); tok && bc.nsides < BO_MAX_SIDES; tok = strtok(NULL, ",")) {
-    td_tp_variant v;
-    if (td_tp_variant_parse(tok, &v) == TD_OK && v != TD_TP_AUTO) {
-      char nm[32];
-      snprintf(nm, sizeof nm, "tdist %s", tok);
-      bo_add_side(&bc, nm, v);
-    }
-  }
+  bo_case_sides(&bc);
   bc.t = calloc((size_t)bc.nsides * (size_t)o->iters * (size_t)o->ranks, sizeof *bc.t);
   if (!bc.t)
     return 1;
-  /* Refused before any buffer exists when the sides cannot fit (D2). */
-  td_tp_variant tv[BO_MAX_SIDES];
-  const char *tn[BO_MAX_SIDES];
-  int ntd = 0;
-  for (int s = 0; s < bc.nsides; s++)
-    if (bc.side[s].mode < 0)
-      tv[ntd] = bc.side[s].forced, tn[ntd++] = bc.side[s].name;
+  /* Every case was checked before the first ran (bo_cases_fit: one that
+   * cannot fit is a usage error); checked again here for the heap the case's
+   * world gets, and so that no case can reach the allocations without it. */
   td_status st = TD_OK;
-  double heap_need = 0;
-  size_t heap_auto = 0;
-  int refused = bo_fit_check(o->kind, &bc.s, o->dt, o->ranks, o->cuda, tv, tn, ntd, bc.nsides, bc.msg,
-                             sizeof bc.msg, &heap_need, &heap_auto);
+  bo_fit fit;
+  char why[sizeof bc.msg - 16];
+  int refused = bo_case_fit(&bc, why, sizeof why, &fit);
+  double heap_need = fit.heap_need;
+  size_t heap_auto = fit.heap_auto;
+  if (refused)
+    snprintf(bc.msg, sizeof bc.msg, "not run: %s", why);
   if (refused) {
     st = TD_ERR_NO_MEMORY;
     for (int s = 0; s < bc.nsides; s++)
@@ -725,6 +744,51 @@ static int bo_variants_valid(const char *cmd, td_tp_kind kind, int cuda, const c
   return 1;
 }
 
+/* Every case against the heap and this machine before the first one runs: a
+ * case that cannot fit can never run as asked, so it is a usage error (exit
+ * 2) said at once, not a row of "not run" after the cases before it took
+ * their time. Each case that cannot fit is named with what it needs, the
+ * limit and the remedies that apply; then one line for them all. Returns
+ * the number refused. */
+static int bo_cases_fit(const bo_opts *o, const bo_shape *shapes, int ns, const char *cmd) {
+  bo_case *bc = malloc(sizeof *bc);
+  if (!bc)
+    return 0; /* each case is checked again before it allocates (bo_run_case) */
+  int refused = 0, all_heap = 1;
+  double ask_max = 0;
+  for (int i = 0; i < ns; i++) {
+    memset(bc, 0, sizeof *bc);
+    bc->o = o;
+    bc->s = shapes[i];
+    bo_case_sides(bc);
+    bo_fit fit;
+    if (!bo_case_fit(bc, bc->msg, sizeof bc->msg, &fit))
+      continue;
+    refused++;
+    if (fit.heap_ask > 0)
+      ask_max = fit.heap_ask > ask_max ? fit.heap_ask : ask_max;
+    else
+      all_heap = 0;
+    const bo_shape *sh = &shapes[i];
+    if (o->kind == TD_TP_ALL_REDUCE)
+      fprintf(stderr, "%s: --sizes %s: %s\n", cmd, sh->name, bc->msg);
+    else if (o->m > 0)
+      fprintf(stderr, "%s: --shape %lldx%lldx%lld: %s\n", cmd, (long long)sh->m, (long long)sh->n,
+              (long long)sh->k, bc->msg);
+    else
+      fprintf(stderr, "%s: case %s M=%lld (M=%lld N=%lld K=%lld): %s\n", cmd, sh->name, (long long)sh->m,
+              (long long)sh->m, (long long)sh->n, (long long)sh->k, bc->msg);
+  }
+  free(bc);
+  char heap[96] = "";
+  if (refused > 1 && all_heap) /* each fits here with a larger heap: the largest they ask for holds them all */
+    snprintf(heap, sizeof heap, "; TD_SYMM_HEAP_SIZE=%.0fM holds every one", ask_max / 1048576.0);
+  if (refused && ns > 1) /* one case: its line says it all */
+    fprintf(stderr, "%s: %d of %d cases cannot fit (above), so none was run (every case is checked before the first "
+            "runs)%s\n", cmd, refused, ns, heap);
+  return refused;
+}
+
 static void bo_usage(FILE *f, const char *kind) {
   fprintf(f,
           "usage: tdist bench %s [--backend cpu|cuda] [--ranks N] [--json FILE] [--dtype f32|bf16|f16]\n"
@@ -759,15 +823,17 @@ static void bo_usage(FILE *f, const char *kind) {
           "GEMM term; each tdist side's note gives its time over it, JSON time_vs_gemm_only); 'vs nccl'\n"
           "is each side's speedup over nccl+cublas. Ranks sharing a GPU\n"
           "measure correctness and overhead, not interconnect speed.\n"
-          "Before a case allocates anything, the sides' symmetric memory (alive together: they alternate\n"
-          "call by call, so it adds up) is checked against TD_SYMM_HEAP_SIZE (and on cpu the operands\n"
-          "against host memory): a case that cannot fit is refused at once with the total. On cpu with\n"
+          "Before the first case runs, every case's sides' symmetric memory (alive together: they\n"
+          "alternate call by call, so it adds up) is checked against TD_SYMM_HEAP_SIZE and its 1024G\n"
+          "maximum, and the operands with it against host memory on cpu (TD_RUN_HOST_MEMORY, else\n"
+          "physical) or each rank's share of its GPU on cuda: a case that cannot fit is refused with\n"
+          "what it needs, the limit and the remedies that apply (exit 2, nothing run). On cpu with\n"
           "TD_SYMM_HEAP_SIZE unset, a case needing more than the default 256 MiB (up to 2 GiB) gets the heap\n"
           "it needs instead, said on stderr. On cpu, ranks x workers over %d x the cores draws a note on\n"
           "stderr.\n"
-          "Exit status: 0 all cases ran; 1 a case or side failed; 2 a bad option or variable, or no\n"
-          "usable GPU (checked before any case, so nothing ran; tdist run reports that as 1 since it\n"
-          "fails when its executor starts).\n",
+          "Exit status: 0 all cases ran; 1 a case or side failed; 2 a bad option or variable, a case\n"
+          "that cannot fit, or no usable GPU (checked before any case, so nothing ran; tdist run\n"
+          "reports a missing GPU as 1 since it fails when its executor starts).\n",
           kind, BO_OVERSUB_FACTOR);
 }
 
@@ -799,7 +865,8 @@ static int bo_main(td_tp_kind kind, int argc, char **argv) {
                                        "--comm-workers", "--backend", "--json", "--dtype", "--variants",
                                        "--models", "--m", "--sizes", "--shape"};
   enum { BO_NVALUED = sizeof valued / sizeof valued[0] };
-  int given[BO_NVALUED] = {0}; /* each valued option at most once, as `tdist run` (no silent last-one-wins) */
+  static const char *const flags[] = {"--help"};
+  td_cli_seen seen = {0}; /* each option at most once, as every subcommand (no silent last-one-wins) */
   for (int i = 1; i < argc; i++) {
     char nbuf[64];
     const char *a, *v;
@@ -814,6 +881,10 @@ static int bo_main(td_tp_kind kind, int argc, char **argv) {
       bo_usage(stdout, argv[0]);
       return 0;
     }
+    if (!known && a[0] != '-') { /* a word, not a misspelt option: say what the kind takes */
+      td_cli_positional(cmd, a, valued, BO_NVALUED, flags, sizeof flags / sizeof flags[0]);
+      return 2;
+    }
     if (!known) {
       fprintf(stderr, "tdist bench %s: unknown option %s\n", argv[0], a);
       bo_usage(stderr, argv[0]);
@@ -824,11 +895,8 @@ static int bo_main(td_tp_kind kind, int argc, char **argv) {
       return 2;
     }
     i += !inl;
-    for (int j = 0; j < BO_NVALUED; j++)
-      if (!strcmp(a, valued[j]) && given[j]++) {
-        fprintf(stderr, "tdist bench %s: %s given twice\n", argv[0], a);
-        return 2;
-      }
+    if (!td_cli_once(cmd, &seen, a, NULL))
+      return 2;
     const bo_int_opt *io = NULL;
     for (size_t j = 0; j < sizeof ints / sizeof ints[0]; j++)
       if (!strcmp(a, ints[j].name))
@@ -860,7 +928,7 @@ static int bo_main(td_tp_kind kind, int argc, char **argv) {
         return 2;
       o.models = v, models_set = 1, gemm_only = 1, gemm_opt = a;
     } else if (!strcmp(a, "--m")) {
-      if (!td_cli_int_list(cmd, a, v, ',', 1, 1 << 20, "a comma-separated list of integers", o.ms,
+      if (!td_cli_int_list(cmd, a, v, ',', 1, 1 << 20, "a comma-separated list of integers", "value", o.ms, 1,
                            BO_MAX_SHAPES / 2, &o.nms))
         return 2;
       for (int x = 0; x < o.nms; x++)
@@ -875,12 +943,8 @@ static int bo_main(td_tp_kind kind, int argc, char **argv) {
     } else if (!strcmp(a, "--shape")) {
       long long d[3];
       int nd = 0;
-      if (!td_cli_int_list(cmd, a, v, 'x', 1, 1 << 20, "MxNxK", d, 3, &nd))
+      if (!td_cli_int_list(cmd, a, v, 'x', 1, 1 << 20, "MxNxK", "dim", d, 3, 3, &nd))
         return 2;
-      if (nd != 3) {
-        fprintf(stderr, "tdist bench %s: --shape expects MxNxK (each in 1..1048576), got '%s'\n", argv[0], v);
-        return 2;
-      }
       o.m = d[0], o.n = d[1], o.k = d[2], gemm_only = 1, gemm_opt = a;
     } else {
       fprintf(stderr, "tdist bench %s: unknown option %s\n", argv[0], a);
@@ -969,6 +1033,8 @@ static int bo_main(td_tp_kind kind, int argc, char **argv) {
     fprintf(stderr, "tdist bench %s: --backend cuda: %s\n", argv[0], dmsg);
     return 2;
   }
+  if (bo_cases_fit(&o, shapes, ns, cmd))
+    return 2;
   int ngpus = 0;
   for (int r = 0; r < o.ranks; r++) {
     int seen = 0;

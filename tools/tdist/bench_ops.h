@@ -60,18 +60,32 @@ int bo_set_device(int cuda, int rank);
  * own default cases need up to ~450 MiB (all_reduce 64M), more than the
  * library's 256 MiB default; past this the user is asked to choose. */
 #define BO_AUTO_HEAP_MAX ((double)(2ull << 30))
+/* cuda: the GPU memory (bytes) each rank can count on, the smallest share of
+ * a device among the ranks placed on it (bo_devices must have run); 0 on cpu
+ * or when it cannot be read. */
+double bo_device_capacity(int cuda, int ranks);
+/* What bo_fit_check found beyond its verdict. */
+typedef struct bo_fit {
+  double heap_need; /* symmetric bytes per rank the case needs (0 when TD_SYMM_HEAP_SIZE is bad) */
+  size_t heap_auto; /* 0, or on cpu with TD_SYMM_HEAP_SIZE unset (or empty) and a need over the default but
+                     * at most BO_AUTO_HEAP_MAX: the heap per rank (whole MiB) to create the case's world with */
+  double heap_ask;  /* refused only because the heap is too small, and a heap of this many bytes (whole MiB)
+                     * would hold it on this machine: that size; else 0 */
+} bo_fit;
 /* bench_ops_fit.c. Whether a case can fit before anything is allocated:
  * sides[0..nsides_tdist-1] are the tdist sides' variants (auto first) named
- * names[], nsides_all counts every side (each has its own C). Returns 0, or 1
- * with the reason in msg (the total per rank, the heap size from
- * TD_SYMM_HEAP_SIZE or the host memory, and the remedy). *heap_need gets the
- * symmetric bytes per rank the case needs (0 when TD_SYMM_HEAP_SIZE is bad).
- * *heap_auto gets 0, or, on cpu with TD_SYMM_HEAP_SIZE unset (or empty) and
- * a need over the default but at most BO_AUTO_HEAP_MAX, the heap per rank
- * (bytes, whole MiB) the case's world is to be created with instead. */
+ * names[], nsides_all counts every side (each has its own C). The limits:
+ * the heap (TD_SYMM_HEAP_SIZE, or the default), the largest heap it allows
+ * (1 TiB), on cpu the host memory (physical, or TD_RUN_HOST_MEMORY), on cuda
+ * each rank's share of its GPU (bo_device_capacity). Returns 0, or 1 with the
+ * reason in msg: what the case needs and why it cannot have it (the limit,
+ * and whether it can fit here at all), then only the remedies that apply
+ * (a heap size that this machine can hold, fewer sides when more than auto
+ * run and auto alone would fit, fewer ranks when that would fit, the largest
+ * all_reduce size that fits). msg starts with a lower-case word, for a
+ * "case NAME: " prefix. */
 int bo_fit_check(td_tp_kind kind, const bo_shape *s, td_dtype dt, int ranks, int cuda, const td_tp_variant *sides,
-                 const char *const *names, int nsides_tdist, int nsides_all, char *msg, size_t cap,
-                 double *heap_need, size_t *heap_auto);
+                 const char *const *names, int nsides_tdist, int nsides_all, char *msg, size_t cap, bo_fit *fit);
 /* Ranks x threads beyond this many times the cores draws a note. */
 enum { BO_OVERSUB_FACTOR = 4 };
 /* cpu: one note on stderr, prefixed `cmd`, when ranks x (compute + comm)

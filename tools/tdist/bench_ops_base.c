@@ -200,6 +200,36 @@ size_t bo_mem_used(int cuda, td_world *w) {
   return used;
 }
 
+double bo_device_capacity(int cuda, int ranks) {
+#ifdef TD_HAVE_GEMM_CUDA
+  if (cuda && bo_ndev > 0 && ranks > 0 && ranks <= 64) {
+    /* Each distinct device's memory split over the ranks placed on it
+     * (bo_devices), the smallest share: the figure a rank can count on. */
+    double cap = 0;
+    int cur = 0;
+    cudaGetDevice(&cur);
+    for (int r = 0; r < ranks; r++) {
+      int seen = 0, on = 0;
+      for (int q = 0; q < ranks; q++) {
+        seen |= q < r && bo_dev[q] == bo_dev[r];
+        on += bo_dev[q] == bo_dev[r];
+      }
+      size_t fr = 0, tot = 0;
+      if (seen || cudaSetDevice(bo_dev[r]) != cudaSuccess || cudaMemGetInfo(&fr, &tot) != cudaSuccess)
+        continue;
+      double share = (double)tot / on;
+      if (cap == 0 || share < cap)
+        cap = share;
+    }
+    cudaSetDevice(cur);
+    return cap;
+  }
+#endif
+  (void)cuda;
+  (void)ranks;
+  return 0;
+}
+
 const char *bo_base_mode_name(bo_base_mode mode) {
   return mode == BO_BASE_NCCL ? "nccl+cublas" : mode == BO_BASE_GEMM ? "gemm only" : "baseline";
 }

@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0
  * `tdist bench ag_gemm|gemm_rs|gemm_ar|all_reduce` (tools layer): checks made
- * before a case allocates anything. A case whose sides cannot fit the
- * symmetric heap (or, on cpu, the host's memory) is refused at once with the
- * total, the heap size and the remedy, instead of after seconds of filling
- * full-size operands (or an OOM kill). The sides of a case are alive together
- * (they alternate call by call, bench_ops.c), so their needs add up.
+ * before any case allocates anything. A case whose sides cannot fit the
+ * symmetric heap, the largest heap there is, or this machine (on cpu the
+ * host's memory, on cuda each rank's share of its GPU) is refused with the
+ * total, the limit and the remedies that apply here, instead of after
+ * seconds of filling full-size operands (or an OOM kill); bench_ops.c makes
+ * that a usage error before the first case runs. The sides of a case are
+ * alive together (they alternate call by call, bench_ops.c), so their needs
+ * add up.
  *
  * The heap figures are lower bounds per rank, measured from the operators'
  * plans on cpu (the MiB/rank column): all_reduce's output plus a staging copy
@@ -66,69 +69,200 @@ static double bo_host_operands(td_tp_kind kind, const bo_shape *s, td_dtype dt, 
   return (m * k + k * n + nsides * c) * es;
 }
 
+/* The largest heap TD_SYMM_HEAP_SIZE accepts (src/core/config.c): 1 TiB. */
+#define BO_HEAP_MAX ((double)(1ull << 40))
+#define BO_MIB 1048576.0
+enum { BO_FIT_SIDES = 16 };
+
+/* What a case needs: per rank on the symmetric heap, and its operands. */
+typedef struct bo_need {
+  double part[BO_FIT_SIDES]; /* each tdist side's symmetric bytes per rank, its executor's blocks included */
+  double coll;               /* the team's collective block */
+  double heap;               /* symmetric bytes per rank: the parts and coll */
+  double host;               /* cpu: every rank's operands and heap */
+  double device;             /* cuda: one rank's share of the operands, and its heap */
+} bo_need;
+
+static void bo_need_of(td_tp_kind kind, const bo_shape *s, td_dtype dt, int ranks, const td_tp_variant *sides,
+                       int nsides_tdist, int nsides_all, bo_need *n) {
+  memset(n, 0, sizeof *n);
+  for (int i = 0; i < nsides_tdist && i < BO_FIT_SIDES; i++)
+    n->heap += n->part[i] = bo_side_heap(kind, sides[i], s, dt, ranks) + bo_side_extra(ranks);
+  n->coll = bo_coll_block(ranks);
+  n->heap += n->coll;
+  double operands = bo_host_operands(kind, s, dt, ranks, nsides_all);
+  n->host = operands + (double)ranks * n->heap;
+  n->device = operands / ranks + n->heap;
+}
+
+/* The limits a case meets on this machine. */
+typedef struct bo_limits {
+  int cuda;
+  double heap;     /* the heap every rank gets: TD_SYMM_HEAP_SIZE, or its default */
+  int heap_set;    /* TD_SYMM_HEAP_SIZE set (and not empty): the user chose it */
+  double host;     /* cpu: host memory (TD_RUN_HOST_MEMORY, else physical; 0 unknown) */
+  int host_config; /* host is TD_RUN_HOST_MEMORY's */
+  double device;   /* cuda: a rank's share of its GPU (0 unknown) */
+} bo_limits;
+
+/* Whether the bench gives the case the heap it needs by itself (cpu, no heap chosen, at most BO_AUTO_HEAP_MAX). */
+static int bo_auto_heap(const bo_need *n, const bo_limits *l) {
+  return !l->cuda && !l->heap_set && ceil(n->heap / BO_MIB) * BO_MIB <= BO_AUTO_HEAP_MAX;
+}
+
+/* Whether a need can fit this machine at all, given a heap as large as it needs. */
+static int bo_fits_here(const bo_need *n, const bo_limits *l) {
+  if (n->heap > BO_HEAP_MAX)
+    return 0;
+  if (l->cuda)
+    return !l->device || n->device <= l->device;
+  return !l->host || n->host <= l->host;
+}
+
+/* ... and with the heap it would get now. */
+static int bo_fits_now(const bo_need *n, const bo_limits *l) {
+  return bo_fits_here(n, l) && (n->heap <= l->heap || bo_auto_heap(n, l));
+}
+
+/* A size for --sizes: whole MiB (or KiB, or bytes) rounded down, a multiple of es. */
+static void bo_size_text(double bytes, size_t es, char *buf, size_t cap) {
+  size_t b = (size_t)bytes;
+  if (b >= ((size_t)1 << 20) && ((size_t)1 << 20) % es == 0)
+    snprintf(buf, cap, "%zuM", b >> 20);
+  else if (b >= 1024 && 1024 % es == 0)
+    snprintf(buf, cap, "%zuK", b >> 10);
+  else
+    snprintf(buf, cap, "%zu", b - b % es);
+}
+
 int bo_fit_check(td_tp_kind kind, const bo_shape *s, td_dtype dt, int ranks, int cuda, const td_tp_variant *sides,
-                 const char *const *names, int nsides_tdist, int nsides_all, char *msg, size_t cap,
-                 double *heap_need, size_t *heap_auto) {
-  int64_t heap = 0;
-  *heap_need = 0;
-  *heap_auto = 0;
+                 const char *const *names, int nsides_tdist, int nsides_all, char *msg, size_t cap, bo_fit *fit) {
+  memset(fit, 0, sizeof *fit);
+  int64_t heap = 0, host_cfg = 0;
   if (td_config_int("TD_SYMM_HEAP_SIZE", &heap) != TD_OK)
     return 0; /* a malformed variable was refused before the first case */
-  double need = 0, part[16];
-  for (int i = 0; i < nsides_tdist && i < 16; i++)
-    need += part[i] = bo_side_heap(kind, sides[i], s, dt, ranks) + bo_side_extra(ranks);
-  double coll = bo_coll_block(ranks);
-  need += coll;
-  /* The suggestion in whole MiB, so that it reads as a TD_SYMM_HEAP_SIZE value. */
-  double ask = ceil(need / 1048576.0);
-  *heap_need = need;
-  char hn[32], hh[32];
-  td__format_bytes(need, hn, sizeof hn);
-  td__format_bytes((double)heap, hh, sizeof hh);
-  const char *hv = getenv("TD_SYMM_HEAP_SIZE");
-  if (need > (double)heap && !cuda && (!hv || !*hv) && ask * 1048576.0 <= BO_AUTO_HEAP_MAX) {
-    /* nobody chose a heap: the case gets the one it needs (device heaps are
-     * left to the user, as the GPU's memory is not known here) */
-    *heap_auto = (size_t)ask * 1048576u;
-  } else if (need > (double)heap) {
-    size_t off = (size_t)snprintf(msg, cap, "not run: the %d tdist side%s of this case need at least %.0f bytes "
-                                  "(%s) of symmetric heap per rank together (",
-                                  nsides_tdist, nsides_tdist == 1 ? "" : "s", need, hn);
-    for (int i = 0; i < nsides_tdist && i < 16 && off < cap; i++) {
-      char p[32];
-      td__format_bytes(part[i], p, sizeof p);
-      off += (size_t)snprintf(msg + off, cap - off, "%s%s %s", i ? ", " : "", names[i], p);
-    }
-    char cb[32];
-    td__format_bytes(coll, cb, sizeof cb);
-    if (off < cap)
-      off += (size_t)snprintf(msg + off, cap - off, ", the team's collective block %s; the sides are alive "
-                              "together, as they alternate call by call) but TD_SYMM_HEAP_SIZE is %lld bytes (%s); ",
-                              cb, (long long)heap, hh);
-    if (off < cap && ask > 1048576.0) /* the config's largest heap is 1024G */
-      snprintf(msg + off, cap - off, "that is more than the largest heap TD_SYMM_HEAP_SIZE allows (1024G): run fewer "
-               "sides (--variants none: baseline and auto only) or a smaller case");
-    else if (off < cap)
-      snprintf(msg + off, cap - off, "set TD_SYMM_HEAP_SIZE=%.0fM (or more), run fewer sides (--variants none: "
-               "baseline and auto only) or a smaller case", ask);
-    return 1;
+  const char *hv = getenv("TD_SYMM_HEAP_SIZE"), *mv = getenv("TD_RUN_HOST_MEMORY");
+  bo_limits l = {.cuda = cuda, .heap = (double)heap, .heap_set = hv && *hv};
+  if (mv && *mv && td_config_int("TD_RUN_HOST_MEMORY", &host_cfg) == TD_OK && host_cfg > 0) {
+    l.host = (double)host_cfg; /* a smaller budget for a shared machine, as tdist run takes it */
+    l.host_config = 1;
+  } else {
+    long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+    l.host = pages > 0 && psz > 0 ? (double)pages * (double)psz : 0;
   }
   if (cuda)
-    return 0; /* operands are device memory: the heap check above is the one known before allocating */
-  long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
-  double host = bo_host_operands(kind, s, dt, ranks, nsides_all) + (double)ranks * need;
-  double phys = pages > 0 && psz > 0 ? (double)pages * (double)psz : 0;
-  if (phys > 0 && host > phys) {
-    char hb[32], pb[32];
-    td__format_bytes(host, hb, sizeof hb);
-    td__format_bytes(phys, pb, sizeof pb);
-    snprintf(msg, cap, "not run: on cpu the %d ranks' operands (A, B and one C per side, %d sides) and symmetric "
-             "heaps need at least %.0f bytes (%s) of host memory together, but this machine has %.0f bytes (%s); "
-             "run a smaller case, fewer ranks or fewer sides (--variants none)",
-             ranks, nsides_all, host, hb, phys, pb);
-    return 1;
+    l.device = bo_device_capacity(cuda, ranks);
+  bo_need n;
+  bo_need_of(kind, s, dt, ranks, sides, nsides_tdist, nsides_all, &n);
+  fit->heap_need = n.heap;
+  /* A heap suggestion in whole MiB, so that it reads as a TD_SYMM_HEAP_SIZE value. */
+  double ask = ceil(n.heap / BO_MIB) * BO_MIB;
+  int here = bo_fits_here(&n, &l);
+  if (here && n.heap <= l.heap)
+    return 0;
+  if (here && bo_auto_heap(&n, &l)) { /* nobody chose a heap: the case gets the one it needs */
+    fit->heap_auto = (size_t)ask;
+    return 0;
   }
-  return 0;
+  if (here)
+    fit->heap_ask = ask;
+
+  /* What the case needs on the heap: the sides' parts and the team's block. */
+  char hn[32], cb[32];
+  td__format_bytes(n.heap, hn, sizeof hn);
+  td__format_bytes(n.coll, cb, sizeof cb);
+  size_t off;
+  if (nsides_tdist == 1)
+    off = (size_t)snprintf(msg, cap, "the case's one tdist side (%s) needs at least %.0f bytes (%s) of symmetric "
+                           "heap per rank (", names[0], n.heap, hn);
+  else
+    off = (size_t)snprintf(msg, cap, "the %d tdist sides of this case need at least %.0f bytes (%s) of symmetric "
+                           "heap per rank together (", nsides_tdist, n.heap, hn);
+  for (int i = 0; i < nsides_tdist && i < BO_FIT_SIDES && off < cap; i++) {
+    char p[32];
+    td__format_bytes(n.part[i], p, sizeof p);
+    off += (size_t)snprintf(msg + off, cap - off, "%s%s %s", i ? ", " : "", names[i], p);
+  }
+  if (off < cap)
+    off += (size_t)snprintf(msg + off, cap - off, ", the team's collective block %s%s)", cb,
+                            nsides_tdist > 1 ? "; the sides are alive together, as they alternate call by call" : "");
+
+  /* The limit, and whether anything but a smaller case can help. */
+  if (off >= cap) {
+  } else if (n.heap > BO_HEAP_MAX) {
+    off += (size_t)snprintf(msg + off, cap - off, ", more than the largest heap TD_SYMM_HEAP_SIZE allows (1024G): "
+                            "no heap can hold it");
+  } else if (!here && !cuda) {
+    char hb[32], pb[32];
+    td__format_bytes(n.host, hb, sizeof hb);
+    td__format_bytes(l.host, pb, sizeof pb);
+    off += (size_t)snprintf(msg + off, cap - off, "; on cpu the %d ranks' buffers (%s per side, %d sides) and "
+                            "these heaps need at least %.0f bytes (%s) of host memory together, but %s %.0f bytes "
+                            "(%s): the case cannot fit here", ranks,
+                            kind == TD_TP_ALL_REDUCE ? "the input and one output" : "A, B and one C", nsides_all,
+                            n.host, hb, l.host_config ? "TD_RUN_HOST_MEMORY allows" : "this machine has", l.host,
+                            pb);
+  } else if (!here) {
+    char db[32], gb[32];
+    td__format_bytes(n.device, db, sizeof db);
+    td__format_bytes(l.device, gb, sizeof gb);
+    off += (size_t)snprintf(msg + off, cap - off, "; with its share of the operands each rank needs at least %.0f "
+                            "bytes (%s) of GPU memory, but it has %.0f bytes (%s), its share of its GPU: the case "
+                            "cannot fit on these GPUs", n.device, db, l.device, gb);
+  } else {
+    char hh[32];
+    td__format_bytes(l.heap, hh, sizeof hh);
+    off += (size_t)snprintf(msg + off, cap - off, ", but %s %.0f bytes (%s)%s", l.heap_set ? "TD_SYMM_HEAP_SIZE is"
+                            : "the default heap (TD_SYMM_HEAP_SIZE unset) is", l.heap, hh,
+                            !l.heap_set && !cuda ? " and the bench sizes a heap itself only up to 2 GiB" : "");
+  }
+
+  /* The remedies that apply here, and only those. */
+  char rem[4][200];
+  int nr = 0;
+  if (here)
+    snprintf(rem[nr++], sizeof rem[0], "set TD_SYMM_HEAP_SIZE=%.0fM (or more)", ask / BO_MIB);
+  if (nsides_tdist > 1) { /* auto alone: the baseline (and the other outside sides) and auto */
+    bo_need a;
+    bo_need_of(kind, s, dt, ranks, sides, 1, nsides_all - (nsides_tdist - 1), &a);
+    if (bo_fits_now(&a, &l))
+      snprintf(rem[nr++], sizeof rem[0], "run fewer sides (--variants none: the baseline and auto only)");
+    else if (bo_fits_here(&a, &l))
+      snprintf(rem[nr++], sizeof rem[0], "run fewer sides (--variants none: the baseline and auto only) with "
+               "TD_SYMM_HEAP_SIZE=%.0fM", ceil(a.heap / BO_MIB));
+  }
+  for (int r = ranks - 1; r >= 1; r--) { /* the most ranks that fit as things are */
+    bo_need f;
+    bo_need_of(kind, s, dt, r, sides, nsides_tdist, nsides_all, &f);
+    if (bo_fits_now(&f, &l)) {
+      snprintf(rem[nr++], sizeof rem[0], "run fewer ranks (--ranks %d fits)", r);
+      break;
+    }
+  }
+  if (kind == TD_TP_ALL_REDUCE) { /* the largest size that fits as things are, by bisection (the need grows with it) */
+    size_t es = td_dtype_size(dt), lo = 0, hi = s->count;
+    while (hi - lo > 1) {
+      size_t mid = lo + (hi - lo) / 2;
+      bo_shape t = *s;
+      t.count = mid;
+      bo_need f;
+      bo_need_of(kind, &t, dt, ranks, sides, nsides_tdist, nsides_all, &f);
+      if (bo_fits_now(&f, &l))
+        lo = mid;
+      else
+        hi = mid;
+    }
+    if (lo > 0) {
+      char sz[32];
+      bo_size_text((double)lo * (double)es, es, sz, sizeof sz);
+      snprintf(rem[nr++], sizeof rem[0], "give a smaller size (at most %s fits with these sides and ranks)", sz);
+    }
+  } else {
+    snprintf(rem[nr++], sizeof rem[0], "run a smaller case (M, N or K)");
+  }
+  for (int i = 0; i < nr && off < cap; i++)
+    off += (size_t)snprintf(msg + off, cap - off, "%s%s", i == 0 ? "; " : i == nr - 1 ? " or " : ", ", rem[i]);
+  return 1;
 }
 
 void bo_oversub_warn(const char *cmd, int cuda, int ranks, int compute, int comm) {

@@ -37,43 +37,101 @@ int td_cli_int(const char *cmd, const char *opt, const char *text, long long lo,
   return 1;
 }
 
-/* One item of a list: the whole of [text, text+len) must be the integer. */
+/* One item of a list: the whole of [text, text+len) must be the integer.
+ * Returns 1 with *out set; 0 when it is no integer; -1 when it is one (all
+ * digits, perhaps a sign) outside lo..hi, too large for long long included. */
 static int td__cli_item(const char *text, size_t len, long long lo, long long hi, long long *out) {
   char buf[32];
+  size_t digits = len && (text[0] == '-' || text[0] == '+');
+  int numeric = len > digits;
+  for (size_t k = digits; k < len; k++)
+    numeric &= isdigit((unsigned char)text[k]) != 0;
   if (!len || len >= sizeof buf)
-    return 0;
+    return numeric ? -1 : 0;
   memcpy(buf, text, len);
   buf[len] = 0;
   char *end;
   errno = 0;
   long long v = strtoll(buf, &end, 10);
-  if (*end || errno || v < lo || v > hi || isspace((unsigned char)buf[0]))
+  if (*end || isspace((unsigned char)buf[0]) || !numeric)
     return 0;
+  if (errno || v < lo || v > hi)
+    return -1;
   *out = v;
   return 1;
 }
 
 int td_cli_int_list(const char *cmd, const char *opt, const char *text, char sep, long long lo, long long hi,
-                    const char *what, long long *out, int max, int *count) {
+                    const char *what, const char *item, long long *out, int min, int max, int *count) {
   long long tmp[64];
-  int n = 0, ok = text != NULL && max > 0 && max <= 64;
-  for (const char *p = text; ok;) {
+  if (!text) {
+    fprintf(stderr, "%s: %s needs a value (expects %s)\n", cmd, opt, what);
+    return 0;
+  }
+  int items = 1;
+  for (const char *p = text; *p; p++)
+    items += *p == sep;
+  if (max > 64)
+    max = 64;
+  if (items > max) {
+    fprintf(stderr, "%s: %s %s: at most %d %ss, got %d (expects %s)\n", cmd, opt, text, max, item, items, what);
+    return 0;
+  }
+  int n = 0;
+  for (const char *p = text;; n++) {
     const char *q = strchr(p, sep);
     size_t len = q ? (size_t)(q - p) : strlen(p);
-    ok = n < max && td__cli_item(p, len, lo, hi, &tmp[n]);
-    n++;
+    int rc = td__cli_item(p, len, lo, hi, &tmp[n]);
+    if (rc <= 0) {
+      if (!len)
+        fprintf(stderr, "%s: %s %s: %s %d is empty (expects %s, each in %lld..%lld)\n", cmd, opt, text, item,
+                n + 1, what, lo, hi);
+      else if (rc < 0)
+        fprintf(stderr, "%s: %s %s: %s %d (%.*s) must be in %lld..%lld (expects %s)\n", cmd, opt, text, item,
+                n + 1, (int)(len < 40 ? len : 40), p, lo, hi, what);
+      else
+        fprintf(stderr, "%s: %s %s: %s %d ('%.*s') is not an integer (expects %s, each in %lld..%lld)\n", cmd,
+                opt, text, item, n + 1, (int)(len < 40 ? len : 40), p, what, lo, hi);
+      return 0;
+    }
     if (!q)
       break;
     p = q + 1;
   }
-  if (!ok) {
-    fprintf(stderr, "%s: %s expects %s (each in %lld..%lld, at most %d), got '%s'\n", cmd, opt, what, lo, hi,
-            max, text ? text : "(nothing)");
+  n++;
+  if (n < min) {
+    fprintf(stderr, "%s: %s %s: %s%d %ss needed, got %d (expects %s)\n", cmd, opt, text,
+            min == max ? "exactly " : "at least ", min, item, n, what);
     return 0;
   }
   memcpy(out, tmp, (size_t)n * sizeof *out);
   *count = n;
   return 1;
+}
+
+int td_cli_once(const char *cmd, td_cli_seen *seen, const char *name, const char *hint) {
+  for (int k = 0; k < seen->n; k++)
+    if (!strcmp(seen->names[k], name)) {
+      fprintf(stderr, "%s: %s given twice; %s\n", cmd, name,
+              hint ? hint : "give each option once (the last one would otherwise win without a word)");
+      return 0;
+    }
+  /* more distinct options than any subcommand has: nothing left to compare against, so accept */
+  if (seen->n < (int)(sizeof seen->names / sizeof seen->names[0]))
+    snprintf(seen->names[seen->n++], sizeof seen->names[0], "%s", name);
+  return 1;
+}
+
+void td_cli_positional(const char *cmd, const char *arg, const char *const *valued, size_t n_valued,
+                       const char *const *flags, size_t n_flags) {
+  char list[1024] = "";
+  size_t len = 0;
+  for (size_t k = 0; k < n_valued + n_flags && len < sizeof list; k++) {
+    const char *o = k < n_valued ? valued[k] : flags[k - n_valued];
+    len += (size_t)snprintf(list + len, sizeof list - len, "%s%s%s", k ? ", " : "", o, k < n_valued ? " V" : "");
+  }
+  fprintf(stderr, "%s: unexpected argument '%s': %s takes no positional arguments, only the options %s (see %s "
+          "--help)\n", cmd, arg, cmd, list, cmd);
 }
 
 int td_cli_write_text(const char *cmd, const char *path, const char *text) {

@@ -26,14 +26,43 @@ int td_cli_exit_status(td_status status);
 int td_cli_int(const char *cmd, const char *opt, const char *text, long long lo, long long hi,
                long long *out);
 
-/** Parses `text` as integers in lo..hi separated by `sep` (e.g. ',' for
- * "1024,4096" or 'x' for "8x8x8"): at least 1 and at most `max` of them, no
- * empty item. Writes them to out[0..*count-1] and returns 1, or prints
- * "CMD: OPT expects WHAT (each in LO..HI), got 'TEXT'" to stderr and returns
- * 0 (out and count untouched). `what` describes the form, e.g. "a
- * comma-separated list of integers" or "MxNxK". */
+/** Parses `text` (the value of `opt`) as integers in lo..hi separated by
+ * `sep` (e.g. ',' for "1024,4096" or 'x' for "8x8x8"): at least `min` and at
+ * most `max` (<= 64) of them, no empty item. Writes them to
+ * out[0..*count-1] and returns 1, or prints the first problem naming the bad
+ * part to stderr and returns 0 (out and count untouched): "CMD: OPT TEXT:
+ * ITEM K (V) must be in LO..HI", "... ITEM K ('V') is not an integer", "...
+ * ITEM K is empty", "... at most MAX ITEMs, got N" or "... MIN ITEMs needed,
+ * got N", each followed by "(expects WHAT)". `what` describes the form
+ * ("a comma-separated list of integers", "MxNxK"); `item` names one part
+ * ("value", "dim"; K counts from 1). */
 int td_cli_int_list(const char *cmd, const char *opt, const char *text, char sep, long long lo, long long hi,
-                    const char *what, long long *out, int max, int *count);
+                    const char *what, const char *item, long long *out, int min, int max, int *count);
+
+/** The options a subcommand has been given so far, so that one given twice
+ * is refused instead of the last one silently winning (every subcommand
+ * parses with one: `tdist run`, `explain`, `bench KIND`, `tune`,
+ * `calibrate`). Zero it before the argument loop. */
+typedef struct td_cli_seen {
+  int n;
+  char names[48][40];
+} td_cli_seen;
+
+/** Records that option `name` (its canonical spelling: "--ranks", also for
+ * "--ranks=2") was given to `cmd`. Returns 1 the first time; the second time
+ * prints "CMD: NAME given twice; HINT" to stderr (hint NULL: "give each
+ * option once (the last one would otherwise win without a word)") and
+ * returns 0 (callers exit with status 2). Options meant to repeat (tdist
+ * run's --input, one per NAME) are not passed here. */
+int td_cli_once(const char *cmd, td_cli_seen *seen, const char *name, const char *hint);
+
+/** Prints why `arg`, a positional argument (not starting with '-'), is not
+ * accepted by `cmd`, a subcommand that takes options only: "CMD: unexpected
+ * argument 'ARG': CMD takes no positional arguments, only the options
+ * --a, --b, ... (see CMD --help)", the options being `valued` (n_valued of
+ * them, those that take a value, shown as "--a V") then `flags`. */
+void td_cli_positional(const char *cmd, const char *arg, const char *const *valued, size_t n_valued,
+                       const char *const *flags, size_t n_flags);
 
 /** Writes `text` to the file `path` (created or truncated), checking every
  * step: open, write and close (a full disk often fails only at close).

@@ -13,6 +13,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli_common.h"
+#include "compiler/compiler.h"
+#include "core/file.h"
 #include "commands.h"
 #include "tdist/tdist.h"
 
@@ -103,6 +106,7 @@ static int td__time_program(const char *text, int64_t tile_rows, int reps, doubl
 
 int td_cmd_calibrate(int argc, char **argv) {
   int quick = 0;
+  td_cli_seen seen = {0};
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
       printf("usage: tdist calibrate [--quick]\n"
@@ -111,11 +115,22 @@ int td_cmd_calibrate(int argc, char **argv) {
              "  --quick   fewer repetitions (seconds instead of tens of seconds)\n");
       return 0;
     } else if (!strcmp(argv[i], "--quick")) {
+      if (!td_cli_once("tdist calibrate", &seen, argv[i], NULL)) /* as every subcommand: an option once */
+        return 2;
       quick = 1;
     } else {
       fprintf(stderr, "tdist calibrate: unknown argument '%s' (see tdist calibrate --help)\n", argv[i]);
       return 2;
     }
+  }
+  /* Where the results go, checked before seconds of measuring: a directory
+   * there can never be written (an input error, as in tdist run). */
+  char where[600];
+  const char *kind = td__perf_model_path(where, sizeof where) ? td__path_not_a_file(where) : NULL;
+  if (kind) {
+    fprintf(stderr, "tdist calibrate: calibration file '%s' is %s, expected a file; remove it, or set TD_CACHE_DIR "
+            "to another folder\n", where, kind);
+    return 2;
   }
   int reps = quick ? 1 : 5;
   td_perf_model m;

@@ -40,6 +40,7 @@ int td_cmd_explain(int argc, char **argv) {
   /* Options that take a value: the name is checked before the value, so a
    * misspelt last option is "unknown", not "needs a value". */
   static const char *const valued[] = {"--ranks", "--chunks", "--tile-rows", "--backend", "--dims", "--dump"};
+  td_cli_seen seen = {0}; /* every option once, not the last one silently winning */
   for (int i = 1; i < argc; i++) {
     const char *a, *val;
     char name[32];
@@ -53,6 +54,8 @@ int td_cmd_explain(int argc, char **argv) {
         fprintf(stderr, "tdist explain: option --sequential takes no value\n");
         return 2;
       }
+      if (!td_cli_once("tdist explain", &seen, a, NULL))
+        return 2;
       sequential = 1;
     } else if (a[0] == '-' && a[1] == '-') {
       if (!known) {
@@ -63,6 +66,9 @@ int td_cmd_explain(int argc, char **argv) {
         fprintf(stderr, "tdist explain: option %s needs a value\n", a);
         return 2;
       }
+      if (!td_cli_once("tdist explain", &seen, a, !strcmp(a, "--dims") ? "give every dim in one list (--dims "
+                       "M=..,H=..)" : NULL))
+        return 2;
       int ok = 1;
       if (!strcmp(a, "--ranks"))
         ok = td_cli_int("tdist explain", a, val, 1, 64, &ranks);
@@ -73,10 +79,6 @@ int td_cmd_explain(int argc, char **argv) {
       else if (!strcmp(a, "--backend"))
         backend = val;
       else if (!strcmp(a, "--dims")) {
-        if (dims) {
-          fprintf(stderr, "tdist explain: --dims given twice; give every dim in one list (--dims M=..,H=..)\n");
-          return 2;
-        }
         ok = td_cli_dims_check("tdist explain", val);
         dims = val;
       }

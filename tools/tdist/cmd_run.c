@@ -98,6 +98,7 @@ int td_cmd_run(int argc, char **argv) {
   static const char *const valued[] = {"--ranks", "--iters", "--rounds", "--seed", "--chunks", "--tile-rows",
                                        "--compute-workers", "--comm-workers", "--backend", "--dims", "--trace",
                                        "--json", "--input"};
+  td_cli_seen seen = {0}; /* every option once (--input once per NAME), not the last one silently winning */
   for (int i = 1; i < argc; i++) {
     const char *a, *val;
     char name[32];
@@ -110,8 +111,12 @@ int td_cmd_run(int argc, char **argv) {
       td__run_usage(stdout);
       return 0;
     } else if (!strcmp(a, "--check")) {
+      if (!td_cli_once("tdist run", &seen, a, NULL))
+        return 2;
       check = 1;
     } else if (!strcmp(a, "--no-baseline")) {
+      if (!td_cli_once("tdist run", &seen, a, NULL))
+        return 2;
       baseline = 0;
     } else if (a[0] == '-' && a[1] == '-') {
       if (!known) {
@@ -122,6 +127,9 @@ int td_cmd_run(int argc, char **argv) {
         fprintf(stderr, "tdist run: option %s needs a value\n", a);
         return 2;
       }
+      if (strcmp(a, "--input") && !td_cli_once("tdist run", &seen, a, !strcmp(a, "--dims") ? "give every dim in one "
+                                               "list (--dims M=..,H=..)" : NULL))
+        return 2;
       int ok = 1;
       if (!strcmp(a, "--ranks"))
         ok = td_cli_int("tdist run", a, val, 1, 64, &ranks);
@@ -142,10 +150,6 @@ int td_cmd_run(int argc, char **argv) {
       else if (!strcmp(a, "--backend"))
         backend = val;
       else if (!strcmp(a, "--dims")) {
-        if (dims) {
-          fprintf(stderr, "tdist run: --dims given twice; give every dim in one list (--dims M=..,H=..)\n");
-          return 2;
-        }
         if (!td_cli_dims_check("tdist run", val))
           return 2;
         dims = val;

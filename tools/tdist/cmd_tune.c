@@ -45,11 +45,24 @@ static void td__tune_progress(void *user, int index, int count, const td_gemm_co
 static int td__tune_gemm(int argc, char **argv) {
   int m = 0, n = 0, k = 0, iters = 20, layout = 0, arch = 90, store = 1;
   const char *dtype_name = "bf16";
+  static const char *const valued[] = {"--M", "--N", "--K", "--dtype", "--layout", "--arch", "--iters"};
+  static const char *const flags[] = {"--no-store", "--help"};
+  td_cli_seen seen = {0}; /* every option once, not the last one silently winning */
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    /* -M is --M's short spelling: one option, counted once */
+    char canon[16];
+    snprintf(canon, sizeof canon, "-%s", a);
+    const char *name = a[0] == '-' && a[1] && !a[2] && strchr("MNK", a[1]) ? canon : a;
+    if (strcmp(a, "--help") && strcmp(a, "-h") && a[0] == '-' && !td_cli_once("tdist tune gemm", &seen, name, NULL))
+      return 2;
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
       td__tune_usage(stdout);
       return 0;
+    } else if (a[0] != '-') { /* a word, not a misspelt option: say what tune gemm takes */
+      td_cli_positional("tdist tune gemm", a, valued, sizeof valued / sizeof valued[0], flags,
+                        sizeof flags / sizeof flags[0]);
+      return 2;
     } else if (!strcmp(a, "--no-store")) {
       store = 0;
     } else if (v && (!strcmp(a, "--M") || !strcmp(a, "-M") || !strcmp(a, "--N") || !strcmp(a, "-N") ||

@@ -7,9 +7,17 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/file.h"
+
 int td_cli_check_output(const char *cmd, const char *option, const char *path) {
   if (!path)
     return 0;
+  /* a directory would fail open with "Is a directory"; said in the words every input check uses */
+  const char *kind = td__path_not_a_file(path);
+  if (kind) {
+    fprintf(stderr, "%s: %s %s is %s, expected a file (checked before running)\n", cmd, option, path, kind);
+    return -1;
+  }
   int existed = access(path, F_OK) == 0;
   FILE *f = *path ? fopen(path, "a") : NULL;
   if (!f) {

@@ -7,8 +7,10 @@
 /** Checks that `path` (given with `option` to `cmd`, e.g. "tdist bench coll")
  * can be written: opens it for appending (nothing is written), and removes it
  * again if it did not exist, so a run that fails later leaves nothing behind.
- * Returns 0, or prints "CMD: OPTION PATH cannot be written: REASON" and
- * returns -1 (callers exit with status 2). A NULL path is fine. */
+ * Returns 0, or prints "CMD: OPTION PATH is a directory, expected a file"
+ * (or a block device, a socket) or "CMD: OPTION PATH cannot be written:
+ * REASON" and returns -1 (callers exit with status 2). A NULL path is fine;
+ * a character device (/dev/null) is written as a file is. */
 int td_cli_check_output(const char *cmd, const char *option, const char *path);
 
 #endif
