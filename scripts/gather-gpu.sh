@@ -399,7 +399,7 @@ fi
 for op in ${TD_GATHER_MG_OPS:-}; do
   left=$(( ${TD_GATHER_TOTAL:-570} - ($(date +%s) - t0) ))
   [ "$NG" -ge 2 ] && [ "$left" -gt 40 ] || break
-  LANE=mg TD_SYMM_HEAP_SIZE=${TD_SYMM_HEAP_SIZE:-2G} run "mg_$op" $((left - 15)) "$BIN/tdist" bench "$op" \
+  LANE=mg TD_SYMM_HEAP_SIZE=${TD_SYMM_HEAP_SIZE:-16G} run "mg_$op" $((left - 15)) "$BIN/tdist" bench "$op" \
     --backend cuda --ranks "$NG" --iters 20 --warmup 3 --variants none --models all --m 1024,4096,8192 \
     --json "$OUT/mg_$op.json"
   case " $LANES " in *" mg "*) ;; *) LANES="$LANES mg";; esac

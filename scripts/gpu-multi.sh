@@ -32,8 +32,10 @@ END=$((t0 + ${TD_MG_BUDGET:-510}))
 export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 export TD_CACHE_DIR=${TD_CACHE_DIR:-/tmp/tdist-cache} TD_TIMEOUT_MS=${TD_TIMEOUT_MS:-20000}
 # the largest cases' operands need ~1.6 GiB of symmetric heap per rank (4 ranks, 405b
-# M=8192: bench_ops_fit refused 17 cases at the 256 MiB default on x4, 2026-11-29)
-export TD_SYMM_HEAP_SIZE=${TD_SYMM_HEAP_SIZE:-2G}
+# M=8192: bench_ops_fit refused 17 cases at the 256 MiB default on x4, 2026-11-29), more
+# at 2 ranks; since 43838da a sweep with one case over the heap runs nothing (exit 2), so
+# with one rank per GPU the heap is sized with room (16 GiB of an H200's 141)
+export TD_SYMM_HEAP_SIZE=${TD_SYMM_HEAP_SIZE:-16G}
 export TD_GIT_REV=$(cat "$BIN/REVISION" 2>/dev/null || echo unknown)
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-} PYTHONUNBUFFERED=1
 NG=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
