@@ -97,6 +97,31 @@ static void test_output_directory(void **state) {
   assert_int_equal(run_cmd(cmd, out, sizeof out), 0);
 }
 
+/* An output naming the program (as ./name, through a link or as itself), an --input file or the other output is
+ * refused before anything runs, and the program is left as it was. */
+static void test_output_is_an_input(void **state) {
+  (void)state;
+  char args[4096], link[600], dotted[600];
+  snprintf(link, sizeof link, "%s/link.td", tmpdir);
+  snprintf(dotted, sizeof dotted, "%s/./small.td", tmpdir);
+  assert_int_equal(symlink(prog, link), 0);
+  snprintf(args, sizeof args, "run '%s' --ranks 2 --json '%s'", prog, dotted);
+  expect_env("TD_CACHE_DIR=/nonexistent", args, "is also the program", NULL);
+  snprintf(args, sizeof args, "run '%s' --ranks 2 --trace '%s'", prog, link);
+  expect_env("TD_CACHE_DIR=/nonexistent", args, "is also the program", NULL);
+  snprintf(args, sizeof args, "explain '%s' --ranks 2 --dump '%s'", prog, link);
+  expect_env("TD_CACHE_DIR=/nonexistent", args, "is also the program", NULL);
+  snprintf(args, sizeof args, "run '%s' --ranks 2 --input x='%s' --json '%s'", prog, link, prog);
+  expect_env("TD_CACHE_DIR=/nonexistent", args, "is also", NULL);
+  FILE *f = fopen(prog, "r");
+  char head[16] = "";
+  assert_non_null(f);
+  assert_non_null(fgets(head, sizeof head, f));
+  fclose(f);
+  assert_int_equal(strncmp(head, "dim M = 8", 9), 0); /* still the program */
+  unlink(link);
+}
+
 int main(void) {
   const char *bin = getenv("TD_BIN_DIR");
   snprintf(tdist_bin, sizeof tdist_bin, "%s/tdist", bin ? bin : ".");
@@ -113,6 +138,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_calibration_directory), cmocka_unit_test(test_input_directory),
       cmocka_unit_test(test_program_directory),     cmocka_unit_test(test_output_directory),
+      cmocka_unit_test(test_output_is_an_input),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   rmdir(calib);

@@ -102,6 +102,11 @@ int td_cmd_explain(int argc, char **argv) {
     return 2;
   if (td_cli_check_output("tdist explain", "--dump", dump))
     return 2;
+  {
+    const char *others[1] = {path}, *what[1] = {"the program"};
+    if (td_cli_check_distinct("tdist explain", "--dump", dump, others, what, 1))
+      return 2;
+  }
   td_program *prog = NULL;
   td_status lst = td_program_load(path, &prog);
   if (lst != TD_OK) {

@@ -204,6 +204,15 @@ int td_cmd_run(int argc, char **argv) {
     fprintf(stderr, "tdist run: --json and --trace name the same file '%s'; give two paths\n", json);
     return 2;
   }
+  { /* an output that is the program, an --input file or the other output (a link, ./name) would destroy it */
+    const char *others[18] = {path, trace}, *what[18] = {"the program", "--trace"};
+    for (int k = 0; k < ninputs; k++)
+      others[2 + k] = in_paths[k], what[2 + k] = "an --input file";
+    if (td_cli_check_distinct("tdist run", "--json", json, others, what, 2 + ninputs) ||
+        td_cli_check_distinct("tdist run", "--trace", trace, others, what, 1) ||
+        td_cli_check_distinct("tdist run", "--trace", trace, others + 2, what + 2, ninputs))
+      return 2;
+  }
   td_program *prog = NULL;
   td_status lst = td_program_load(path, &prog);
   if (lst != TD_OK) { /* a missing file, a parse or shape error: the user's input (exit 2) */

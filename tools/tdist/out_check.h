@@ -13,4 +13,13 @@
  * a character device (/dev/null) is written as a file is. */
 int td_cli_check_output(const char *cmd, const char *option, const char *path);
 
+/** Checks that the output `path` (given with `option`) is none of the n
+ * other files `paths` (named by `what`, e.g. "the program", "--trace";
+ * NULL entries skipped): the same string, or an existing file of the same
+ * device and inode (./a and a, a link and its target). Writing it would
+ * destroy an input or another output. Returns 0, or prints "CMD: OPTION
+ * PATH is also WHAT; give another path" and returns -1 (exit 2). */
+int td_cli_check_distinct(const char *cmd, const char *option, const char *path, const char *const *paths,
+                          const char *const *what, int n);
+
 #endif
