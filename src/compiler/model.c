@@ -81,8 +81,12 @@ static td_status td__model_read(td_perf_model *m, int strict) {
   if (!td__calib_path(path, sizeof path, 0))
     return TD_OK;
   FILE *f = fopen(path, "rb");
-  if (!f)
-    return TD_OK;
+  if (!f) { /* no file: the defaults; one that exists but cannot be read is the user's to fix, not to ignore */
+    if (errno == ENOENT || errno == ENOTDIR || !strict)
+      return TD_OK;
+    return td__error(TD_ERR_INVALID_ARG, "calibration file '%s' cannot be read: %s; fix its permissions, remove "
+                     "it, or set TD_CACHE_DIR to another folder", path, strerror(errno));
+  }
   /* fopen takes a directory and reading it gives nothing: say what it is, not "not a JSON object" */
   const char *kind = td__fd_not_a_file(fileno(f));
   if (kind) {
