@@ -205,12 +205,12 @@ int td_cmd_run(int argc, char **argv) {
     return 2;
   }
   { /* an output that is the program, an --input file or the other output (a link, ./name) would destroy it */
-    const char *others[18] = {path, trace}, *what[18] = {"the program", "--trace"};
+    const char *ins[17] = {path}, *what[17] = {"the program"}, *tr[1] = {trace}, *trw[1] = {"--trace"};
     for (int k = 0; k < ninputs; k++)
-      others[2 + k] = in_paths[k], what[2 + k] = "an --input file";
-    if (td_cli_check_distinct("tdist run", "--json", json, others, what, 2 + ninputs) ||
-        td_cli_check_distinct("tdist run", "--trace", trace, others, what, 1) ||
-        td_cli_check_distinct("tdist run", "--trace", trace, others + 2, what + 2, ninputs))
+      ins[1 + k] = in_paths[k], what[1 + k] = "an --input file";
+    if (td_cli_check_distinct("tdist run", "--json", json, ins, what, 1 + ninputs) ||
+        td_cli_check_distinct("tdist run", "--trace", trace, ins, what, 1 + ninputs) ||
+        td_cli_check_distinct("tdist run", "--json", json, tr, trw, 1))
       return 2;
   }
   td_program *prog = NULL;
