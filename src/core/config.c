@@ -53,7 +53,8 @@ static const td__cfg_var td__vars[] = {
     {"TD_SYMM_HEAP_SIZE", TD__CFG_BYTES, "256M", 4096, INT64_C(1) << 40, NULL,
      "symmetric heap per rank in bytes (K/M/G suffixes)", NULL},
     {"TD_RUN_HOST_MEMORY", TD__CFG_BYTES, NULL, 1, INT64_C(1) << 50, NULL,
-     "host memory td_program_run / tdist run (and tdist bench's operator kinds on cpu) check a run against, bytes "
+     "host memory td_program_run / tdist run (and tdist bench's operator kinds on cpu, and bench exec) check a run "
+     "against, bytes "
      "(K/M/G suffixes), in place of the "
      "machine's physical memory (a larger value turns the check into one against it); default: physical "
      "memory as sysconf reports it (cgroup limits not included)", NULL},

@@ -24,15 +24,18 @@
 
 #include <cjson/cJSON.h>
 
-#include "cli_common.h"
-#include "out_check.h"
 #include "bench.h"
+#include "bench_ops.h" /* bo_host_memory: the host memory every bench kind checks a case against */
+#include "cli_common.h"
+#include "core/format.h"
+#include "out_check.h"
 #include "tdist/tdist.h"
 
 typedef struct be_opts {
   int64_t m, n, k;
   int tiles, workers, iters;
   int micro; /* tasks per run of the per-task overhead mode; 0 = GEMM mode */
+  int size_given; /* the dims came from --size (for the memory check's remedy) */
   const char *json;
 } be_opts;
 
@@ -66,7 +69,8 @@ static void be_usage(FILE *out) {
           "                        [--json FILE]\n"
           "  One f32 GEMM (default 4096^3) as T independent row-block tiles run by the CPU executor\n"
           "  with W compute workers, against one multi-threaded OpenBLAS sgemm with W threads.\n"
-          "  --size N, --m M, --n N, --k K   dims, 1..65536\n"
+          "  --size N, --m M, --n N, --k K   dims, 1..65536; A, B and two C (4 x (MK + KN + 2MN) bytes) must\n"
+          "               fit host memory (TD_RUN_HOST_MEMORY, else physical), checked before anything runs\n"
           "  --tiles T    GEMM tasks, 1..1048576, at most M (default: one per worker)\n"
           "  --workers W  executor compute workers and OpenBLAS threads, 1..1024 (default: online cores)\n"
           "  --iters I    timed runs per side, after one warm-up, 1..100000 (default 5)\n"
@@ -77,7 +81,7 @@ static void be_usage(FILE *out) {
 
 static int be_parse(int argc, char **argv, be_opts *o) {
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  *o = (be_opts){4096, 4096, 4096, 0, cores > 0 ? (int)cores : 1, 5, 0, NULL};
+  *o = (be_opts){4096, 4096, 4096, 0, cores > 0 ? (int)cores : 1, 5, 0, 0, NULL};
   static const char *const valued[] = {"--json", "--size", "--m",       "--n",     "--k",
                                        "--tiles", "--workers", "--iters", "--micro"};
   static const char *const flags[] = {"--help"};
@@ -135,6 +139,7 @@ static int be_parse(int argc, char **argv, be_opts *o) {
       o->json = v;
     } else if (!strcmp(a, "--size")) {
       o->m = o->n = o->k = x;
+      o->size_given = 1;
     } else if (!strcmp(a, "--m")) {
       o->m = x;
     } else if (!strcmp(a, "--n")) {
@@ -163,6 +168,38 @@ static int be_parse(int argc, char **argv, be_opts *o) {
   if (o->tiles > o->m)
     o->tiles = (int)o->m;
   return 0;
+}
+
+/* Whether the GEMM's matrices fit this machine's memory (bo_host_memory:
+ * TD_RUN_HOST_MEMORY, else physical), before anything is allocated: A, B and
+ * two C (OpenBLAS's and the executor's), f32. --size 65536 needs 64 GiB;
+ * past the memory it would page for minutes or be killed with no word.
+ * Returns 0, or 2 after saying what it needs, the limit and what fits. */
+static int be_fit(const be_opts *o, int size_given) {
+  int configured = 0;
+  const double have = bo_host_memory(&configured);
+  const double m = (double)o->m, n = (double)o->n, k = (double)o->k;
+  const double need = 4.0 * (m * k + k * n + 2.0 * m * n);
+  if (have <= 0 || need <= have)
+    return 0;
+  char nh[32], hh[32], fits[96];
+  td__format_bytes(need, nh, sizeof nh);
+  td__format_bytes(have, hh, sizeof hh);
+  /* a square case of side s needs 16 s^2 bytes */
+  long long side = (long long)sqrt(have / 16.0);
+  while (side > 0 && 16.0 * (double)side * (double)side > have)
+    side--;
+  if (side >= 1 && size_given)
+    snprintf(fits, sizeof fits, "; give a smaller --size (at most %lld fits)", side);
+  else if (side >= 1)
+    snprintf(fits, sizeof fits, "; give smaller dims (--m, --n, --k; --size %lld fits)", side);
+  else
+    snprintf(fits, sizeof fits, "; no case fits that limit");
+  fprintf(stderr, "tdist bench exec: the f32 GEMM %lld x %lld x %lld needs at least %.0f bytes (%s) of host memory "
+          "(A M x K, B K x N and two C M x N, OpenBLAS's and the executor's, 4 bytes an element), but %s %.0f bytes "
+          "(%s)%s\n", (long long)o->m, (long long)o->n, (long long)o->k,
+          need, nh, configured ? "TD_RUN_HOST_MEMORY allows" : "this machine has", have, hh, fits);
+  return 2;
 }
 
 /* The plan: tiles row blocks of C, each one GEMM task on a compute worker. */
@@ -356,6 +393,8 @@ int td_bench_exec(int argc, char **argv) {
   const be_opts *o = &s.o;
   if (o->micro)
     return be_micro_main(o);
+  if (be_fit(o, o->size_given))
+    return 2;
   size_t na = (size_t)(o->m * o->k), nb = (size_t)(o->k * o->n), nc = (size_t)(o->m * o->n);
   s.a = malloc(na * sizeof(float)), s.b = malloc(nb * sizeof(float));
   s.c_blas = malloc(nc * sizeof(float)), s.c_exec = malloc(nc * sizeof(float));

@@ -64,6 +64,12 @@ int bo_set_device(int cuda, int rank);
  * a device among the ranks placed on it (bo_devices must have run); 0 on cpu
  * or when it cannot be read. */
 double bo_device_capacity(int cuda, int ranks);
+/* bench_ops_fit.c. The host memory a cpu case is checked against, in bytes:
+ * TD_RUN_HOST_MEMORY when set (and valid; *from_config = 1), else the
+ * physical memory sysconf reports (*from_config = 0); 0 when unknown (no
+ * check). One rule for every bench kind (bench exec's GEMM too) and, with
+ * src/compiler/run.c, for tdist run. */
+double bo_host_memory(int *from_config);
 /* What bo_fit_check found beyond its verdict. */
 typedef struct bo_fit {
   double heap_need; /* symmetric bytes per rank the case needs (0 when TD_SYMM_HEAP_SIZE is bad) */

@@ -23,7 +23,9 @@
  * collective control and scratch block (the auto side's broadcast and the
  * baselines: td__coll_block_bytes_max, 4 KiB-aligned). So a heap of the figure the message asks for holds
  * the case; a case refused here could not have run.
- * Also the warning for ranks x workers far beyond the cores. */
+ * Also the warning for ranks x workers far beyond the cores, and the host
+ * memory limit itself (bo_host_memory), which `tdist bench exec` checks its
+ * one GEMM against too. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -135,21 +137,27 @@ static void bo_size_text(double bytes, size_t es, char *buf, size_t cap) {
     snprintf(buf, cap, "%zu", b - b % es);
 }
 
+double bo_host_memory(int *from_config) {
+  int64_t v = 0;
+  const char *mv = getenv("TD_RUN_HOST_MEMORY");
+  *from_config = 0;
+  if (mv && *mv && td_config_int("TD_RUN_HOST_MEMORY", &v) == TD_OK && v > 0) {
+    *from_config = 1; /* a smaller budget for a shared machine, as tdist run takes it */
+    return (double)v;
+  }
+  long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+  return pages > 0 && psz > 0 ? (double)pages * (double)psz : 0;
+}
+
 int bo_fit_check(td_tp_kind kind, const bo_shape *s, td_dtype dt, int ranks, int cuda, const td_tp_variant *sides,
                  const char *const *names, int nsides_tdist, int nsides_all, char *msg, size_t cap, bo_fit *fit) {
   memset(fit, 0, sizeof *fit);
-  int64_t heap = 0, host_cfg = 0;
+  int64_t heap = 0;
   if (td_config_int("TD_SYMM_HEAP_SIZE", &heap) != TD_OK)
     return 0; /* a malformed variable was refused before the first case */
-  const char *hv = getenv("TD_SYMM_HEAP_SIZE"), *mv = getenv("TD_RUN_HOST_MEMORY");
+  const char *hv = getenv("TD_SYMM_HEAP_SIZE");
   bo_limits l = {.cuda = cuda, .heap = (double)heap, .heap_set = hv && *hv};
-  if (mv && *mv && td_config_int("TD_RUN_HOST_MEMORY", &host_cfg) == TD_OK && host_cfg > 0) {
-    l.host = (double)host_cfg; /* a smaller budget for a shared machine, as tdist run takes it */
-    l.host_config = 1;
-  } else {
-    long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
-    l.host = pages > 0 && psz > 0 ? (double)pages * (double)psz : 0;
-  }
+  l.host = bo_host_memory(&l.host_config);
   if (cuda)
     l.device = bo_device_capacity(cuda, ranks);
   bo_need n;
