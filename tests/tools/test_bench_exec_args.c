@@ -3,8 +3,11 @@
  * or run (exit 2, a message saying what was wrong and what is allowed):
  * a GEMM whose matrices do not fit host memory (TD_RUN_HOST_MEMORY, else
  * physical: the same limit as the operator benches and tdist run) is
- * refused with what it needs, the limit and the largest --size that fits.
- * Cases that fit run (tiny sizes, one timed run). */
+ * refused with what it needs, the limit and the largest --size that fits;
+ * --micro's mode has no GEMM, so --size, --m, --n, --k, --tiles and --json
+ * beside it are refused (they were dropped without a word), and --tiles
+ * beyond M rows is refused (it was clamped to M without a word). Cases that
+ * fit run (tiny sizes, one timed run). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -54,11 +57,35 @@ static void test_memory_check(void **state) {
     expect_env("", "bench exec --size 65536", 2, "but this machine has ");
 }
 
+/* Options --micro does not use, and more tiles than rows. */
+static void test_option_combinations(void **state) {
+  (void)state;
+  static const char *const gemm_only[] = {"--size 64", "--m 64", "--n=64", "--k 64", "--tiles 2", "--json x.json"};
+  for (size_t i = 0; i < sizeof gemm_only / sizeof gemm_only[0]; i++) {
+    char args[256], want[256], name[16];
+    snprintf(name, sizeof name, "%.*s", (int)strcspn(gemm_only[i], " ="), gemm_only[i]);
+    snprintf(want, sizeof want, "tdist bench exec: %s does not apply with --micro (it times empty tasks, no GEMM, and "
+             "writes no JSON); --micro takes --workers and --iters only", name);
+    snprintf(args, sizeof args, "bench exec --micro 10 %s", gemm_only[i]);
+    expect_env("", args, 2, want);
+    snprintf(args, sizeof args, "bench exec %s --micro 10", gemm_only[i]); /* either order */
+    expect_env("", args, 2, want);
+  }
+  expect_env("", "bench exec --micro 10 --workers 1 --iters 1", 0, "empty task, 1 rank:");
+  expect_env("", "bench exec --size 64 --tiles 65", 2, "tdist bench exec: --tiles 65 is more than M = 64: each tile is "
+             "a block of rows of C, so --tiles must be in 1..M (1..64 here)");
+  expect_env("", "bench exec --m 8 --n 64 --k 64 --tiles 9", 2, "--tiles must be in 1..M (1..8 here)");
+  expect_env("", "bench exec --size 8 --tiles 8 --iters 1", 0, "8 tiles");
+  /* the default, one tile per worker, stays within M */
+  expect_env("", "bench exec --size 2 --workers 4 --iters 1", 0, "2 tiles, 4 workers");
+}
+
 int main(void) {
   const char *bin = getenv("TD_BIN_DIR");
   snprintf(tdist_bin, sizeof tdist_bin, "%s/tdist", bin ? bin : ".");
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_memory_check),
+      cmocka_unit_test(test_option_combinations),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -71,12 +71,13 @@ static void be_usage(FILE *out) {
           "  with W compute workers, against one multi-threaded OpenBLAS sgemm with W threads.\n"
           "  --size N, --m M, --n N, --k K   dims, 1..65536; A, B and two C (4 x (MK + KN + 2MN) bytes) must\n"
           "               fit host memory (TD_RUN_HOST_MEMORY, else physical), checked before anything runs\n"
-          "  --tiles T    GEMM tasks, 1..1048576, at most M (default: one per worker)\n"
+          "  --tiles T    GEMM tasks, 1..1048576 and at most M (default: one per worker, at most M)\n"
           "  --workers W  executor compute workers and OpenBLAS threads, 1..1024 (default: online cores)\n"
           "  --iters I    timed runs per side, after one warm-up, 1..100000 (default 5)\n"
           "  --json FILE  also write the results as JSON\n"
           "  --micro N    instead: per-task cost of N (1..1000000) empty tasks per run (1 rank, W workers), and\n"
-          "               the latency of a signal hop between 2 ranks (N/10 round trips)\n");
+          "               the latency of a signal hop between 2 ranks (N/10 round trips); takes --workers\n"
+          "               and --iters only (no GEMM: --size, --m, --n, --k, --tiles, --json are refused)\n");
 }
 
 static int be_parse(int argc, char **argv, be_opts *o) {
@@ -160,13 +161,31 @@ static int be_parse(int argc, char **argv, be_opts *o) {
     }
     i += !inl;
   }
+  /* --micro times empty tasks and signal hops: no GEMM, so the GEMM's
+   * options (and --json, which that mode does not write) would be dropped
+   * without a word. */
+  if (o->micro) {
+    static const char *const gemm_only[] = {"--size", "--m", "--n", "--k", "--tiles", "--json"};
+    for (int k = 0; k < seen.n; k++)
+      for (size_t j = 0; j < sizeof gemm_only / sizeof gemm_only[0]; j++)
+        if (!strcmp(seen.names[k], gemm_only[j])) {
+          fprintf(stderr, "tdist bench exec: %s does not apply with --micro (it times empty tasks, no GEMM, and "
+                  "writes no JSON); --micro takes --workers and --iters only\n", gemm_only[j]);
+          return 2;
+        }
+  }
+  /* A tile is a block of at least one row of C: more tiles than M rows would be empty. */
+  if (o->tiles > o->m) {
+    fprintf(stderr, "tdist bench exec: --tiles %d is more than M = %lld: each tile is a block of rows of C, so "
+            "--tiles must be in 1..M (1..%lld here)\n", o->tiles, (long long)o->m, (long long)o->m);
+    return 2;
+  }
   /* One tile per worker by default: each tile's sgemm packs all of B again,
    * so more, shorter tiles cost B-packing traffic (measured: 8 tiles of 512
-   * rows ran 1-15 % slower than 2 of 2048 on the dev box). */
+   * rows ran 1-15 % slower than 2 of 2048 on the dev box). With fewer rows
+   * than workers, one tile per row. */
   if (o->tiles == 0)
-    o->tiles = o->workers;
-  if (o->tiles > o->m)
-    o->tiles = (int)o->m;
+    o->tiles = o->workers < o->m ? o->workers : (int)o->m;
   return 0;
 }
 
