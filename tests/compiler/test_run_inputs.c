@@ -118,7 +118,7 @@ static void test_heap_too_small(void **state) {
              "allows (1024G); use smaller dims or more ranks");
   /* without it, a run too large for the machine is told so, not given a heap size to set */
   expect_env("TD_SYMM_HEAP_SIZE=1024G", "run small.td --ranks 2 --iters 1 --rounds 1 --dims M=1048576,H=1048576,"
-             "F=1048576", 1, "of host memory (");
+             "F=1048576", 2, "of host memory (");
   tdist_env(out, sizeof out, "TD_SYMM_HEAP_SIZE=1024G", "run small.td --ranks 2 --iters 1 --rounds 1 --dims "
             "M=1048576,H=1048576,F=1048576");
   assert_null(strstr(out, "run failed")); /* refused before anything ran, as the smaller heap above */
@@ -128,22 +128,23 @@ static void test_heap_too_small(void **state) {
 }
 
 /* A run larger than the host memory is refused before anything is allocated
- * (it used to page or be killed with no word), with its parts: small.td's
+ * (it used to page or be killed with no word), as an input error (exit 2,
+ * as tdist bench's fit checks: it can never fit), with its parts: small.td's
  * reference inputs are x 12x8 + w1 8x16 + w2 16x8 = 352 doubles (2816
  * bytes); --check adds every value's f64 copy, 1024 doubles (8192 bytes). */
 static void test_host_memory(void **state) {
   (void)state;
   const char *run = "run small.td --ranks 2 --iters 1 --rounds 1";
   char args[256];
-  expect_env("TD_RUN_HOST_MEMORY=4K", run, 1, "of host memory (the 2 ranks' operands ");
-  expect_env("TD_RUN_HOST_MEMORY=4K", run, 1, "the reference's f64 inputs 2816, the symmetric buffers ");
-  expect_env("TD_RUN_HOST_MEMORY=4K", run, 1, "but TD_RUN_HOST_MEMORY allows 4096 bytes (4.0 KiB); use smaller "
+  expect_env("TD_RUN_HOST_MEMORY=4K", run, 2, "of host memory (the 2 ranks' operands ");
+  expect_env("TD_RUN_HOST_MEMORY=4K", run, 2, "the reference's f64 inputs 2816, the symmetric buffers ");
+  expect_env("TD_RUN_HOST_MEMORY=4K", run, 2, "but TD_RUN_HOST_MEMORY allows 4096 bytes (4.0 KiB); use smaller "
              "dims (every rank of a run lives on this machine, so more ranks do not help)");
   snprintf(args, sizeof args, "%s --check", run);
-  expect_env("TD_RUN_HOST_MEMORY=4K", args, 1, "its f64 values for --check 8192");
+  expect_env("TD_RUN_HOST_MEMORY=4K", args, 2, "its f64 values for --check 8192");
   /* Without --check the run needs 14464 bytes, with it 22656: dropping --check is offered only where it then fits. */
-  expect_env("TD_RUN_HOST_MEMORY=16K", args, 1, "use smaller dims, or run without --check");
-  expect_env("TD_RUN_HOST_MEMORY=4K", args, 1, "use smaller dims (every rank of a run lives on this machine");
+  expect_env("TD_RUN_HOST_MEMORY=16K", args, 2, "use smaller dims, or run without --check");
+  expect_env("TD_RUN_HOST_MEMORY=4K", args, 2, "use smaller dims (every rank of a run lives on this machine");
   static char out[1 << 16];
   tdist_env(out, sizeof out, "TD_RUN_HOST_MEMORY=4K", args);
   assert_null(strstr(out, "run failed")); /* nothing ran */

@@ -7,8 +7,8 @@
  * trace) and the error. Exit status: 0 PASS (or ran, without --check); 1 the
  * check FAILed or the run failed on this machine; 2 a usage or input error,
  * found before anything runs: a bad option, an unreadable program, --input
- * or calibration file, or a program that does not parse or compile (for its
- * --dims and --ranks). */
+ * or calibration file, a program that does not parse or compile (for its
+ * --dims and --ranks), or a run that cannot fit host memory. */
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <stdio.h>
@@ -40,9 +40,10 @@ static void td__run_usage(FILE *out) {
           "  --comm-workers W     comm workers per rank (default: perf model)\n"
           "  --no-baseline        skip the sequential baseline\n"
           "exit status: 0 PASS (or the run ended, without --check); 1 the check FAILed, or the run\n"
-          "  failed on this machine (timeout, heap or host memory too small, no usable GPU); 2 a usage\n"
-          "  or input error, found before anything runs: a bad option, an unreadable PROGRAM, --input\n"
-          "  or calibration file, a program that does not parse or compile for its --dims and --ranks\n");
+          "  failed on this machine (timeout, heap too small, no usable GPU); 2 a usage or input error,\n"
+          "  found before anything runs: a bad option, an unreadable PROGRAM, --input or calibration\n"
+          "  file, a program that does not parse or compile for its --dims and --ranks, or a run larger\n"
+          "  than host memory (TD_RUN_HOST_MEMORY, else physical; every rank runs on this machine)\n");
 }
 
 static cJSON *td__result_json(const td_program_run_result *r, int check) {
@@ -271,15 +272,18 @@ int td_cmd_run(int argc, char **argv) {
         /* A bad --input (missing file, wrong shape or name, not a .npy we read)
          * is a usage error; td_program_run names it with this prefix. So is a
          * plan that does not compile for these dims and ranks (exit 2 unless
-         * the compiler ran out of memory or hit a bug). Those and a plan that
-         * does not fit the heap or host memory (exit 1: this machine's limit)
-         * are found before anything runs: no "run failed" for them. */
+         * the compiler ran out of memory or hit a bug), and a run larger than
+         * the host memory (TD_RUN_HOST_MEMORY, else physical): every rank runs
+         * here, so no retry can fit it, only smaller dims (exit 2, as tdist
+         * bench's fit checks). Those and a plan that does not fit the heap
+         * (exit 1: a TD_SYMM_HEAP_SIZE to raise) are found before anything
+         * runs: no "run failed" for them. */
         const char *e = td_last_error();
         int compiling = !strncmp(e, "compiling the ", 14);
-        int usage = !strncmp(e, "--input ", 8) || (compiling && td_cli_exit_status(rst) == 2);
+        int host = rst == TD_ERR_NO_MEMORY && strstr(e, "of host memory (") != NULL;
+        int usage = !strncmp(e, "--input ", 8) || (compiling && td_cli_exit_status(rst) == 2) || host;
         int before = usage || compiling || strstr(e, "set TD_SYMM_HEAP_SIZE=") != NULL ||
-                     strstr(e, "the largest symmetric heap TD_SYMM_HEAP_SIZE allows") != NULL ||
-                     strstr(e, "of host memory (") != NULL;
+                     strstr(e, "the largest symmetric heap TD_SYMM_HEAP_SIZE allows") != NULL;
         if (before)
           fprintf(stderr, "tdist run: %s\n", e);
         else
