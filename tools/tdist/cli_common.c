@@ -157,6 +157,42 @@ int td_cli_write_text(const char *cmd, const char *path, const char *text) {
   return 0;
 }
 
+int td_cli_copy_file(const char *cmd, const char *src, const char *path) {
+  FILE *in = fopen(src, "rb");
+  if (!in) {
+    fprintf(stderr, "%s: cannot read %s: %s\n", cmd, src, strerror(errno));
+    return -1;
+  }
+  FILE *f = fopen(path, "wb");
+  if (!f) {
+    fprintf(stderr, "%s: cannot write %s: %s\n", cmd, path, strerror(errno));
+    fclose(in);
+    return -1;
+  }
+  char buf[1 << 16];
+  int err = 0, rerr = 0;
+  size_t n;
+  while (!err && (n = fread(buf, 1, sizeof buf, in)) > 0)
+    if (fwrite(buf, 1, n, f) != n)
+      err = errno ? errno : EIO;
+  if (!err && ferror(in))
+    rerr = errno ? errno : EIO;
+  fclose(in);
+  if (!err && (fflush(f) || ferror(f)))
+    err = errno ? errno : EIO;
+  if (fclose(f) && !err)
+    err = errno;
+  if (rerr && !err) {
+    fprintf(stderr, "%s: cannot read %s: %s\n", cmd, src, strerror(rerr));
+    return -1;
+  }
+  if (err) {
+    fprintf(stderr, "%s: cannot write %s: %s\n", cmd, path, strerror(err));
+    return -1;
+  }
+  return 0;
+}
+
 int td_cli_check_program_args(const char *cmd, const char *path, long long ranks,
                               const char *backend, void (*usage)(FILE *)) {
   if (!path) {

@@ -71,6 +71,12 @@ void td_cli_positional(const char *cmd, const char *arg, const char *const *valu
  * ("out of memory"). */
 int td_cli_write_text(const char *cmd, const char *path, const char *text);
 
+/** Copies the file `src` (a temporary file the command wrote) to `path`
+ * (created or truncated), checking every step as td_cli_write_text does.
+ * Returns 0, or prints "CMD: cannot write PATH: REASON" (or "CMD: cannot read
+ * SRC: REASON") to stderr and returns -1 (callers exit with status 1). */
+int td_cli_copy_file(const char *cmd, const char *src, const char *path);
+
 /** Reads argument argv[i] of a subcommand as an option: "--opt=value" is
  * split into the name "--opt" (copied into buf, at most cap-1 bytes) and the
  * value "value", with *inline_value = 1; any other argument is its own name

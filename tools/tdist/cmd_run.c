@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bench_ops.h" /* bo_devices: the same GPU check as tdist bench */
 #include "cli_common.h"
@@ -259,6 +260,24 @@ int td_cmd_run(int argc, char **argv) {
   /* Rounds alternate the order (O S, S O, ...) so load from other processes and
    * warm-up effects hit both plans alike; each figure is the median over rounds. */
   td_program_run_result ov = {0}, sq = {0}, res[2][16];
+  /* The trace goes to a temporary file first and is copied to --trace after
+   * the table, as --json is written: a --trace that cannot take it (a full
+   * disk, /dev/full) then costs the trace only, reported as a failed output
+   * write, not the run and its table. Where no temporary file can be made the
+   * library writes --trace itself. */
+  char trace_tmp[4200] = "";
+  const char *trace_to = trace;
+  if (trace) {
+    const char *dir = getenv("TMPDIR");
+    snprintf(trace_tmp, sizeof trace_tmp, "%s/tdist-trace-XXXXXX", dir && *dir ? dir : "/tmp");
+    int fd = mkstemp(trace_tmp);
+    if (fd >= 0) {
+      close(fd);
+      trace_to = trace_tmp;
+    } else {
+      trace_tmp[0] = 0;
+    }
+  }
   for (int round = 0; round < rounds_i; round++) {
     for (int k = 0; k < 2; k++) {
       int overlap = (round % 2 == 0) ? k == 0 : k == 1;
@@ -266,7 +285,7 @@ int td_cmd_run(int argc, char **argv) {
         continue;
       ro.overlap = overlap;
       ro.check = check && round == 0;
-      ro.trace_path = overlap && round == rounds_i - 1 ? trace : NULL;
+      ro.trace_path = overlap && round == rounds_i - 1 ? trace_to : NULL;
       td_status rst = td_program_run(prog, &ro, &res[overlap][round]);
       if (rst != TD_OK) {
         /* A bad --input (missing file, wrong shape or name, not a .npy we read)
@@ -289,6 +308,8 @@ int td_cmd_run(int argc, char **argv) {
         else
           fprintf(stderr, "tdist run: %s run failed: %s\n", overlap ? "overlapped" : "sequential", e);
         td_program_destroy(prog);
+        if (trace_tmp[0])
+          unlink(trace_tmp);
         return usage ? 2 : 1;
       }
     }
@@ -316,9 +337,17 @@ int td_cmd_run(int argc, char **argv) {
   if (check && (ov.nonfinite || (baseline && sq.nonfinite)))
     printf("  note: the inputs or the reference hold values that are not finite (inf or NaN); an error that is "
            "NaN\n        (e.g. inf - inf) counts as inf, so max_rel_err is inf\n");
-  if (trace)
-    printf("  trace: %s\n", trace);
   int rc = pass ? 0 : 1;
+  if (trace_tmp[0]) {
+    fflush(stdout); /* the table first, then a write error after it */
+    if (td_cli_copy_file("tdist run", trace_tmp, trace))
+      rc = 1;
+    else
+      printf("  trace: %s\n", trace);
+    unlink(trace_tmp);
+  } else if (trace) {
+    printf("  trace: %s\n", trace);
+  }
   if (json) {
     cJSON *j = cJSON_CreateObject();
     char rev[64];
