@@ -126,7 +126,8 @@ static void test_exit_status_by_kind(void **state) {
   write_file("lit.td", "input x : f32[4, 4] shard(0)\ny = all_gather(x)\noutput y\n");
   expect("run lit.td --ranks 2 --iters 1 --rounds 1 --check --input x=inf.npy", 1, "result: FAIL");
   /* the help text states the same statuses */
-  expect("run --help", 0, "2 a usage\n  or input error");
+  expect("run --help", 0, "2 a usage or input error");
+  expect("run --help", 0, "or a run larger\n  than host memory");
   expect("run --help", 0, "1 the check FAILed");
   expect("explain --help", 0, "exit status: 0 explained;");
 }
