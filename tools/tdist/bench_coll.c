@@ -13,11 +13,13 @@
  * mean per round, the median round. */
 #include <errno.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -25,9 +27,11 @@
 #include <cjson/cJSON.h>
 #include <sys/statvfs.h>
 
-#include "cli_common.h"
-#include "out_check.h"
 #include "bench.h"
+#include "bench_ops.h" /* bo_host_memory, BO_OVERSUB_FACTOR: the limits every bench kind checks against */
+#include "cli_common.h"
+#include "core/format.h"
+#include "out_check.h"
 #include "tdist/tdist.h"
 
 enum { BC_ROUNDS = 5, BC_MAX_OPS = 4, BC_MAX_ROWS = 64 };
@@ -59,7 +63,9 @@ static void bc_usage(FILE *out) {
   fprintf(out,
           "usage: tdist bench coll [--ranks N] [--op all_gather|reduce_scatter|all_reduce|all_to_all|all]\n"
           "                        [--min BYTES] [--max BYTES] [--iters K] [--json FILE] [--staged] [--no-mpi]\n"
-          "  --ranks N   rank processes on this host, 1..256 (default 2)\n"
+          "  --ranks N   rank processes on this host, 1..256 (default 2); every rank holds its start-up\n"
+          "              memory and 2 x --max of buffers, checked against host memory (TD_RUN_HOST_MEMORY,\n"
+          "              else physical) before any starts; over %d x the cores draws a note (slow)\n"
           "  --op        collectives to time, comma-separated, each once (default all)\n"
           "  --min/--max sizes in bytes, doubling, K/M/G suffixes (powers of 1024; default 8 .. 256M;\n"
           "              4 .. %zu, just under 512G); the size is nccl-tests': the whole N-rank\n"
@@ -72,7 +78,7 @@ static void bc_usage(FILE *out) {
           "  --staged    tdist uses ordinary (non-symmetric) buffers: read in place by peers where the OS\n"
           "              allows (TD_COLL_SINGLE_COPY=1, the default), else staged through scratch\n"
           "  --no-mpi    skip the Open MPI baseline (mpirun ... td_mpi_coll_bench)\n",
-          BC_MAX_BYTES, BC_ROUNDS);
+          BO_OVERSUB_FACTOR, BC_MAX_BYTES, BC_ROUNDS);
 }
 
 static int bc_iters_for(size_t bytes, int fixed) {
@@ -90,6 +96,62 @@ static size_t bc_total(int op, size_t bytes, int n) {
 
 static double bc_busbw_factor(int op, int n) {
   return op == 2 ? 2.0 * (n - 1) / n : (double)(n - 1) / n;
+}
+
+/* Anonymous memory this process holds (RssAnon of /proc/self/status, bytes;
+ * 0 when unknown). A rank process is this executable started the same way,
+ * so it holds about as much before its buffers (the CUDA and BLAS libraries'
+ * start-up: ~100 MiB in a CUDA build). */
+static double bc_self_anon(void) {
+  FILE *f = fopen("/proc/self/status", "r");
+  char line[256];
+  double kb = 0;
+  while (f && fgets(line, sizeof line, f))
+    if (sscanf(line, "RssAnon: %lf kB", &kb) == 1)
+      break;
+  if (f)
+    fclose(f);
+  return kb * 1024.0;
+}
+
+/* What --ranks must fit, before any rank starts: every rank is a process of
+ * this host holding its start-up memory and its two buffers of --max bytes
+ * (in /dev/shm, which is memory too, or malloc'ed with --staged), so too many
+ * ranks get the kernel's OOM killer part way through (256 ranks of ~100 MiB
+ * on a 24 GiB machine did); refused with the need, the limit and the most
+ * ranks that fit. More ranks than cores only run slower (every step waits
+ * for its ranks to get a core): a note says so. Returns 0, or -1 after the
+ * message (exit 2). */
+static int bc_check_ranks(const bc_opts *o) {
+  int configured = 0;
+  const double have = bo_host_memory(&configured);
+  const double start = bc_self_anon(), per = start + 2.0 * (double)o->max;
+  const double need = per * o->ranks;
+  if (have > 0 && need > have) {
+    char nb[32], hb[32], sb[32], pb[32];
+    td__format_bytes(need, nb, sizeof nb);
+    td__format_bytes(have, hb, sizeof hb);
+    td__format_bytes(start, sb, sizeof sb);
+    td__format_bytes(per, pb, sizeof pb);
+    long fit = (long)(have / per);
+    char remedy[96];
+    if (fit >= 1)
+      snprintf(remedy, sizeof remedy, "lower --ranks (at most %ld fit%s) or --max", fit, fit == 1 ? "s" : "");
+    else
+      snprintf(remedy, sizeof remedy, "lower --max");
+    fprintf(stderr, "tdist bench coll: --ranks %d needs about %.0f bytes (%s) of host memory (%d rank processes x "
+            "%s: %s each takes at start, measured from this process, and 2 x --max of buffers), but %s %.0f bytes "
+            "(%s); %s\n", o->ranks, need, nb, o->ranks, pb, sb, configured ? "TD_RUN_HOST_MEMORY allows" :
+            "this machine has", have, hb, remedy);
+    return -1;
+  }
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  if (cores >= 1 && o->ranks > BO_OVERSUB_FACTOR * cores)
+    fprintf(stderr, "tdist bench coll: note: %d rank processes on %ld cores (%ldx oversubscribed): every collective "
+            "step waits for its ranks to get a core, so each size takes seconds to minutes (128 ranks on 2 cores: "
+            "~25 s for one 8-byte all_reduce); lower --ranks, or --min/--max and --iters\n", o->ranks, cores,
+            o->ranks / cores);
+  return 0;
 }
 
 static int bc_parse(int argc, char **argv, bc_opts *o, int *worker) {
@@ -220,6 +282,8 @@ static int bc_parse(int argc, char **argv, bc_opts *o, int *worker) {
       return -1;
     }
   }
+  if (!*worker && bc_check_ranks(o))
+    return -1;
   return 0;
 }
 
@@ -271,11 +335,19 @@ static int bc_cmp_double(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
+/* A rank's exit status when it failed because a peer did (TD_ERR_PEER_FAILED:
+ * a peer died or abandoned a step), so that the parent names the cause, not
+ * the first consequence it happens to reap (bc_reap). Its own failure: 1. */
+enum { BC_EXIT_PEER = 3 };
+
+static int bc_exit_for(td_status st) { return st == TD_ERR_PEER_FAILED ? BC_EXIT_PEER : 1; }
+
 static int bc_worker(const bc_opts *o) {
   td_world *w = NULL;
-  if (td_world_init(NULL, &w) != TD_OK) {
+  td_status ist = td_world_init(NULL, &w);
+  if (ist != TD_OK) {
     fprintf(stderr, "tdist bench coll: worker: td_world_init: %s\n", td_last_error());
-    return 1;
+    return bc_exit_for(ist);
   }
   td_team *t = td_world_team(w);
   const int n = td_world_size(w), r = td_world_rank(w);
@@ -299,7 +371,7 @@ static int bc_worker(const bc_opts *o) {
   if (st != TD_OK) {
     fprintf(stderr, "tdist bench coll: rank %d: buffers of %zu bytes: %s\n", r, o->max, td_last_error());
     td_world_finalize(w);
-    return 1;
+    return bc_exit_for(st);
   }
   for (size_t i = 0; i < o->max / 4; i++)
     src[i] = bc_value(r, i), dst[i] = 0.0f;
@@ -334,7 +406,7 @@ static int bc_worker(const bc_opts *o) {
       if (st != TD_OK) {
         fprintf(stderr, "tdist bench coll: rank %d: %s of %zu bytes: %s: %s\n", r, bc_op_names[op],
                 total * 4, td_status_name(st), td_last_error());
-        rc = 1;
+        rc = bc_exit_for(st);
         break;
       }
       qsort(rounds, BC_ROUNDS, sizeof rounds[0], bc_cmp_double);
@@ -381,7 +453,101 @@ static void bc_take_line(const char *line, const char *tag, bc_row rows[][BC_MAX
   }
 }
 
-/* Forks the N tdist rank processes and reads rank 0's lines. */
+/* A SIGINT, SIGTERM or SIGHUP the parent got while ranks run (0: none): it
+ * stops them, removes the job's shared memory and then dies of the signal. */
+static volatile sig_atomic_t bc_interrupted;
+
+static void bc_on_signal(int sig) { bc_interrupted = sig; }
+
+/* Seconds a rank has to end after SIGTERM before it is sent SIGKILL. */
+#define BC_GRACE_S 2.0
+
+/* The rank processes of one tdist run, as the parent tracks them. */
+typedef struct bc_ranks {
+  int n;
+  pid_t *pids;  /* 0: not started or already reaped */
+  int live;     /* started and not yet reaped */
+  int failed;   /* the first rank reaped that failed on its own (non-zero exit but BC_EXIT_PEER, or a signal
+                 * not ours), -1: none */
+  int fstatus;  /* its wait status */
+  int peer_failed; /* the first that failed because a peer did (BC_EXIT_PEER), -1: none */
+  int pstatus;
+  int stopping; /* the others were sent SIGTERM (and SIGCONT, should one be stopped) */
+  double kill_at; /* then SIGKILL at this time (0: sent) */
+} bc_ranks;
+
+/* Sends `sig` to every rank not yet reaped. */
+static void bc_signal_all(bc_ranks *rk, int sig) {
+  for (int r = 0; r < rk->n; r++)
+    if (rk->pids[r] > 0)
+      kill(rk->pids[r], sig);
+}
+
+/* Starts stopping every rank still alive: SIGTERM now (SIGCONT too, so a
+ * stopped one acts on it), SIGKILL after BC_GRACE_S (bc_reap). */
+static void bc_stop_all(bc_ranks *rk) {
+  if (rk->stopping)
+    return;
+  rk->stopping = 1;
+  rk->kill_at = bc_now() + BC_GRACE_S;
+  bc_signal_all(rk, SIGTERM);
+  bc_signal_all(rk, SIGCONT);
+}
+
+/* Reaps every rank that has ended, without blocking (waitpid(-1), so the
+ * first to fail is seen whatever its rank), and on the first failure stops
+ * the others: one failed rank leaves its peers waiting for it until their
+ * deadlines, and with many ranks on few cores that is minutes. */
+static void bc_reap(bc_ranks *rk) {
+  if (rk->stopping && rk->kill_at > 0 && bc_now() >= rk->kill_at) {
+    rk->kill_at = 0; /* first: a rank this SIGKILL ends is ours, not a failure */
+    bc_signal_all(rk, SIGKILL);
+  }
+  for (;;) {
+    int status = 0;
+    pid_t pid = waitpid(-1, &status, WNOHANG);
+    if (pid < 0 && errno == EINTR)
+      continue;
+    if (pid <= 0)
+      return;
+    int r = 0;
+    while (r < rk->n && rk->pids[r] != pid)
+      r++;
+    if (r == rk->n)
+      continue; /* not a rank of ours */
+    rk->pids[r] = 0;
+    rk->live--;
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      continue;
+    /* Zombies are reaped in no particular order: a peer that exited on
+     * noticing the failure may come before the rank that failed, so a
+     * consequence (BC_EXIT_PEER) stops the run but names the cause only
+     * while no rank failed on its own. The signals we sent are not failures. */
+    int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+    int ours = rk->stopping && (sig == SIGTERM || (sig == SIGKILL && rk->kill_at == 0));
+    int consequence = WIFEXITED(status) && WEXITSTATUS(status) == BC_EXIT_PEER;
+    if (ours)
+      continue;
+    if (!consequence && rk->failed < 0)
+      rk->failed = r, rk->fstatus = status;
+    if (consequence && rk->peer_failed < 0)
+      rk->peer_failed = r, rk->pstatus = status;
+    bc_stop_all(rk);
+  }
+}
+
+/* Removes the job's shared memory, /dev/shm/tdist-<job>: rank 0 removes it
+ * once every rank has attached, but a job stopped during start-up (a rank
+ * failed, or was killed by bc_stop_all) leaves it. */
+static void bc_unlink_shm(const char *job) {
+  char name[96];
+  snprintf(name, sizeof name, "/tdist-%s", job);
+  shm_unlink(name); /* ENOENT when rank 0 removed it: nothing to do */
+}
+
+/* Forks the N tdist rank processes and reads rank 0's lines. When a rank
+ * fails the others are stopped and every rank is reaped before it returns;
+ * the job's shared memory is removed on every path. */
 static int bc_run_tdist(const bc_opts *o, int argc, char **argv, bc_row rows[][BC_MAX_ROWS], int nrows[]) {
   char exe[4096];
   ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
@@ -390,19 +556,23 @@ static int bc_run_tdist(const bc_opts *o, int argc, char **argv, bc_row rows[][B
     return 1;
   }
   exe[len] = '\0';
-  int fds[2];
-  if (pipe(fds)) {
-    fprintf(stderr, "tdist bench coll: pipe: %s\n", strerror(errno));
-    return 1;
-  }
   char job[64], heap[32], nbuf[16];
   snprintf(job, sizeof job, "bench%ld", (long)getpid());
   snprintf(heap, sizeof heap, "%zu", 2 * (o->max + 64) + ((size_t)64 << 20));
   snprintf(nbuf, sizeof nbuf, "%d", o->ranks);
   char **wargv = calloc((size_t)argc + 4, sizeof *wargv);
-  pid_t *pids = calloc((size_t)o->ranks, sizeof *pids);
-  if (!wargv || !pids) {
+  bc_ranks rk = {.n = o->ranks, .pids = calloc((size_t)o->ranks, sizeof(pid_t)), .failed = -1, .peer_failed = -1};
+  int fds[2] = {-1, -1};
+  if (!wargv || !rk.pids) {
     fprintf(stderr, "tdist bench coll: out of memory\n");
+    free(wargv);
+    free(rk.pids);
+    return 1;
+  }
+  if (pipe(fds)) {
+    fprintf(stderr, "tdist bench coll: pipe: %s\n", strerror(errno));
+    free(wargv);
+    free(rk.pids);
     return 1;
   }
   wargv[0] = exe;
@@ -411,14 +581,25 @@ static int bc_run_tdist(const bc_opts *o, int argc, char **argv, bc_row rows[][B
     wargv[2 + i] = argv[i];
   wargv[2 + argc] = "--worker";
   int rc = 0;
-  for (int r = 0; r < o->ranks; r++) {
-    pids[r] = fork();
-    if (pids[r] < 0) {
-      fprintf(stderr, "tdist bench coll: fork: %s\n", strerror(errno));
+  fflush(stdout);
+  fflush(stderr);
+  static const int stop_sigs[] = {SIGINT, SIGTERM, SIGHUP};
+  struct sigaction sa, old_sa[3];
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = bc_on_signal;
+  sigemptyset(&sa.sa_mask);
+  bc_interrupted = 0;
+  for (int k = 0; k < 3; k++)
+    sigaction(stop_sigs[k], &sa, &old_sa[k]);
+  for (int r = 0; r < o->ranks && !bc_interrupted; r++) {
+    pid_t pid = fork();
+    if (pid < 0) {
+      fprintf(stderr, "tdist bench coll: fork of rank %d of %d: %s; stopping the %d started\n", r, o->ranks,
+              strerror(errno), r);
       rc = 1;
       break;
     }
-    if (pids[r] == 0) {
+    if (pid == 0) {
       char rb[16];
       snprintf(rb, sizeof rb, "%d", r);
       setenv("TD_RANK", rb, 1);
@@ -436,24 +617,80 @@ static int bc_run_tdist(const bc_opts *o, int argc, char **argv, bc_row rows[][B
       fprintf(stderr, "tdist bench coll: exec %s: %s\n", exe, strerror(errno));
       _exit(127);
     }
+    rk.pids[r] = pid;
+    rk.live++;
   }
   close(fds[1]);
-  FILE *in = fdopen(fds[0], "r");
+  if (rc)
+    bc_stop_all(&rk);
+  /* Read rank 0's lines while watching every rank: a failed rank must stop
+   * the run at once, not when rank 0 (waiting for it) gives up. */
   char line[512];
-  while (in && fgets(line, sizeof line, in))
-    bc_take_line(line, "TDB", rows, nrows, 0);
-  if (in)
-    fclose(in);
-  for (int r = 0; r < o->ranks; r++) {
-    int status = 0;
-    if (pids[r] > 0 && (waitpid(pids[r], &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status))) {
-      if (!rc)
-        fprintf(stderr, "tdist bench coll: tdist rank %d failed (status 0x%x)\n", r, status);
-      rc = 1;
+  size_t used = 0;
+  int open_in = 1;
+  while (open_in || rk.live > 0) {
+    if (bc_interrupted)
+      bc_stop_all(&rk);
+    if (open_in) {
+      struct pollfd pfd = {fds[0], POLLIN, 0};
+      int pr = poll(&pfd, 1, 50);
+      if (pr > 0) {
+        ssize_t got = read(fds[0], line + used, sizeof line - 1 - used);
+        if (got < 0 && errno == EINTR)
+          continue;
+        if (got <= 0) {
+          open_in = 0;
+        } else {
+          used += (size_t)got;
+          line[used] = '\0';
+          char *nl;
+          while ((nl = strchr(line, '\n')) != NULL) {
+            *nl = '\0';
+            bc_take_line(line, "TDB", rows, nrows, 0);
+            used -= (size_t)(nl + 1 - line);
+            memmove(line, nl + 1, used + 1);
+          }
+          if (used == sizeof line - 1) /* a line longer than any result line: not one */
+            used = 0;
+        }
+      }
+      bc_reap(&rk);
+    } else {
+      /* polled, not a blocking wait: a signal or the end of the grace period must be acted on */
+      struct timespec ts = {0, 20 * 1000 * 1000};
+      nanosleep(&ts, NULL);
+      bc_reap(&rk);
     }
   }
+  close(fds[0]);
+  bc_unlink_shm(job);
+  for (int k = 0; k < 3; k++)
+    sigaction(stop_sigs[k], &old_sa[k], NULL);
+  if (bc_interrupted) { /* end as the signal would have ended us, with nothing left behind */
+    int sig = bc_interrupted;
+    fprintf(stderr, "tdist bench coll: interrupted (%s): stopped the %d ranks and removed the job's shared "
+            "memory\n", strsignal(sig), o->ranks);
+    free(wargv);
+    free(rk.pids);
+    signal(sig, SIG_DFL);
+    raise(sig);
+    return 1;
+  }
+  if (rk.failed >= 0 || rk.peer_failed >= 0) {
+    int who = rk.failed >= 0 ? rk.failed : rk.peer_failed, st = rk.failed >= 0 ? rk.fstatus : rk.pstatus;
+    char how[128];
+    if (WIFSIGNALED(st))
+      snprintf(how, sizeof how, "was killed by signal %d (%s)", WTERMSIG(st), strsignal(WTERMSIG(st)));
+    else if (WEXITSTATUS(st) == BC_EXIT_PEER)
+      snprintf(how, sizeof how, "stopped because a peer failed");
+    else
+      snprintf(how, sizeof how, "exited with status %d", WEXITSTATUS(st));
+    fprintf(stderr, "tdist bench coll: rank %d of %d failed first (it %s; its own message, if any, is above); "
+            "stopped the other ranks and removed the job's shared memory\n", who, o->ranks, how);
+    rc = 1;
+  }
   free(wargv);
-  free(pids);
+  free(rk.pids);
   return rc;
 }
 
