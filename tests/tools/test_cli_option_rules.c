@@ -3,7 +3,8 @@
  * td_cli_once and td_cli_positional): an option given twice is refused
  * (exit 2, "--X given twice"), never the last one silently winning, in
  * `run`, `explain`, `bench coll`, `bench exec`, `bench <op>`, `tune gemm`
- * and `calibrate`, with --opt=value and --opt value counting alike; tdist
+ * and `calibrate`, with --opt=value and --opt value counting alike (tune
+ * gemm takes --opt=value too, as every other subcommand); tdist
  * run's --input repeats once per NAME; a list naming an entry twice (bench
  * coll --op) names it; and a word where only options go is an unexpected
  * positional argument, listed with the options the command takes, not an
@@ -108,6 +109,28 @@ static void test_positional_arguments(void **state) {
   expect_usage_error("bench exec --extra 1", "tdist bench exec: unknown option '--extra'");
 }
 
+/* tune gemm reads its options with the same helpers as every subcommand (td_cli_arg): --opt=value is --opt value
+ * (it was "unknown or incomplete option '--M=64'"), and -M, --M and --M=64 are one option. Parsing succeeds, so the
+ * command goes on to need a GPU or a CUDA build: exit 1, never the usage error. */
+static void test_tune_inline_values(void **state) {
+  (void)state;
+  static char out[1 << 16];
+  int rc = run("tune gemm --M=64 --N=8 --K=8 --iters=1 --dtype=bf16 --layout=kn --arch=90", out, sizeof out);
+  if (rc != 1)
+    fprintf(stderr, "%s\n", out);
+  assert_int_equal(rc, 1);
+  assert_null(strstr(out, "unknown"));
+  assert_true(strstr(out, "no usable GPU") || strstr(out, "this build has no CUDA GEMM tiles"));
+  expect_usage_error("tune gemm --M=64 --M 128 --N 8 --K 8", "tdist tune gemm: --M given twice");
+  expect_usage_error("tune gemm -M 64 --M=128 --N 8 --K 8", "tdist tune gemm: --M given twice");
+  expect_usage_error("tune gemm --M=x --N 8 --K 8", "tdist tune gemm: --M expects an integer in 1..1048576, got 'x'");
+  expect_usage_error("tune gemm --M= --N 8 --K 8", "--M expects an integer in 1..1048576, got ''");
+  expect_usage_error("tune gemm --M 8 --N 8 --K 8 --layout=xy", "tdist tune gemm: --layout must be nk or kn, not 'xy'");
+  expect_usage_error("tune gemm --M 8 --N 8 --K 8 --no-store=1", "tdist tune gemm: option --no-store takes no value");
+  expect_usage_error("tune gemm --M 8 --N 8 --K", "tdist tune gemm: option --K needs a value");
+  expect_usage_error("tune gemm --M 8 --N 8 --K 8 --Q=1", "tdist tune gemm: unknown or incomplete option '--Q'");
+}
+
 int main(void) {
   const char *bin = getenv("TD_BIN_DIR");
   snprintf(tdist_bin, sizeof tdist_bin, "%s/tdist", bin ? bin : ".");
@@ -122,7 +145,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_run_repeats),        cmocka_unit_test(test_explain_repeats),
       cmocka_unit_test(test_bench_repeats),      cmocka_unit_test(test_op_list_duplicates),
-      cmocka_unit_test(test_positional_arguments),
+      cmocka_unit_test(test_positional_arguments), cmocka_unit_test(test_tune_inline_values),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   unlink(prog);

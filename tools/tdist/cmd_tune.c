@@ -47,56 +47,71 @@ static int td__tune_gemm(int argc, char **argv) {
   const char *dtype_name = "bf16";
   static const char *const valued[] = {"--M", "--N", "--K", "--dtype", "--layout", "--arch", "--iters"};
   static const char *const flags[] = {"--no-store", "--help"};
+  enum { NVALUED = sizeof valued / sizeof valued[0] };
   td_cli_seen seen = {0}; /* every option once, not the last one silently winning */
   for (int i = 1; i < argc; i++) {
-    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    /* -M is --M's short spelling: one option, counted once */
-    char canon[16];
-    snprintf(canon, sizeof canon, "-%s", a);
-    const char *name = a[0] == '-' && a[1] && !a[2] && strchr("MNK", a[1]) ? canon : a;
-    if (strcmp(a, "--help") && strcmp(a, "-h") && a[0] == '-' && !td_cli_once("tdist tune gemm", &seen, name, NULL))
+    char nbuf[32];
+    const char *a, *v;
+    int inl; /* --opt=value: the same as --opt value, as in every subcommand (cli_common.h) */
+    int known = td_cli_arg(argc, argv, i, valued, NVALUED, nbuf, sizeof nbuf, &a, &v, &inl);
+    /* -M, -N, -K: the short spellings of --M, --N, --K, one option each (counted once) */
+    int shortdim = !inl && a[0] == '-' && a[1] && !a[2] && strchr("MNK", a[1]);
+    char canon[8];
+    snprintf(canon, sizeof canon, "--%c", shortdim ? a[1] : 0);
+    const char *name = shortdim ? canon : a;
+    int flag = !strcmp(a, "--no-store") || !strcmp(a, "--help") || !strcmp(a, "-h");
+    if (inl && flag) {
+      fprintf(stderr, "tdist tune gemm: option %s takes no value\n", a);
       return 2;
+    }
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
       td__tune_usage(stdout);
       return 0;
-    } else if (a[0] != '-') { /* a word, not a misspelt option: say what tune gemm takes */
-      td_cli_positional("tdist tune gemm", a, valued, sizeof valued / sizeof valued[0], flags,
-                        sizeof flags / sizeof flags[0]);
+    }
+    if (!known && !shortdim && !flag && a[0] != '-') { /* a word, not a misspelt option: say what tune gemm takes */
+      td_cli_positional("tdist tune gemm", a, valued, NVALUED, flags, sizeof flags / sizeof flags[0]);
       return 2;
-    } else if (!strcmp(a, "--no-store")) {
+    }
+    if (!known && !shortdim && !flag) {
+      fprintf(stderr, "tdist tune gemm: unknown or incomplete option '%s' (see tdist tune gemm --help)\n", a);
+      td__tune_usage(stderr);
+      return 2;
+    }
+    if ((known || shortdim) && !v) {
+      fprintf(stderr, "tdist tune gemm: option %s needs a value\n", a);
+      return 2;
+    }
+    if (!td_cli_once("tdist tune gemm", &seen, name, NULL))
+      return 2;
+    i += (known || shortdim) && !inl;
+    if (!strcmp(name, "--no-store")) {
       store = 0;
-    } else if (v && (!strcmp(a, "--M") || !strcmp(a, "-M") || !strcmp(a, "--N") || !strcmp(a, "-N") ||
-                     !strcmp(a, "--K") || !strcmp(a, "-K") || !strcmp(a, "--iters") || !strcmp(a, "--arch"))) {
-      /* dims 1..1048576 (a GEMM the GPU holds); iters 1..100000; arch checked below */
+    } else if (!strcmp(name, "--M") || !strcmp(name, "--N") || !strcmp(name, "--K") || !strcmp(name, "--iters") ||
+               !strcmp(name, "--arch")) {
+      /* dims 1..1048576 (a GEMM the GPU holds); iters 1..100000; arch 90 or 80, checked below */
       long long x;
-      int dim = strcmp(a, "--iters") && strcmp(a, "--arch");
-      if (!td_cli_int("tdist tune gemm", a, v, dim ? 1 : !strcmp(a, "--iters") ? 1 : 0,
-                      dim ? 1 << 20 : !strcmp(a, "--iters") ? 100000 : 1000, &x))
+      int dim = strcmp(name, "--iters") && strcmp(name, "--arch");
+      if (!td_cli_int("tdist tune gemm", a, v, dim ? 1 : !strcmp(name, "--iters") ? 1 : 0,
+                      dim ? 1 << 20 : !strcmp(name, "--iters") ? 100000 : 1000, &x))
         return 2;
-      char c = a[strlen(a) - 1];
-      if (c == 'M')
+      if (!strcmp(name, "--M"))
         m = (int)x;
-      else if (c == 'N')
+      else if (!strcmp(name, "--N"))
         n = (int)x;
-      else if (c == 'K')
+      else if (!strcmp(name, "--K"))
         k = (int)x;
-      else if (!strcmp(a, "--iters"))
+      else if (!strcmp(name, "--iters"))
         iters = (int)x;
       else
         arch = (int)x;
-      i++;
-    } else if (v && !strcmp(a, "--dtype")) {
-      dtype_name = v, i++;
-    } else if (v && !strcmp(a, "--layout")) {
+    } else if (!strcmp(name, "--dtype")) {
+      dtype_name = v;
+    } else if (!strcmp(name, "--layout")) {
       if (strcmp(v, "nk") && strcmp(v, "kn")) {
         fprintf(stderr, "tdist tune gemm: --layout must be nk or kn, not '%s'\n", v);
         return 2;
       }
-      layout = !strcmp(v, "kn"), i++;
-    } else {
-      fprintf(stderr, "tdist tune gemm: unknown or incomplete option '%s'\n", a);
-      td__tune_usage(stderr);
-      return 2;
+      layout = !strcmp(v, "kn");
     }
   }
   if (m < 1 || n < 1 || k < 1 || iters < 1) {
