@@ -30,6 +30,7 @@
 #include "bench_coll_ranks.h"
 #include "bench_ops.h" /* bo_host_memory, BO_OVERSUB_FACTOR: the limits every bench kind checks against */
 #include "cli_common.h"
+#include "cli_options.h"
 #include "core/format.h"
 #include "out_check.h"
 #include "tdist/tdist.h"
@@ -62,7 +63,8 @@ typedef struct bc_row {
 static void bc_usage(FILE *out) {
   fprintf(out,
           "usage: tdist bench coll [--ranks N] [--op all_gather|reduce_scatter|all_reduce|all_to_all|all]\n"
-          "                        [--min BYTES] [--max BYTES] [--iters K] [--json FILE] [--staged] [--no-mpi]\n"
+          "                        [--min BYTES] [--max BYTES] [--iters K] [--repeat R] [--json FILE]\n"
+          "                        [--staged] [--no-mpi]\n"
           "  --ranks N   rank processes on this host, 1..256 (default 2); every rank holds its start-up\n"
           "              memory and 2 x --max of buffers, checked against host memory (TD_RUN_HOST_MEMORY,\n"
           "              else physical) before any starts; over %d x the cores draws a note (slow)\n"
@@ -72,8 +74,8 @@ static void bc_usage(FILE *out) {
           "              buffer for all_gather, reduce_scatter, all_to_all\n"
           "  --iters K   calls per timed round, 1..1000000 (default: ~32 MiB of traffic, 2..1000);\n"
           "              %d rounds, median\n"
-          "  --repeat R  run both sides R times, alternating, and keep each size's best time (default 1;\n"
-          "              use 3+ on a shared machine)\n"
+          "  --repeat R  run both sides R times, alternating, and keep each size's best time, 1..100\n"
+          "              (default 1; use 3+ on a shared machine)\n"
           "  --json FILE also write the results as JSON\n"
           "  --staged    tdist uses ordinary (non-symmetric) buffers: read in place by peers where the OS\n"
           "              allows (TD_COLL_SINGLE_COPY=1, the default), else staged through scratch\n"
@@ -156,15 +158,13 @@ static int bc_check_ranks(const bc_opts *o) {
 
 static int bc_parse(int argc, char **argv, bc_opts *o, int *worker) {
   *o = (bc_opts){.ranks = 2, .min = 8, .max = (size_t)256 << 20, .repeat = 1};
-  static const char *const valued[] = {"--ranks", "--min", "--max", "--iters", "--repeat", "--json", "--op"};
-  static const char *const flags[] = {"--staged", "--no-mpi", "--help"};
+  const td_cli_options *table = &td_cli_options_bench_coll; /* cli_options.c: the table --help is checked against */
   td_cli_seen seen = {0}; /* every option once, not the last one silently winning */
   for (int i = 1; i < argc; i++) {
     char nbuf[32];
     const char *a, *v;
     int inl;
-    int known = td_cli_arg(argc, argv, i, valued, sizeof valued / sizeof valued[0], nbuf, sizeof nbuf, &a, &v,
-                           &inl);
+    int known = td_cli_arg(argc, argv, i, table->valued, table->nvalued, nbuf, sizeof nbuf, &a, &v, &inl);
     if (!strcmp(a, "--sizes")) { /* bench all_reduce's option: say what bench coll takes instead */
       fprintf(stderr, "tdist bench coll: --sizes is not an option of bench coll (it is bench all_reduce's): bench "
               "coll times every size from --min to --max, doubling (bytes, e.g. --min 8K --max 1G)\n");
@@ -253,8 +253,7 @@ static int bc_parse(int argc, char **argv, bc_opts *o, int *worker) {
         o->ops |= bits;
       }
     } else if (a[0] != '-') { /* a word, not a misspelt option: say what bench coll takes */
-      td_cli_positional("tdist bench coll", a, valued, sizeof valued / sizeof valued[0], flags,
-                        sizeof flags / sizeof flags[0]);
+      td_cli_positional("tdist bench coll", a, table->valued, table->nvalued, table->flags, table->nflags);
       return -1;
     } else {
       fprintf(stderr, "tdist bench coll: unknown or incomplete option '%s'\n", a);

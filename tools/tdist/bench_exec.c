@@ -27,6 +27,7 @@
 #include "bench.h"
 #include "bench_ops.h" /* bo_host_memory: the host memory every bench kind checks a case against */
 #include "cli_common.h"
+#include "cli_options.h"
 #include "core/format.h"
 #include "out_check.h"
 #include "tdist/tdist.h"
@@ -67,6 +68,7 @@ static void be_usage(FILE *out) {
   fprintf(out,
           "usage: tdist bench exec [--size N | --m M --n N --k K] [--tiles T] [--workers W] [--iters I]\n"
           "                        [--json FILE]\n"
+          "       (or: tdist bench exec --micro N [--workers W] [--iters I])\n"
           "  One f32 GEMM (default 4096^3) as T independent row-block tiles run by the CPU executor\n"
           "  with W compute workers, against one multi-threaded OpenBLAS sgemm with W threads.\n"
           "  --size N, --m M, --n N, --k K   dims, 1..65536; A, B and two C (4 x (MK + KN + 2MN) bytes) must\n"
@@ -83,23 +85,19 @@ static void be_usage(FILE *out) {
 static int be_parse(int argc, char **argv, be_opts *o) {
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   *o = (be_opts){4096, 4096, 4096, 0, cores > 0 ? (int)cores : 1, 5, 0, 0, NULL};
-  static const char *const valued[] = {"--json", "--size", "--m",       "--n",     "--k",
-                                       "--tiles", "--workers", "--iters", "--micro"};
-  static const char *const flags[] = {"--help"};
+  const td_cli_options *table = &td_cli_options_bench_exec; /* cli_options.c: the table --help is checked against */
   td_cli_seen seen = {0}; /* every option once, not the last one silently winning */
   for (int i = 1; i < argc; i++) {
     char nbuf[32];
     const char *a, *v;
     int inl; /* --opt=value: the same as --opt value */
-    int known = td_cli_arg(argc, argv, i, valued, sizeof valued / sizeof valued[0], nbuf, sizeof nbuf, &a, &v,
-                           &inl);
+    int known = td_cli_arg(argc, argv, i, table->valued, table->nvalued, nbuf, sizeof nbuf, &a, &v, &inl);
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
       be_usage(stdout);
       return 1;
     }
     if (!known && a[0] != '-') { /* a word, not a misspelt option: say what bench exec takes */
-      td_cli_positional("tdist bench exec", a, valued, sizeof valued / sizeof valued[0], flags,
-                        sizeof flags / sizeof flags[0]);
+      td_cli_positional("tdist bench exec", a, table->valued, table->nvalued, table->flags, table->nflags);
       return 2;
     }
     if (!known) {

@@ -21,6 +21,7 @@
 #include <cjson/cJSON.h>
 
 #include "cli_common.h"
+#include "cli_options.h"
 #include "out_check.h"
 #include "bench.h"
 #include "bench_ops.h"
@@ -861,18 +862,13 @@ static int bo_main(td_tp_kind kind, int argc, char **argv) {
                              {"--comm-workers", 0, 1024, &o.comm_workers}};
   int dtype_set = 0, models_set = 0, gemm_only = 0, ar_only = 0;
   const char *gemm_opt = NULL;
-  static const char *const valued[] = {"--ranks",  "--iters",  "--warmup", "--chunks", "--compute-workers",
-                                       "--comm-workers", "--backend", "--json", "--dtype", "--variants",
-                                       "--models", "--m", "--sizes", "--shape"};
-  enum { BO_NVALUED = sizeof valued / sizeof valued[0] };
-  static const char *const flags[] = {"--help"};
+  const td_cli_options *table = &td_cli_options_bench_ops; /* cli_options.c: the table --help is checked against */
   td_cli_seen seen = {0}; /* each option at most once, as every subcommand (no silent last-one-wins) */
   for (int i = 1; i < argc; i++) {
     char nbuf[64];
     const char *a, *v;
     int inl;
-    int known = td_cli_arg(argc, argv, i, valued, sizeof valued / sizeof valued[0], nbuf, sizeof nbuf, &a, &v,
-                           &inl);
+    int known = td_cli_arg(argc, argv, i, table->valued, table->nvalued, nbuf, sizeof nbuf, &a, &v, &inl);
     if (inl && (!strcmp(a, "--help") || !strcmp(a, "-h"))) {
       fprintf(stderr, "tdist bench %s: option %s takes no value\n", argv[0], a);
       return 2;
@@ -882,7 +878,7 @@ static int bo_main(td_tp_kind kind, int argc, char **argv) {
       return 0;
     }
     if (!known && a[0] != '-') { /* a word, not a misspelt option: say what the kind takes */
-      td_cli_positional(cmd, a, valued, BO_NVALUED, flags, sizeof flags / sizeof flags[0]);
+      td_cli_positional(cmd, a, table->valued, table->nvalued, table->flags, table->nflags);
       return 2;
     }
     if (!known) {

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "cli_common.h"
+#include "cli_options.h"
 #include "commands.h"
 #include "out_check.h"
 #include "tdist/tdist.h"
@@ -25,8 +26,8 @@ static void td__explain_usage(FILE *out) {
           "  --backend cpu|cuda backend the plan is for (default cpu)\n"
           "  --dims M=..,H=..   bind symbolic dims (once, each dim once)\n"
           "  --sequential       explain the sequential baseline plan\n"
-          "  --chunks C         sub-chunks per rank part (default: perf model)\n"
-          "  --tile-rows T      tile rows (default: perf model)\n"
+          "  --chunks C         sub-chunks per rank part, 1..64 (default: perf model)\n"
+          "  --tile-rows T      tile rows, 1..1048576 (default: perf model)\n"
           "  --dump FILE        also write the plan's text form (td_plan_dump)\n"
           "exit status: 0 explained; 1 a --dump write failed, or a failure of this machine; 2 a usage\n"
           "  or input error: a bad option, an unreadable PROGRAM or calibration file, a program that\n"
@@ -39,13 +40,13 @@ int td_cmd_explain(int argc, char **argv) {
   int sequential = 0;
   /* Options that take a value: the name is checked before the value, so a
    * misspelt last option is "unknown", not "needs a value". */
-  static const char *const valued[] = {"--ranks", "--chunks", "--tile-rows", "--backend", "--dims", "--dump"};
+  const char *const *valued = td_cli_options_explain.valued; /* cli_options.c */
   td_cli_seen seen = {0}; /* every option once, not the last one silently winning */
   for (int i = 1; i < argc; i++) {
     const char *a, *val;
     char name[32];
     int inl; /* --opt=value: the same as --opt value */
-    int known = td_cli_arg(argc, argv, i, valued, sizeof valued / sizeof valued[0], name, sizeof name, &a, &val, &inl);
+    int known = td_cli_arg(argc, argv, i, valued, td_cli_options_explain.nvalued, name, sizeof name, &a, &val, &inl);
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
       td__explain_usage(stdout);
       return 0;

@@ -18,6 +18,7 @@
 
 #include "bench_ops.h" /* bo_devices: the same GPU check as tdist bench */
 #include "cli_common.h"
+#include "cli_options.h"
 #include "out_check.h"
 #include "commands.h"
 #include "tdist/tdist.h"
@@ -28,17 +29,17 @@ static void td__run_usage(FILE *out) {
           "  --ranks N            ranks of the local world (threads), 1..64\n"
           "  --backend cpu|cuda   where tiles run (default cpu)\n"
           "  --dims M=..,H=..     bind the program's symbolic dims (defaults from the file; once, each dim once)\n"
-          "  --iters K            timed launches after one warm-up (default 10)\n"
-          "  --rounds R           alternate overlapped/sequential R times, report medians (default 3)\n"
+          "  --iters K            timed launches after one warm-up, 1..100000 (default 10)\n"
+          "  --rounds R           alternate overlapped/sequential R times, report medians, 1..15 (default 3)\n"
           "  --check              compare outputs with the single-rank f64 reference\n"
           "  --trace FILE         Chrome trace (Perfetto) of the overlapped run's last launch\n"
           "  --json FILE          write the results as JSON\n"
-          "  --seed S             input data seed (default 1)\n"
+          "  --seed S             input data seed, 0..2^62 (default 1)\n"
           "  --input NAME=FILE    read input/weight NAME from a .npy file (repeatable, one per NAME)\n"
-          "  --chunks C           sub-chunks per rank part (default: perf model)\n"
-          "  --tile-rows T        tile rows (default: perf model)\n"
-          "  --compute-workers W  compute workers per rank (default: perf model)\n"
-          "  --comm-workers W     comm workers per rank (default: perf model)\n"
+          "  --chunks C           sub-chunks per rank part, 1..64 (default: perf model)\n"
+          "  --tile-rows T        tile rows, 1..1048576 (default: perf model)\n"
+          "  --compute-workers W  compute workers per rank, 1..1024 (default: perf model)\n"
+          "  --comm-workers W     comm workers per rank, 1..1024 (default: perf model)\n"
           "  --no-baseline        skip the sequential baseline\n"
           "exit status: 0 PASS (or the run ended, without --check); 1 the check FAILed, or the run\n"
           "  failed on this machine (timeout, heap too small, no usable GPU); 2 a usage or input error,\n"
@@ -97,15 +98,13 @@ int td_cmd_run(int argc, char **argv) {
   const char *in_names[16], *in_paths[16];
   char in_buf[16][256];
   /* Options that take a value: the name is checked before the value (a misspelt last option is "unknown"). */
-  static const char *const valued[] = {"--ranks", "--iters", "--rounds", "--seed", "--chunks", "--tile-rows",
-                                       "--compute-workers", "--comm-workers", "--backend", "--dims", "--trace",
-                                       "--json", "--input"};
+  const char *const *valued = td_cli_options_run.valued; /* cli_options.c: the table --help is checked against */
   td_cli_seen seen = {0}; /* every option once (--input once per NAME), not the last one silently winning */
   for (int i = 1; i < argc; i++) {
     const char *a, *val;
     char name[32];
     int inl; /* --opt=value: the same as --opt value */
-    int known = td_cli_arg(argc, argv, i, valued, sizeof valued / sizeof valued[0], name, sizeof name, &a, &val, &inl);
+    int known = td_cli_arg(argc, argv, i, valued, td_cli_options_run.nvalued, name, sizeof name, &a, &val, &inl);
     if (inl && (!strcmp(a, "--check") || !strcmp(a, "--no-baseline") || !strcmp(a, "--help"))) {
       fprintf(stderr, "tdist run: option %s takes no value\n", a);
       return 2;

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cli_common.h"
+#include "cli_options.h"
 #include "commands.h"
 #include "tdist/tdist.h"
 #if defined(TD_HAVE_GEMM_CUDA)
@@ -22,7 +23,9 @@ static void td__tune_usage(FILE *out) {
   fprintf(out,
           "usage: tdist tune gemm --M m --N n --K k [--dtype bf16|f16] [--layout nk|kn]\n"
           "                      [--arch 90|80] [--iters N] [--no-store]\n"
-          "--M, --N, --K: 1..1048576; --iters: 1..100000 (default 20).\n"
+          "--M, --N, --K (or -M, -N, -K): 1..1048576; --iters: 1..100000 (default 20); --arch: 90\n"
+          "(sm_90 kernels, the default) or 80; --dtype default bf16; --layout default nk; --opt=value\n"
+          "is --opt value. --no-store: time only, leave the cache as it is.\n"
           "Times each compiled GEMM tile configuration on an M x N x K problem (B given as\n"
           "[N,K] with --layout nk, the default, or [K,N]) and stores the fastest for this GPU,\n"
           "dtype, layout and shape class in $TD_CACHE_DIR (default ~/.cache/tdist).\n");
@@ -45,15 +48,13 @@ static void td__tune_progress(void *user, int index, int count, const td_gemm_co
 static int td__tune_gemm(int argc, char **argv) {
   int m = 0, n = 0, k = 0, iters = 20, layout = 0, arch = 90, store = 1;
   const char *dtype_name = "bf16";
-  static const char *const valued[] = {"--M", "--N", "--K", "--dtype", "--layout", "--arch", "--iters"};
-  static const char *const flags[] = {"--no-store", "--help"};
-  enum { NVALUED = sizeof valued / sizeof valued[0] };
+  const td_cli_options *table = &td_cli_options_tune_gemm; /* cli_options.c: the table --help is checked against */
   td_cli_seen seen = {0}; /* every option once, not the last one silently winning */
   for (int i = 1; i < argc; i++) {
     char nbuf[32];
     const char *a, *v;
     int inl; /* --opt=value: the same as --opt value, as in every subcommand (cli_common.h) */
-    int known = td_cli_arg(argc, argv, i, valued, NVALUED, nbuf, sizeof nbuf, &a, &v, &inl);
+    int known = td_cli_arg(argc, argv, i, table->valued, table->nvalued, nbuf, sizeof nbuf, &a, &v, &inl);
     /* -M, -N, -K: the short spellings of --M, --N, --K, one option each (counted once) */
     int shortdim = !inl && a[0] == '-' && a[1] && !a[2] && strchr("MNK", a[1]);
     char canon[8];
@@ -69,7 +70,7 @@ static int td__tune_gemm(int argc, char **argv) {
       return 0;
     }
     if (!known && !shortdim && !flag && a[0] != '-') { /* a word, not a misspelt option: say what tune gemm takes */
-      td_cli_positional("tdist tune gemm", a, valued, NVALUED, flags, sizeof flags / sizeof flags[0]);
+      td_cli_positional("tdist tune gemm", a, table->valued, table->nvalued, table->flags, table->nflags);
       return 2;
     }
     if (!known && !shortdim && !flag) {

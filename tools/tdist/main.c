@@ -22,8 +22,28 @@ static void td__usage(FILE *out) {
   fprintf(out, "usage: tdist COMMAND [ARGS]   (tdist %s)\n\ncommands:\n", td_version());
   for (int i = 0; i < TD__NCOMMANDS; i++)
     fprintf(out, "  %-10s %s\n", td__commands[i].name, td__commands[i].summary);
-  fprintf(out, "\n`tdist COMMAND --help` describes a command's options; `tdist doctor` lists every TD_* "
-               "environment variable (variants such as TD_OPS_FUSED_AG) and the values it allows.\n");
+  fprintf(out, "\n`tdist COMMAND --help` (or `tdist help COMMAND`, e.g. tdist help bench coll) describes a "
+               "command's options; `tdist doctor` lists every TD_* environment variable (variants such as "
+               "TD_OPS_FUSED_AG) and the values it allows.\n");
+}
+
+/* `tdist help COMMAND [WORDS...]` runs `tdist COMMAND [WORDS...] --help`
+ * (tdist help bench coll, tdist help tune gemm): the command's own help,
+ * whatever the environment holds, as --help is. */
+static int td__help(int argc, char **argv) {
+  for (int i = 0; i < TD__NCOMMANDS; i++)
+    if (!strcmp(argv[2], td__commands[i].name)) {
+      char *args[16];
+      int n = 0;
+      for (int j = 2; j < argc && n < 14; j++)
+        args[n++] = argv[j];
+      args[n++] = "--help";
+      args[n] = NULL;
+      return td__commands[i].main(n, args);
+    }
+  fprintf(stderr, "tdist help: unknown command '%s'\n", argv[2]);
+  td__usage(stderr);
+  return 2;
 }
 
 int main(int argc, char **argv) {
@@ -36,10 +56,12 @@ int main(int argc, char **argv) {
     td__usage(stderr);
     return 2;
   }
-  if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+  if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || (!strcmp(argv[1], "help") && argc < 3)) {
     td__usage(stdout);
     return 0;
   }
+  if (!strcmp(argv[1], "help")) /* tdist help COMMAND [KIND]: that command's --help */
+    return td__help(argc, argv);
   if (!strcmp(argv[1], "--version")) {
     printf("tdist %s\n", td_version());
     return 0;
