@@ -190,9 +190,11 @@ void td_perf_model_load(td_perf_model *model);
  * parse as a JSON object (of at most 4 KiB) or holds a value out of its sane
  * range (alpha_s 1e-9..1, beta_bytes_s and mem_bytes_s 1e3..1e14, flops_s
  * 1e3..1e17, task_overhead_s 1e-10..1, transcendental_s 0..1e-3, cores an
- * integer 0..100000); td_perf_model_load skips such values instead. *model is
- * written only on success. Errors: TD_ERR_INVALID_ARG (model NULL, or the
- * file, key, value and allowed range named). */
+ * integer 0..100000), or holds a key that is none of these or one key twice;
+ * td_perf_model_load skips such keys and values instead. *model is written
+ * only on success. Errors: TD_ERR_INVALID_ARG (model NULL, or the file, key,
+ * value and allowed range named; for a key unknown or given twice, FILE:LINE
+ * and the allowed keys). */
 td_status td_perf_model_load_checked(td_perf_model *model);
 /** Writes *model to the calibration file; creates the folder. Writes the path
  * used into path (size >= 512) when non-NULL. Errors: TD_ERR_SYSTEM. */

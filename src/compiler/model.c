@@ -73,8 +73,84 @@ static const struct {
     {"transcendental_s", offsetof(td_perf_model, transcendental_s), 0.0, 1e-3},
 };
 
+/* The line (from 1) of the index-th key (from 0) of the top-level object in
+ * the JSON text, in file order (cJSON keeps an object's members, duplicates
+ * too, in that order); 0 when not found. Strings are skipped with their
+ * escapes, so a key or value holding braces or quotes does not confuse it. */
+static int td__json_key_line(const char *text, int index) {
+  int line = 1, depth = 0, seen = 0;
+  for (const char *p = text; *p; p++) {
+    if (*p == '\n') {
+      line++;
+    } else if (*p == '{' || *p == '[') {
+      depth++;
+    } else if (*p == '}' || *p == ']') {
+      depth--;
+    } else if (*p == '"') {
+      int at = line;
+      for (p++; *p && *p != '"'; p++) {
+        if (*p == '\\' && p[1])
+          p++;
+        else if (*p == '\n')
+          line++;
+      }
+      if (!*p)
+        return 0;
+      const char *q = p + 1;
+      while (*q == ' ' || *q == '\t' || *q == '\r' || *q == '\n')
+        q++;
+      if (depth == 1 && *q == ':' && seen++ == index)
+        return at;
+    }
+  }
+  return 0;
+}
+
+/* The keys a calibration file may hold: the constants of td__calib_keys and "cores". */
+static int td__calib_key_known(const char *key) {
+  if (!strcmp(key, "cores"))
+    return 1;
+  for (size_t i = 0; i < sizeof td__calib_keys / sizeof td__calib_keys[0]; i++)
+    if (!strcmp(key, td__calib_keys[i].key))
+      return 1;
+  return 0;
+}
+
+/* Refuses a key the model does not have (a misspelt one, "flop_s", was
+ * ignored and its default used without a word) or a key given twice (the
+ * first one won), naming the key, the file and line and the allowed keys. */
+static td_status td__calib_check_keys(const cJSON *j, const char *text, const char *path) {
+  int index = 0;
+  for (const cJSON *it = j->child; it; it = it->next, index++) {
+    const char *key = it->string ? it->string : "";
+    int twice = 0;
+    for (const cJSON *e = j->child; e != it && !twice; e = e->next)
+      twice = e->string && !strcmp(e->string, key);
+    if (td__calib_key_known(key) && !twice)
+      continue;
+    char allowed[256] = "";
+    size_t len = 0;
+    for (size_t i = 0; i < sizeof td__calib_keys / sizeof td__calib_keys[0]; i++)
+      len += (size_t)snprintf(allowed + len, sizeof allowed - len, "%s, ", td__calib_keys[i].key);
+    snprintf(allowed + len, sizeof allowed - len, "cores");
+    int line = td__json_key_line(text, index);
+    char where[640];
+    if (line > 0)
+      snprintf(where, sizeof where, "%s:%d", path, line);
+    else
+      snprintf(where, sizeof where, "%s", path);
+    if (twice)
+      return td__error(TD_ERR_INVALID_ARG, "calibration file %s: key '%s' given twice (the first one would win "
+                       "without a word); give each key once; fix it, delete it or run `tdist calibrate`", where, key);
+    return td__error(TD_ERR_INVALID_ARG, "calibration file %s: unknown key '%s'; allowed keys: %s; fix it, delete "
+                     "it or run `tdist calibrate`", where, key, allowed);
+  }
+  return TD_OK;
+}
+
 /* Reads the calibration file into m (defaults first). strict: refuse a file
- * that does not parse or a value out of range; else skip such values. */
+ * that does not parse, a key it does not know (or one given twice) or a value
+ * out of range; else skip such keys and values. */
 static td_status td__model_read(td_perf_model *m, int strict) {
   td__model_defaults(m);
   char path[600];
@@ -107,7 +183,7 @@ static td_status td__model_read(td_perf_model *m, int strict) {
                               "`tdist calibrate`", path, more ? "larger than 4 KiB" : "not a JSON object")
                   : TD_OK;
   }
-  td_status st = TD_OK;
+  td_status st = strict ? td__calib_check_keys(j, text, path) : TD_OK;
   for (size_t i = 0; i < sizeof td__calib_keys / sizeof td__calib_keys[0] && st == TD_OK; i++) {
     cJSON *it = cJSON_GetObjectItemCaseSensitive(j, td__calib_keys[i].key);
     if (!it)
