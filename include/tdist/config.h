@@ -26,12 +26,24 @@ td_status td_config_str(const char *name, const char **out);
  * A variable set to the empty string shows as "(empty)": it reads as unset. */
 void td_config_dump(FILE *out);
 /** Finds environment variables named TD_* that are not in the table (a
- * misspelt TD_TIMEOUT_MS would otherwise be ignored without a word) and, when
+ * misspelt TD_TIMEOUT_MS would otherwise be ignored without a word), nor
+ * names of tdist's own tests and scripts (TD_BIN_DIR, TD_ITERS, ...), and, when
  * `out` is not NULL, writes one line for each: "NAME (not a tdist variable;
  * did you mean KNOWN?)" when a table name is within 3 edits, else without the
  * suggestion. Returns how many there are. Reads the environment only; not
  * thread-safe against concurrent setenv. */
 int td_config_unknown(FILE *out);
+/** Once per process: writes to `out` one line for each environment variable
+ * named TD_*, set to a non-empty value, that tdist does not know (neither in
+ * the table nor a name of tdist's own tests and scripts): "WHO: warning: NAME
+ * is not a tdist variable and is ignored; did you mean KNOWN?" (the closest
+ * table names, within 3 edits; no suggestion when none is that close). A
+ * warning, not an error: other tools may set TD_* variables. The library
+ * never calls it (it prints nothing by itself); the tdist CLI does, at
+ * start. Returns how many lines it wrote: 0 on every call after the first
+ * (from any thread), and for a NULL out. Reads the environment only; not
+ * thread-safe against concurrent setenv. */
+int td_config_warn_unknown(FILE *out, const char *who);
 /** Parses every variable of the table that is set in the environment and,
  * when `out` is not NULL, writes the error message of each one that does not
  * parse (name, value, what is allowed), one a line. Returns how many failed.

@@ -4,6 +4,7 @@
  * here is a variable that works. Add a row to add a variable. */
 #include <ctype.h>
 #include <errno.h>
+#include <stdatomic.h>
 #include <inttypes.h>
 #include <unistd.h>
 #include <stdlib.h>
@@ -153,6 +154,43 @@ static const td__cfg_var td__vars[] = {
      "tiles as the GPU has SMs, else push when some peer is on another GPU, else pull", NULL},
 };
 enum { TD__NVARS = sizeof td__vars / sizeof td__vars[0] };
+
+/* TD_* names that tdist's own tests, benchmarks and scripts set or read: the
+ * harness's (ctest sets TD_BIN_DIR & co. for every test), the test programs'
+ * knobs, and scripts/'s parameters (TD_ITERS=50 scripts/gpu-verify.sh puts
+ * TD_ITERS in the environment of every tdist the script runs). Not
+ * configuration of the library, so doctor does not list them with the table;
+ * known, so not called misspelt (td_config_unknown, td_config_warn_unknown).
+ * tests/tools/test_cli_env_warning.c checks that every name the scripts use
+ * is here or in the table. */
+static const char *const td__tool_names[] = {
+    /* ctest's environment and the test programs' knobs */
+    "TD_BIN_DIR", "TD_TDRUN", "TD_TEST_DIR", "TD_SOURCE_DIR", "TD_UPDATE_GOLDEN", "TD_TEST_SEED", "TD_TEST_COUNT",
+    "TD_TEST_DUMP", "TD_TEST_TIMEOUT", "TD_GPU_TEST_FILTER", "TD_GPU_TEST_VERBOSE", "TD_GPU_TESTS",
+    "TD_EXPECT_COPY_ENGINE", "TD_SEED",
+    /* bench/'s baselines */
+    "TD_MPI_GELU",
+    /* scripts/'s parameters */
+    "TD_AGSB_M", "TD_BENCH_TIMEOUT", "TD_EXECGEMM_BUILD", "TD_FINAL_BIN", "TD_FINAL_BUILD", "TD_FMG_RANKS",
+    "TD_FUSEDMG_BUILD", "TD_FUSEDMG_SRC", "TD_GATHER_COMPARE", "TD_GATHER_LANES", "TD_GATHER_MG_OPS",
+    "TD_GATHER_NO_MULTI", "TD_GATHER_TOTAL", "TD_GEMM_CONFIGS", "TD_GEMM_SHAPES", "TD_GPU_BIN", "TD_GPU_BUILD",
+    "TD_ITERS", "TD_M", "TD_MG_AR_ITERS", "TD_MG_BIN", "TD_MG_BUDGET", "TD_MG_BUILD", "TD_MG_ITERS", "TD_MG_RANKS",
+    "TD_MG_TORCH_ITERS", "TD_MG_VARIANTS", "TD_MG_WORK", "TD_MODELS", "TD_NCCL_HOME", "TD_OPS", "TD_OPS7_BUILD",
+    "TD_OPS7_DEST", "TD_RANKS", "TD_REST_MODELS", "TD_RUN_TIMEOUT", "TD_SHARED_M", "TD_SHARED_MODELS",
+    "TD_SKIP_BENCH", "TD_SKIP_GEMM", "TD_TORCH_ITERS", "TD_TORCH_TIMEOUT", "TD_VARIANTS", "TD_VERIFY_TILES",
+    "TD_WARMUP", "TD_X2_TOTAL",
+};
+
+/* Whether `name` is one tdist knows: a variable of the table, or one of its tools' names. */
+static int td__known(const char *name) {
+  for (int i = 0; i < TD__NVARS; i++)
+    if (!strcmp(td__vars[i].name, name))
+      return 1;
+  for (size_t i = 0; i < sizeof td__tool_names / sizeof td__tool_names[0]; i++)
+    if (!strcmp(td__tool_names[i], name))
+      return 1;
+  return 0;
+}
 
 static const td__cfg_var *td__find(const char *name) {
   for (int i = 0; i < TD__NVARS; i++)
@@ -342,7 +380,7 @@ static int td__unknown(FILE *out, const char *prefix) {
     char name[64];
     memcpy(name, *e, len);
     name[len] = 0;
-    if (td__find(name))
+    if (td__known(name))
       continue;
     count++;
     if (out) {
@@ -359,6 +397,30 @@ static int td__unknown(FILE *out, const char *prefix) {
 
 int td_config_unknown(FILE *out) { return td__unknown(out, "TD_"); }
 
+int td_config_warn_unknown(FILE *out, const char *who) {
+  static atomic_int warned;
+  if (!out || atomic_exchange(&warned, 1))
+    return 0;
+  int count = 0;
+  for (char **e = environ; e && *e; e++) {
+    const char *eq = strchr(*e, '=');
+    size_t len = eq ? (size_t)(eq - *e) : strlen(*e);
+    /* an empty value reads as unset everywhere: a misspelt name holding nothing changes nothing */
+    if (len < 4 || len > 63 || strncmp(*e, "TD_", 3) != 0 || !eq || !eq[1])
+      continue;
+    char name[64], near[200];
+    memcpy(name, *e, len);
+    name[len] = 0;
+    if (td__known(name))
+      continue;
+    td__suggest(name, near, sizeof near);
+    fprintf(out, "%s%swarning: %s is not a tdist variable and is ignored%s%s%s (`tdist doctor` lists them)\n",
+            who ? who : "", who ? ": " : "", name, near[0] ? "; did you mean " : "", near, near[0] ? "?" : "");
+    count++;
+  }
+  return count;
+}
+
 /* The names under `prefix` (longer than "TD_"), set to a non-empty value, that the table does not have; the
  * first one into first[64]. One rule for td_config_check_prefix, which refuses them, and td_config_unknown_set,
  * which doctor counts them with (an empty value reads as unset, so it is no typo in use). */
@@ -373,7 +435,7 @@ static int td__unknown_set(const char *prefix, char *first) {
     char name[64];
     memcpy(name, *e, len);
     name[len] = 0;
-    if (td__find(name))
+    if (td__known(name))
       continue;
     if (!count++)
       memcpy(first, name, len + 1);

@@ -86,6 +86,10 @@ int main(int argc, char **argv) {
         fprintf(stderr, "tdist %s: %s\n", c->name, td_last_error());
         return 2;
       }
+      /* any other TD_* name we do not know: a warning (other tools may set TD_* variables), once; a bench coll
+       * rank process (--worker, last) is its parent's, which has warned already */
+      if (c->checks_env && !help && strcmp(argv[argc - 1], "--worker"))
+        td_config_warn_unknown(stderr, "tdist");
       td_perf_model m; /* the library's operators read it leniently: the CLI refuses a broken one */
       if (c->reads_model && td_perf_model_load_checked(&m) != TD_OK) {
         fprintf(stderr, "tdist %s: %s\n", c->name, td_last_error());
