@@ -139,6 +139,14 @@ static const td__cfg_var td__vars[] = {
      "tensor map visible to TMA: tile (fenced before each tile's first load) or start (every map fenced and its "
      "descriptor prefetched once, when the launch begins; measured slower at three shapes, docs/perf.md); a "
      "measurement knob, the results are the same bits", NULL},
+    {"TD_OPS_FUSED_MAP_CACHE", TD__CFG_INT, "1", 0, 1, NULL,
+     "fused ag_gemm gather and gemm_rs / gemm_ar kgather: 1 = a call whose operands (addresses) are the previous "
+     "call's reuses the tensor maps already in the launch's device table (no encodes, no upload); 0 = every call "
+     "encodes and uploads them; a measurement knob, the results are the same bits", NULL},
+    {"TD_OPS_FUSED_PROFILE", TD__CFG_INT, "0", 0, 1, NULL,
+     "1: each fused operator prints, when destroyed, one line per rank on stderr with the median host time (us) "
+     "of its calls' phases (operand-check exchange, enqueue, middle exchange, finish) and how often the tensor "
+     "maps were reused; a measurement aid", NULL},
     {"TD_OPS_FUSED_TAIL", TD__CFG_STR, "split", 0, 0, "split,split2,none",
      "fused gemm_rs / gemm_ar kgather and ag_gemm gather-one / gather-share: split (the launch's last, partial wave of tiles runs each tile as up to 8 "
      "K-slices on the idle SMs, the last slice to finish adding the others' fp32 partials; measured), split2 (as "

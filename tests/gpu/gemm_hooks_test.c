@@ -1146,6 +1146,8 @@ static td_gemm_arch sm90 = TD_GEMM_SM90, sm80 = TD_GEMM_SM80;
  * Round 1 hands the column sources over in reverse order (the map table
  * rewritten in place), so a tile reading one source's B and storing at
  * another's C shows. */
+static td_gemm_map_cache *gn_cache; /* non-NULL: the launches share this host shadow of their map table */
+
 static void gather_nsplit_case_ex(const td_gemm_config *cfg, long long src_rows, int m, int nb, int k, int col_srcs,
                                   int split) {
   const int sources = (int)((m + src_rows - 1) / src_rows), n = nb * col_srcs;
@@ -1169,6 +1171,8 @@ static void gather_nsplit_case_ex(const td_gemm_config *cfg, long long src_rows,
       memcpy(refj[j] + (size_t)r * nb, ref + (size_t)r * n + (size_t)j * nb, (size_t)nb * sizeof(double));
   }
   void *maps = gt_device_copy(NULL, 16 * TD_GEMM_MAP_BYTES);
+  if (gn_cache) /* a new table (perhaps at a freed one's address): its shadow starts empty */
+    memset(gn_cache, 0, sizeof *gn_cache);
   td_gemm_hooks tail; /* split: the plan's workspace for every source's tiles on the whole GPU, which must split */
   memset(&tail, 0, sizeof tail);
   int t = 0, sk = 1;
@@ -1182,7 +1186,10 @@ static void gather_nsplit_case_ex(const td_gemm_config *cfg, long long src_rows,
     assert_int_equal(cudaMalloc(&tail.split_ws, (size_t)tail.split_ws_bytes), cudaSuccess);
     assert_int_equal(cudaMemset(tail.split_ws, 0, TD_GEMM_SPLIT_CNT_BYTES), cudaSuccess);
   }
-  for (int round = 0; round < 2; round++) {
+  tail.map_cache = gn_cache;
+  /* with a cache, round 2 repeats round 1's sources (a reuse) after round 1 changed round 0's (an upload) */
+  const int rounds = gn_cache ? 3 : 2;
+  for (int round = 0; round < rounds; round++) {
     kg_dest d[8];
     const void *bs[8];
     void *cs[9];
@@ -1194,8 +1201,13 @@ static void gather_nsplit_case_ex(const td_gemm_config *cfg, long long src_rows,
     void *extra = gt_device_copy(NULL, (size_t)m * nb * 2); /* slot col_srcs: not to be written */
     cs[col_srcs] = extra;
     td_gemm_problem p = {m, nb, k, TD_BF16, TD_GEMM_B_KN, NULL, NULL, NULL, NULL};
+    const long long up0 = gn_cache ? gn_cache->uploads : 0, hit0 = gn_cache ? gn_cache->hits : 0;
     td_status st = td__gemm_cuda_run_gather_cols(&p, cfg, src, sources, src_rows, bs, cs, col_srcs, maps,
-                                                 split ? &tail : NULL, NULL);
+                                                 split || gn_cache ? &tail : NULL, NULL);
+    if (gn_cache) { /* round 0: a new table for this case; 1: the sources changed; 2: the same as 1 */
+      assert_int_equal(gn_cache->uploads - up0, round < 2 ? 1 : 0);
+      assert_int_equal(gn_cache->hits - hit0, round < 2 ? 0 : 1);
+    }
     if (st != TD_OK)
       fprintf(stderr, "%s\n", td_last_error());
     assert_int_equal(st, TD_OK);
@@ -1251,6 +1263,67 @@ static void test_gather_nsplit_split(void **state) {
     gather_nsplit_case_ex(&cfgs[i], 128, 4 * 128, 264, 1024 + 40, 4, 1);
 }
 
+/* The maps' host shadow (td_gemm_map_cache): a launch whose sources are
+ * the previous launch's reuses the table, one whose sources moved uploads
+ * it again, and every C is checked either way (each round's C a fresh
+ * allocation: C is not in the table). GATHER | NSPLIT on every compiled
+ * tile, the split tail on one (each case its own table, so the shadow is
+ * cleared between cases: gather_nsplit_case_ex frees its table, and another
+ * could be allocated at its address); then KGATHER, its sources reordered. */
+static void test_map_cache(void **state) {
+  (void)state;
+  if (skip_arch(TD_GEMM_SM90))
+    skip();
+  td_gemm_map_cache *mc = calloc(1, sizeof *mc);
+  assert_non_null(mc);
+  gn_cache = mc;
+  td_gemm_config cfgs[16];
+  int n = td__gemm_cuda_configs_hooked(TD_BF16, TD_GEMM_B_KN, TD_GEMM_HOOK_GATHER | TD_GEMM_HOOK_NSPLIT, cfgs, 16);
+  assert_true(n >= 1);
+  for (int i = 0; i < n && i < 16; i++)
+    gather_nsplit_case(&cfgs[i], 128, 8 * 128, 264, 192, 8);
+  gather_nsplit_case_ex(&cfgs[0], 128, 4 * 128, 264, 1024 + 40, 4, 1);
+  gn_cache = NULL;
+  n = td__gemm_cuda_configs_hooked(TD_BF16, TD_GEMM_B_KN, TD_GEMM_HOOK_KGATHER, cfgs, 16);
+  assert_true(n >= 1);
+  memset(mc, 0, sizeof *mc); /* another table: its shadow starts empty */
+  td_gemm_hooks out;
+  memset(&out, 0, sizeof out);
+  out.map_cache = mc;
+  kg_inputs in = kg_make(4, 128, 301, 520);
+  /* launches 0, 1: the sources as made (an upload, then a reuse); 2, 3: in reverse order, A and B alike (the
+   * same sum: an upload, then a reuse) */
+  for (int launch = 0; launch < 4; launch++) {
+    const void *as[8], *bs[8];
+    for (int q = 0; q < in.sources; q++) {
+      const int from = launch < 2 ? q : in.sources - 1 - q;
+      as[q] = in.as[from], bs[q] = in.bs[from];
+    }
+    void *dc = gt_device_copy(NULL, (size_t)in.m * in.n * 2);
+    td_gemm_problem p = {in.m, in.n, in.k, TD_BF16, TD_GEMM_B_KN, NULL, NULL, dc, NULL};
+    const long long up0 = mc->uploads, hit0 = mc->hits;
+    td_status st = td__gemm_cuda_run_kgather(&p, &cfgs[0], as, bs, in.sources, in.k_src, in.maps, 0, &out, NULL);
+    if (st != TD_OK)
+      fprintf(stderr, "%s\n", td_last_error());
+    assert_int_equal(st, TD_OK);
+    assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
+    assert_int_equal(mc->uploads - up0, launch % 2 ? 0 : 1);
+    assert_int_equal(mc->hits - hit0, launch % 2 ? 1 : 0);
+    uint16_t *res = malloc((size_t)in.m * in.n * 2);
+    cudaMemcpy(res, dc, (size_t)in.m * in.n * 2, cudaMemcpyDeviceToHost);
+    size_t nans;
+    double rel = gt_rel_error(TD_BF16, res, in.ref, (size_t)in.m * in.n, &nans);
+    if (nans || rel > gt_tolerance(TD_BF16))
+      fprintf(stderr, "kgather map cache launch %d: %zu NaN, rel %.3g\n", launch, nans, rel);
+    assert_int_equal(nans, 0);
+    assert_true(rel <= gt_tolerance(TD_BF16));
+    free(res);
+    cudaFree(dc);
+  }
+  kg_free(&in);
+  free(mc);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_prestate(test_wait_raise, &sm90),
@@ -1270,6 +1343,7 @@ int main(void) {
       cmocka_unit_test(test_gather_nsplit),
       cmocka_unit_test(test_gather_split),
       cmocka_unit_test(test_gather_nsplit_split),
+      cmocka_unit_test(test_map_cache),
       cmocka_unit_test_prestate(test_wait_raise, &sm80),
       cmocka_unit_test_prestate(test_timeout, &sm80),
       cmocka_unit_test_prestate(test_push_accumulate, &sm80),

@@ -123,11 +123,13 @@ static void test_correctness_case(void **state) {
  * K / ranks multiples of 8), M not divisible by the ranks, 1-8 ranks, 100
  * calls without reset, and the benchmark's correctness case. */
 static char g_sched[160]; /* the schedule of the last fused_case (rank 0) */
+static int g_moving;      /* 1: fused_case's operands move between calls (oh_case.moving_buffers) */
 
 static void fused_case(td_tp_kind kind, td_tp_variant v, td_dtype dt, int64_t m, int64_t n, int64_t k,
                        size_t count, int calls, int sample, int ranks) {
   oh_case c = g_case(kind, v, dt, m, n, k, count, calls);
   c.sample_rows = sample;
+  c.moving_buffers = g_moving;
   if (getenv("TD_GPU_TEST_VERBOSE")) /* which case a hang or a failure is in (unbuffered, before it runs) */
     fprintf(stderr, "case %s dt=%d m=%lld n=%lld k=%lld count=%zu calls=%d ranks=%d AG=%s RS=%s AR=%s\n",
             td_tp_kind_name(kind), (int)dt, (long long)m, (long long)n, (long long)k, count, calls, ranks,
@@ -330,6 +332,16 @@ static void test_fused_ag_one(void **state) {
   /* 100 calls, 8 ranks, M = 1024 (8 rows of every C checked a call) */
   fused_sched_rows("ag gather, one launch for every rank", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 1024, 1792, 1024,
                    100, 8, 8);
+  /* operands that move between calls (some ranks' at a time): the reused tensor maps (td_gemm_map_cache) must
+   * follow them, and TD_OPS_FUSED_MAP_CACHE=0 gives the same results */
+  g_moving = 1;
+  fused_sched_rows("ag gather, one launch for every rank", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 1024, 1792, 1024,
+                   12, 8, 8);
+  fused_sched("ag gather, one launch for every rank", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 384, 600, 1032, 8, 3);
+  setenv("TD_OPS_FUSED_MAP_CACHE", "0", 1);
+  fused_sched("ag gather, one launch for every rank", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 384, 600, 1032, 5, 3);
+  unsetenv("TD_OPS_FUSED_MAP_CACHE");
+  g_moving = 0;
   /* its split tail (nb = 128: every rank's 8 tiles of 128x128, 64 in all, in 2 K-slices on the 132 SMs; at
    * nb = 224 above, 128 tiles leave too few SMs idle to split), and none */
   fused_sched_rows("K-slices", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 1024, 1024, 1024, 20, 8, 8);
@@ -457,6 +469,9 @@ static void test_fused_kgather(void **state) {
   }
   fused_sched("gemm_rs kgather", TD_TP_GEMM_RS, TD_TP_FUSED, TD_BF16, 5, 64, 512, 2, 8); /* M < ranks */
   fused_sched("gemm_rs kgather", TD_TP_GEMM_RS, TD_TP_FUSED, TD_BF16, 259, 128, 512, 100, 8);
+  g_moving = 1; /* A and B move between calls: the reused tensor maps must follow them */
+  fused_sched("gemm_rs kgather", TD_TP_GEMM_RS, TD_TP_FUSED, TD_BF16, 301, 264, 512, 8, 4);
+  g_moving = 0;
   fused_sched("gemm_rs pull", TD_TP_GEMM_RS, TD_TP_FUSED, TD_BF16, 301, 264, 32 * 4, 2, 4); /* K/ranks = 32 */
   fused_sched("gemm_rs pull", TD_TP_GEMM_RS, TD_TP_FUSED, TD_F16, 301, 264, 128 * 4, 2, 4); /* f16: none compiled */
   fused_sched("!kgather", TD_TP_GEMM_AR, TD_TP_FUSED, TD_BF16, 1031, 520, 256, 2, 4); /* gemm_ar: its own knob */
@@ -474,6 +489,9 @@ static void test_fused_kgather(void **state) {
   fused_sched("gemm_ar kgather", TD_TP_GEMM_AR, TD_TP_FUSED, TD_BF16, 5, 64, 512, 2, 8); /* M < ranks */
   fused_case(TD_TP_GEMM_AR, TD_TP_FUSED, TD_BF16, 1031, 520, 512, 0, 100, 8, 8);
   assert_non_null(strstr(g_sched, "gemm_ar kgather"));
+  g_moving = 1; /* A, B and every rank's C (BCAST's destinations, in the map table) move between calls */
+  fused_sched_rows("gemm_ar kgather", TD_TP_GEMM_AR, TD_TP_FUSED, TD_BF16, 1031, 520, 512, 8, 16, 8);
+  g_moving = 0;
   fused_sched("!kgather", TD_TP_GEMM_AR, TD_TP_FUSED, TD_BF16, 1031, 520, 32 * 4, 2, 4); /* K/ranks = 32 */
   fused_sched("!kgather", TD_TP_GEMM_AR, TD_TP_FUSED, TD_F16, 1031, 520, 256, 2, 4);     /* f16: none compiled */
   setenv("TD_OPS_FUSED_BCAST_HINT", "evict_first", 1); /* the stores' L2 policy changes no byte */

@@ -27,6 +27,8 @@ typedef struct oh_case {
   td_tp_variant chosen; /* out: what the operator ran (rank 0) */
   char schedule[160];   /* out: td_tp_schedule of rank 0's operator */
   int sample_rows;      /* check only this many evenly spaced rows of C (0 = all) */
+  int moving_buffers;   /* 1: each rank's A, B and C alternate between two allocations, rank r switching every
+                         * 2 + r % 2 calls, so some calls reuse every address and others move some ranks' */
   /* Backend: NULL hooks = cpu (host memory). The cuda test sets them. */
   td_exec_backend backend;
   void *(*dev_alloc)(size_t bytes);
@@ -179,10 +181,17 @@ static td_status oh_rank(td_world *w, int rank, void *arg) {
   td_tp_operand(op, TD_TP_B, rank, &lb);
   td_tp_operand(op, TD_TP_C, rank, &lc);
   void *a = malloc(la.bytes), *b = malloc(lb.bytes ? lb.bytes : 1), *cb = malloc(lc.bytes);
-  void *da = dalloc(la.bytes), *db = dalloc(lb.bytes ? lb.bytes : 1), *dc = dalloc(lc.bytes);
-  if (!a || !b || !cb || !da || !db || !dc)
+  void *set[2][3] = {{dalloc(la.bytes), dalloc(lb.bytes ? lb.bytes : 1), dalloc(lc.bytes)}, {NULL, NULL, NULL}};
+  if (c->moving_buffers)
+    set[1][0] = dalloc(la.bytes), set[1][1] = dalloc(lb.bytes ? lb.bytes : 1), set[1][2] = dalloc(lc.bytes);
+  if (!a || !b || !cb)
     st = TD_ERR_NO_MEMORY;
+  for (int i = 0; i < (c->moving_buffers ? 6 : 3); i++)
+    if (!set[i / 3][i % 3])
+      st = TD_ERR_NO_MEMORY;
   for (int call = 0; call < c->calls && st == TD_OK; call++) {
+    void *const *use = set[c->moving_buffers ? (call / (2 + rank % 2)) % 2 : 0];
+    void *da = use[0], *db = use[1], *dc = use[2];
     /* Peers read this rank's A only inside the call, which starts with a barrier. */
     st = oh_fill(c, op, rank, call, TD_TP_A, a);
     if (st == TD_OK && c->kind != TD_TP_ALL_REDUCE)
@@ -200,9 +209,9 @@ static td_status oh_rank(td_world *w, int rank, void *arg) {
   free(a);
   free(b);
   free(cb);
-  dfree(da);
-  dfree(db);
-  dfree(dc);
+  for (int i = 0; i < 6; i++)
+    if (set[i / 3][i % 3])
+      dfree(set[i / 3][i % 3]);
   td_status st2 = td_tp_destroy(op);
   return st != TD_OK ? st : st2;
 }

@@ -203,12 +203,13 @@ static void td__f_free(td__tp_fused *f) {
   if (!f)
     return;
   if (td__cuda_device_stuck(f->dev)) { /* cudaFree would wait for the device's blocked work forever */
-    free(f);
+    free(f->map_cache), free(f->prof), free(f);
     return;
   }
   cudaSetDevice(f->dev);
   cudaFree(f->buf), cudaFree(f->red), cudaFree(f->recv), cudaFree(f->ptrs), cudaFree(f->amaps), cudaFree(f->kmaps);
   cudaFree(f->ctl), cudaFree(f->split_ws);
+  free(f->map_cache), free(f->prof);
   if (f->ce_done)
     cudaEventDestroy(f->ce_done);
   for (int p = 0; p < TD__MAXR; p++)
@@ -517,6 +518,10 @@ static td_status td__f_ar_mode(const td_tp_op *op, td__tp_fused *f) {
 /* This rank's device, checked: TD_CUDA_DEVICE or its local rank's, and
  * compute capability 9.x for the GEMM operators. */
 static td_status td__f_open_device(td_tp_op *op, td__tp_fused *f) {
+  int64_t prof = 0; /* read here, so a bad value fails the first exchange on every rank */
+  TD_CHECK(td_config_int("TD_OPS_FUSED_PROFILE", &prof));
+  if (prof && !(f->prof = calloc((size_t)TD__PROF_CALLS * TD__PROF_N, sizeof *f->prof)))
+    return td__error(TD_ERR_NO_MEMORY, "fused: rank %d: out of memory for TD_OPS_FUSED_PROFILE's stamps", op->rank);
   TD_CHECK(td__f_device(op->team, op->rank, &f->dev));
   TD_CHECK(td__f_cu(cudaSetDevice(f->dev), "cudaSetDevice"));
   int major = 0;
@@ -554,6 +559,20 @@ static td_status td__f_enable_peers(td_tp_op *op, td__tp_fused *f) {
 
 /* This rank's allocations (after the placement exchange, before the
  * pointer exchange). */
+/* The map table's host shadow (td_gemm_map_cache), unless
+ * TD_OPS_FUSED_MAP_CACHE=0: on the heap, it is ~19 KiB. */
+static td_status td__f_alloc_map_cache(const td_tp_op *op, td__tp_fused *f) {
+  int64_t on = 1;
+  TD_CHECK(td_config_int("TD_OPS_FUSED_MAP_CACHE", &on));
+  if (!on)
+    return TD_OK;
+  f->map_cache = calloc(1, sizeof *f->map_cache);
+  if (!f->map_cache)
+    return td__error(TD_ERR_NO_MEMORY, "fused: rank %d: out of memory for the tensor maps' host shadow (%zu bytes)",
+                     op->rank, sizeof *f->map_cache);
+  return TD_OK;
+}
+
 static td_status td__f_alloc(td_tp_op *op, td__tp_fused *f) {
   const td__tp_desc *d = &op->d;
   TD_CHECK(td__f_cu(cudaSetDevice(f->dev), "cudaSetDevice"));
@@ -601,6 +620,7 @@ static td_status td__f_alloc(td_tp_op *op, td__tp_fused *f) {
       f->ag_share = share && !f->ag_one;
       TD_CHECK(td__f_cu(cudaMalloc(&f->amaps, (f->ag_one ? 2 : 1) * (size_t)f->n * TD_GEMM_MAP_BYTES),
                         "cudaMalloc (tensor maps)"));
+      TD_CHECK(td__f_alloc_map_cache(op, f));
       if (f->ag_one || f->ag_share) /* the last wave split along K: rank 0's one launch, or every rank's share */
         TD_CHECK(td__f_alloc_tail(op, f));
     }
@@ -630,6 +650,7 @@ static td_status td__f_alloc(td_tp_op *op, td__tp_fused *f) {
       TD_CHECK(td_config_int("TD_OPS_FUSED_BCAST_PACE", &pace_kb));
       f->bcast_pace_kb = (int)pace_kb;
       TD_CHECK(td__f_cu(cudaMalloc(&f->kmaps, 3 * (size_t)f->n * TD_GEMM_MAP_BYTES), "cudaMalloc (tensor maps)"));
+      TD_CHECK(td__f_alloc_map_cache(op, f));
       TD_CHECK(td__f_alloc_tail(op, f)); /* rank 0's launch splits its last wave's (or two waves') tiles along K */
       TD_CHECK(td__f_cu(cudaMalloc((void **)&f->ctl, TD__CTL_WORDS * 8), "cudaMalloc (progress words)"));
       TD_CHECK(td__f_cu(cudaMemsetAsync(f->ctl, 0, TD__CTL_WORDS * 8, f->s), "cudaMemsetAsync"));
@@ -873,8 +894,70 @@ td_status td__f_gather_mid(td_tp_op *op, td__tp_fused *f, int64_t mine, int64_t 
   return TD_OK;
 }
 
+void td__f_stamp(td__tp_fused *f, int what) {
+  if (!f->prof || f->prof_calls >= TD__PROF_CALLS)
+    return;
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  double *call = f->prof + (size_t)f->prof_calls * TD__PROF_N;
+  if (what == TD__PROF_ENTER) /* a call refused before its run leaves stamps of its own: start afresh */
+    memset(call, 0, TD__PROF_N * sizeof *call);
+  call[what] = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+  if (what == TD__PROF_DONE)
+    f->prof_calls++;
+}
+
+static int td__f_cmp_double(const void *x, const void *y) {
+  double a = *(const double *)x, b = *(const double *)y;
+  return (a > b) - (a < b);
+}
+
+/* The median over the profiled calls of stamp `to` minus stamp `from`, in
+ * microseconds, over the calls that have both; -1 when none has. */
+static double td__f_prof_median(const td__tp_fused *f, int from, int to, double *tmp) {
+  int k = 0;
+  for (int c = 0; c < f->prof_calls; c++) {
+    const double *call = f->prof + (size_t)c * TD__PROF_N;
+    if (call[from] > 0 && call[to] > 0)
+      tmp[k++] = (call[to] - call[from]) * 1e6;
+  }
+  if (k == 0)
+    return -1;
+  qsort(tmp, (size_t)k, sizeof *tmp, td__f_cmp_double);
+  return k % 2 ? tmp[k / 2] : 0.5 * (tmp[k / 2 - 1] + tmp[k / 2]);
+}
+
+/* TD_OPS_FUSED_PROFILE's report, one line per rank on stderr: where a
+ * call's host time went (a measurement aid; the GPU's time is ncu's). */
+static void td__f_prof_report(const td_tp_op *op, const td__tp_fused *f) {
+  if (!f->prof || f->prof_calls == 0)
+    return;
+  double *tmp = malloc((size_t)f->prof_calls * sizeof *tmp);
+  if (!tmp)
+    return;
+  static const char *const names[TD__PROF_N - 1] = {"operand-check exchange", "enqueue", "middle exchange",
+                                                     "finish"};
+  char line[512];
+  int len = snprintf(line, sizeof line, "tdist: fused profile: %s rank %d, %d calls, median us:",
+                     td_tp_kind_name(op->d.kind), op->rank, f->prof_calls);
+  int prev = TD__PROF_ENTER;
+  for (int w = TD__PROF_AGREED; w < TD__PROF_N && len < (int)sizeof line; w++) {
+    double v = td__f_prof_median(f, prev, w, tmp);
+    if (v < 0) /* a stamp this schedule does not make: the next segment starts from the last one made */
+      continue;
+    len += snprintf(line + len, sizeof line - (size_t)len, " %s %.1f,", names[w - 1], v);
+    prev = w;
+  }
+  if (len < (int)sizeof line)
+    snprintf(line + len, sizeof line - (size_t)len, " call %.1f\n",
+             td__f_prof_median(f, TD__PROF_ENTER, TD__PROF_DONE, tmp));
+  fputs(line, stderr);
+  free(tmp);
+}
+
 td_status td__tp_fused_publish(td_tp_op *op, void *c, const void *a, const void *b) {
   td__tp_fused *f = op->fused;
+  td__f_stamp(f, TD__PROF_ENTER);
   /* The caller's stream produces the operands: its earlier work must be
    * over before any rank reads them (the peers read A or src from their own
    * streams). Calls are blocking, so this host wait costs little; an event
@@ -903,13 +986,17 @@ td_status td__tp_fused_run(td_tp_op *op, void *c, const void *a, const void *b) 
   if (__atomic_load_n(&f->poisoned, __ATOMIC_SEQ_CST))
     return td__error(TD_ERR_PEER_FAILED, "fused: rank %d: a peer's earlier call failed (timeout); the operator "
                      "can only be destroyed", op->rank);
+  td__f_stamp(f, TD__PROF_AGREED);
   TD_CHECK(td__f_cu(cudaSetDevice(f->dev), "cudaSetDevice"));
   uint64_t e = ++f->epoch;
+  td_status st;
   switch (op->d.kind) {
-  case TD_TP_AG_GEMM: return td__f_ag(op, f, c, a, b, e);
-  case TD_TP_ALL_REDUCE: return td__f_all_reduce(op, f, c, a, e);
-  default: return td__f_rs_ar(op, f, c, a, b, e);
+  case TD_TP_AG_GEMM: st = td__f_ag(op, f, c, a, b, e); break;
+  case TD_TP_ALL_REDUCE: st = td__f_all_reduce(op, f, c, a, e); break;
+  default: st = td__f_rs_ar(op, f, c, a, b, e); break;
   }
+  td__f_stamp(f, TD__PROF_DONE);
+  return st;
 }
 
 void td__tp_fused_describe(const td_tp_op *op, char *buf, size_t cap) {
@@ -973,6 +1060,10 @@ td_status td__tp_fused_destroy(td_tp_op *op) {
   /* every rank's last call has finished (calls are blocking) once all are here */
   int64_t mine = 0, all[TD__MAXR];
   td_status st = td_all_gather(op->team, all, &mine, 1, TD_I64);
+  td__f_prof_report(op, f);
+  if (f->map_cache && f->prof) /* with the profile: how often the maps' upload was skipped */
+    fprintf(stderr, "tdist: fused profile: %s rank %d: tensor maps uploaded %lld times, reused %lld times\n",
+            td_tp_kind_name(op->d.kind), op->rank, f->map_cache->uploads, f->map_cache->hits);
   td__f_free(f);
   op->fused = NULL;
   return st;

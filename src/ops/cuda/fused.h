@@ -19,6 +19,13 @@
 
 enum { TD__CTL_FIN = 0, TD__CTL_GDONE = 1, TD__CTL_RDONE = 2, TD__CTL_WORDS = 8, TD__MAXR = 8 };
 
+/* TD_OPS_FUSED_PROFILE's stamps of one call: entering the call (before the
+ * operand-check exchange), after it, this rank's GEMM enqueued (the one
+ * launch's rank 0; the others stamp it at once), after the middle exchange,
+ * and the return. Printed as medians at destroy (td__f_prof_report). */
+enum { TD__PROF_ENTER, TD__PROF_AGREED, TD__PROF_ENQUEUED, TD__PROF_MIDDLE, TD__PROF_DONE, TD__PROF_N };
+enum { TD__PROF_CALLS = 4096 };
+
 /* Element type codes of td__fused_reduce (fused_reduce.cu). */
 enum { TD__FR_F16 = 0, TD__FR_BF16 = 1, TD__FR_F32 = 2 };
 
@@ -41,6 +48,11 @@ struct td__tp_fused {
   int kgather;    /* gemm_rs / gemm_ar, one GPU: rank 0's one launch over every rank's A and B (KGATHER) stores
                    * each row at its owner's C (rs) or at every rank's (ar) */
   void *kmaps;    /* kgather: device table of 3n tensor maps (A, B, C of each rank; rank 0's is used) */
+  td_gemm_map_cache *map_cache; /* amaps' or kmaps' host shadow (TD_OPS_FUSED_MAP_CACHE=1, the default): a call
+                                 * whose operands are the previous call's skips the maps' encodes and upload;
+                                 * NULL = every call encodes and uploads */
+  double *prof;   /* TD_OPS_FUSED_PROFILE=1: TD__PROF_N host times (s) per call, up to TD__PROF_CALLS calls */
+  int prof_calls;
   int bcast_hint; /* gemm_ar kgather: TD_OPS_FUSED_BCAST_HINT (1 = evict_first), read at creation */
   int bcast_defer; /* gemm_ar kgather: TD_OPS_FUSED_BCAST_HALF: 0 wait, 1 defer (the half-staged tile's second
                     * half stored during the next tile's main loop), 2 pace (the default: every copy paced
@@ -101,6 +113,8 @@ td_status td__f_sync_mid(td_tp_op *op, td__tp_fused *f);
  * (all holds f->n values; with one rank all[0] = mine). */
 td_status td__f_gather_mid(td_tp_op *op, td__tp_fused *f, int64_t mine, int64_t *all);
 td_status td__f_setv(cudaStream_t s, uint64_t *addr, uint64_t v);
+/* TD_OPS_FUSED_PROFILE: this call's stamp `what` (TD__PROF_*); no-op when off. */
+void td__f_stamp(td__tp_fused *f, int what);
 int td__f_dt(td_dtype dt);
 /* ar all-push: the receive slot of rank p's partial at rank q (p != q). */
 static inline int td__f_slot(int p, int q) { return p < q ? p : p - 1; }

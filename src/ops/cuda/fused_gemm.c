@@ -77,6 +77,7 @@ static td_status td__f_ag_direct(td_tp_op *op, td__tp_fused *f, void *c, const v
     td_gemm_hooks tail; /* no split workspace: no split */
     memset(&tail, 0, sizeof tail);
     tail.map_fence = f->map_fence;
+    tail.map_cache = f->map_cache;
     if (!f->ag_share)
       return td__gemm_cuda_run_gather(&pr, &f->cfg, src, f->n, f->rows[0], f->amaps, &tail, 0, f->s);
     /* this rank's share of the SMs (the n launches at once fill the GPU), its last wave split */
@@ -194,7 +195,9 @@ static void td__f_operands(const td__tp_fused *f, const void *a, const void *b, 
 static td_status td__f_one_launch_end(td_tp_op *op, td__tp_fused *f, td_status gst, td_status st, uint64_t e) {
   const int r = f->r;
   int64_t all[TD__MAXR];
+  td__f_stamp(f, TD__PROF_ENQUEUED);
   TD_CHECK(td__f_gather_mid(op, f, gst != TD_OK ? (int64_t)gst : (int64_t)st, all));
+  td__f_stamp(f, TD__PROF_MIDDLE);
   if (r != 0)
     td__f_keep(&st, td__f_cu(cudaStreamWaitEvent(f->s, f->peer[0]->ev_gdone, 0), "cudaStreamWaitEvent"));
   td__f_keep(&st, td__f_setv(f->s, f->ctl + TD__CTL_FIN, e));
@@ -227,6 +230,7 @@ static td_status td__f_ag_one(td_tp_op *op, td__tp_fused *f, void *c, const void
     memset(&tail, 0, sizeof tail);
     tail.split_ws = f->split_ws, tail.split_ws_bytes = f->split_ws_bytes, tail.split_waves = f->tail_split;
     tail.map_fence = f->map_fence;
+    tail.map_cache = f->map_cache;
     gst = td__gemm_cuda_run_gather_cols(&pr, &f->cfg, as, n, f->rows[0], bs, cs, n, f->amaps, &tail, f->s);
     td__f_keep(&st, td__f_cu(cudaEventRecord(f->ev_gdone, f->s), "cudaEventRecord"));
   }
@@ -376,6 +380,7 @@ static td_status td__f_kgather(td_tp_op *op, td__tp_fused *f, void *c, const voi
       out.bcast_pace_kb = f->bcast_pace_kb;
     }
     out.split_ws = f->split_ws, out.split_ws_bytes = f->split_ws_bytes, out.split_waves = f->tail_split;
+    out.map_cache = f->map_cache;
     td_gemm_problem pr = {(int)op->d.m, (int)op->d.n, (int)op->d.k, op->d.dtype, TD_GEMM_B_KN, NULL, NULL, c, NULL};
     gst = td__gemm_cuda_run_kgather(&pr, &f->cfg, as, bs, n, op->d.k / n, f->kmaps,
                                     rs ? TD_GEMM_HOOK_PUSH : TD_GEMM_HOOK_BCAST, &out, f->s);

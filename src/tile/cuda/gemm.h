@@ -199,6 +199,33 @@ typedef unsigned long long td__gemm_u64;
 #define TD_GEMM_DIAG_ROW 4      /* first row of the tile that waited */
 #define TD_GEMM_DIAG_WORDS 5
 
+/* Most tensor maps in one GATHER / KGATHER table: KGATHER's A and B of every
+ * source and BCAST's C of every destination. */
+#define TD_GEMM_MAP_TABLE_MAX (2 * TD_GEMM_MAX_SOURCES + TD_GEMM_MAX_PEERS)
+/* Words of td_gemm_map_cache.key: the launch's shape fields, then one per map's base. */
+#define TD_GEMM_MAP_KEY_WORDS (16 + TD_GEMM_MAP_TABLE_MAX)
+
+/** The host shadow of one device map table (td_gemm_hooks.map_cache): what
+ * the launcher last uploaded into it, and the inputs it encoded them from
+ * (each map's base and dimensions, its box, the hooks, the table's address).
+ * A GATHER / KGATHER launch whose inputs equal the key skips the encodes and
+ * the upload: a tensor map is a function of those inputs alone, and the table
+ * still holds the maps (only launches through this cache write it, in stream
+ * order). A failed encode, upload or launch clears `valid`, so the next launch
+ * uploads again. Zeroed (calloc / memset) = empty. Owned by the caller, one
+ * per table allocation: zero it when the table is freed (another may be
+ * allocated at its address, holding anything) or written by other means, and
+ * order the launches that share it on one stream (a reuse reads what an
+ * earlier launch's upload wrote). Used by one thread at a time; ~19 KiB, so
+ * keep it off the stack. */
+typedef struct td_gemm_map_cache {
+  int valid;
+  int count;                                   /* maps in the table */
+  long long key[TD_GEMM_MAP_KEY_WORDS];        /* zero past the words used */
+  unsigned char maps[TD_GEMM_MAP_TABLE_MAX][TD_GEMM_MAP_BYTES]; /* what the table holds */
+  long long hits, uploads;                     /* launches that skipped the upload, and that uploaded */
+} td_gemm_map_cache;
+
 /* Passed by value into every GEMM kernel; fields of unused hooks are ignored. */
 typedef struct td_gemm_hooks {
   const td__gemm_u64 *wait_signals; /* WAIT: device pointer (local or peer memory) */
@@ -244,6 +271,8 @@ typedef struct td_gemm_hooks {
                                       * start: measured slower by 3-10% at three shapes in both rounds and no
                                       * faster elsewhere (docs/perf.md, thirteenth session), kept to measure.
                                       * Bits identical */
+  td_gemm_map_cache *map_cache;      /* GATHER, KGATHER: host shadow of a_maps' table (NULL = encode and upload
+                                      * every launch, as without one); read by the launcher only */
 } td_gemm_hooks;
 
 #if !defined(__CUDACC_RTC__)
@@ -325,9 +354,10 @@ td_status td__gemm_cuda_run_sms(const td_gemm_problem *problem, const td_gemm_co
  * the caller reuses map_buf only for later launches on the same stream (or
  * after this one finished). `tail` (NULL: none) lends the split tail its
  * workspace: tail->split_ws of tail->split_ws_bytes and tail->split_waves, as
- * for td__gemm_cuda_run_kgather's `out`, and tail->map_fence (0: each map
- * fenced before each tile; 1: once at the start); its other fields are not
- * read.
+ * for td__gemm_cuda_run_kgather's `out`, tail->map_fence (0: each map
+ * fenced before each tile; 1: once at the start) and tail->map_cache (NULL,
+ * or map_buf's host shadow: the encodes and upload are skipped while the
+ * inputs are unchanged); its other fields are not read.
  * `sms` > 0 sizes the persistent grid (and the split plan) for that many
  * multiprocessors, 0 for all: ranks sharing one GPU that launch at once each
  * take their share, so that every rank's last wave can be split. Asynchronous.
@@ -383,8 +413,9 @@ td_status td__gemm_cuda_run_gather_cols(const td_gemm_problem *problem, const td
  * out->split_ws of out->split_ws_bytes lets the launch split its last
  * wave's tiles along K (the split tail above; 16-byte aligned, its counters
  * zero before the first use; NULL: no split), or its last two waves' with
- * out->split_waves = 2 (td__gemm_split_plan_waves). Only those fields of `out` are
- * read. Asynchronous. Errors: those of
+ * out->split_waves = 2 (td__gemm_split_plan_waves), and out->map_cache (NULL,
+ * or map_buf's host shadow, as for td__gemm_cuda_run_gather; `out` may be NULL
+ * only with route 0). Only those fields of `out` are read. Asynchronous. Errors: those of
  * td__gemm_cuda_run; TD_ERR_INVALID_ARG (NULL tables, entries or map_buf,
  * a misaligned split_ws or negative split_ws_bytes, split_waves outside 0..2,
  * sources outside 1..TD_GEMM_MAX_SOURCES, K != sources * k_src, a misaligned

@@ -360,6 +360,83 @@ static td_status td__upload_maps(const td__tensor_map *maps, int count, const vo
   return TD_OK;
 }
 
+/* The inputs a GATHER / KGATHER table's maps are encoded from (see
+ * td_gemm_map_cache): the words that size and box every map, then each map's
+ * base; words past `count` bases stay zero. */
+static void td__map_key(long long key[TD_GEMM_MAP_KEY_WORDS], const td__gemm_kernel_entry *e, unsigned flags,
+                        int dtype, int m, int n, int k, const td_gemm_hooks *h, int sources, int count,
+                        const void *const *bases) {
+  memset(key, 0, TD_GEMM_MAP_KEY_WORDS * sizeof key[0]);
+  const long long head[] = {(long long)flags, dtype, m, n, k, h->a_rows, h->k_src, e->bm, e->bn, e->epi_cols,
+                            sources, count, (long long)(uintptr_t)h->a_maps};
+  static_assert(sizeof head / sizeof head[0] <= TD_GEMM_MAP_KEY_WORDS - TD_GEMM_MAP_TABLE_MAX, "map key head");
+  memcpy(key, head, sizeof head);
+  for (int i = 0; i < count; i++)
+    key[TD_GEMM_MAP_KEY_WORDS - TD_GEMM_MAP_TABLE_MAX + i] = (long long)(uintptr_t)bases[i];
+}
+
+/* A GATHER (A maps of every row source, then NSPLIT's B map of every column
+ * source) or KGATHER (A maps, then B maps, then BCAST's C maps; box: one
+ * consumer warpgroup's rows of a tile) table: encoded and uploaded in stream
+ * order before the kernel that reads it, unless `mc` says the table already
+ * holds these maps. Sets *ma and *mb to the kernel's own map arguments
+ * (source 0's A and B; the kernel reads the table). */
+static td_status td__gather_table(const td__gemm_kernel_entry *e, unsigned flags, int dtype, int m, int n, int k,
+                                  const td_gemm_hooks *hp, const void *const *a_src, int sources,
+                                  const void *const *b_src, void *stream, td_gemm_map_cache *mc,
+                                  td__tensor_map *ma, td__tensor_map *mb) {
+  const td_gemm_hooks &h = *hp;
+  const int kg = (flags & TD_GEMM_HOOK_KGATHER) != 0;
+  const int bmaps = kg ? sources : (flags & TD_GEMM_HOOK_NSPLIT) ? h.n_src : 0;
+  const int cmaps = kg && (flags & TD_GEMM_HOOK_BCAST) ? h.bcast_peers : 0;
+  const int count = sources + bmaps + cmaps, b0 = bmaps ? sources : 0;
+  const void *bases[TD_GEMM_MAP_TABLE_MAX];
+  for (int s = 0; s < sources; s++)
+    bases[s] = a_src[s];
+  for (int j = 0; j < bmaps; j++)
+    bases[sources + j] = b_src[j];
+  for (int o = 0; o < cmaps; o++)
+    bases[sources + bmaps + o] = h.dst[o];
+  long long key[TD_GEMM_MAP_KEY_WORDS];
+  if (mc) {
+    td__map_key(key, e, flags, dtype, m, n, k, &h, sources, count, bases);
+    if (mc->valid && mc->count == count && !memcmp(mc->key, key, sizeof key)) {
+      memcpy(ma, mc->maps[0], sizeof *ma);
+      memcpy(mb, mc->maps[b0], sizeof *mb);
+      mc->hits++;
+      return TD_OK;
+    }
+    mc->valid = 0; /* until this table is uploaded */
+  }
+  td__tensor_map maps[TD_GEMM_MAP_TABLE_MAX];
+  for (int s = 0; s < sources; s++) {
+    if (kg)
+      TD_CHECK(td__make_map(&maps[s], a_src[s], dtype, m, h.k_src, 64, e->bm, "A (a KGATHER source)"));
+    else {
+      long long r0 = (long long)s * h.a_rows, rows = m - r0 < h.a_rows ? m - r0 : h.a_rows;
+      TD_CHECK(td__make_map(&maps[s], a_src[s], dtype, rows, k, 64, TD__GEMM_GATHER_ROWS(e->bm),
+                            "A (a GATHER source)"));
+    }
+  }
+  for (int j = 0; j < bmaps; j++)
+    TD_CHECK(td__make_map(&maps[sources + j], b_src[j], dtype, kg ? h.k_src : k, n, 64, 64,
+                          kg ? "B (a KGATHER source)" : "B (an NSPLIT column source)"));
+  for (int o = 0; o < cmaps; o++)
+    TD_CHECK(td__make_map(&maps[sources + bmaps + o], h.dst[o], dtype, m, n, e->epi_cols > 0 ? e->epi_cols : e->bn,
+                          e->bm >= 128 ? e->bm / 2 : e->bm, "C (a BCAST destination)", 0));
+  TD_CHECK(td__upload_maps(maps, count, h.a_maps, stream, kg ? "KGATHER" : bmaps ? "GATHER + NSPLIT" : "GATHER"));
+  *ma = maps[0];
+  *mb = maps[b0]; /* GATHER alone: unused (the kernel's B map is made by the caller) */
+  if (mc) {
+    memcpy(mc->maps, maps, (size_t)count * sizeof maps[0]);
+    memcpy(mc->key, key, sizeof key);
+    mc->count = count;
+    mc->valid = 1;
+    mc->uploads++;
+  }
+  return TD_OK;
+}
+
 /* td__gemm_cuda_run with the persistent grid sized for at most `sm_cap`
  * multiprocessors (0 = all of them). */
 static td_status td__run(const td_gemm_problem *p, const td_gemm_config *cfg, unsigned flags,
@@ -484,41 +561,12 @@ static td_status td__run(const td_gemm_problem *p, const td_gemm_config *cfg, un
     lc.attrs = attr;
     lc.numAttrs = 1;
   }
+  td_gemm_map_cache *mc = (flags & (TD_GEMM_HOOK_GATHER | TD_GEMM_HOOK_KGATHER)) ? h.map_cache : NULL;
   if (arch == 90) {
     td__tensor_map ma, mb;
-    if (flags & TD_GEMM_HOOK_GATHER) {
-      /* one map per source, uploaded in stream order before the kernel that
-       * reads them (the kernel's own map_a is source 0's, unused) */
-      td__tensor_map maps[TD_GEMM_MAX_SOURCES + TD_GEMM_MAX_PEERS];
-      for (int s = 0; s < sources; s++) {
-        long long r0 = (long long)s * h.a_rows, rows = m - r0 < h.a_rows ? m - r0 : h.a_rows;
-        TD_CHECK(td__make_map(&maps[s], a_src[s], dtype, rows, k, 64, TD__GEMM_GATHER_ROWS(e->bm),
-                              "A (a GATHER source)"));
-      }
-      /* NSPLIT: then each column source's B, [K, N] (the table holds A's maps, then these) */
-      const int bmaps = (flags & TD_GEMM_HOOK_NSPLIT) ? h.n_src : 0;
-      for (int j = 0; j < bmaps; j++)
-        TD_CHECK(td__make_map(&maps[sources + j], b_src[j], dtype, k, n, 64, 64, "B (an NSPLIT column source)"));
-      TD_CHECK(td__upload_maps(maps, sources + bmaps, h.a_maps, stream, bmaps ? "GATHER + NSPLIT" : "GATHER"));
-      ma = maps[0];
-      if (bmaps)
-        mb = maps[sources];
-    } else if (flags & TD_GEMM_HOOK_KGATHER) {
-      /* A maps of every source, then B maps, then BCAST's C maps (box: one
-       * consumer warpgroup's rows of a tile), in one table and one upload */
-      td__tensor_map maps[2 * TD_GEMM_MAX_SOURCES + TD_GEMM_MAX_PEERS];
-      for (int s = 0; s < sources; s++) {
-        TD_CHECK(td__make_map(&maps[s], a_src[s], dtype, m, h.k_src, 64, e->bm, "A (a KGATHER source)"));
-        TD_CHECK(td__make_map(&maps[sources + s], b_src[s], dtype, h.k_src, n, 64, 64, "B (a KGATHER source)"));
-      }
-      const int cmaps = (flags & TD_GEMM_HOOK_BCAST) ? h.bcast_peers : 0;
-      for (int o = 0; o < cmaps; o++)
-        TD_CHECK(td__make_map(&maps[2 * sources + o], h.dst[o], dtype, m, n, e->epi_cols > 0 ? e->epi_cols : e->bn,
-                              e->bm >= 128 ? e->bm / 2 : e->bm,
-                              "C (a BCAST destination)", 0));
-      TD_CHECK(td__upload_maps(maps, 2 * sources + cmaps, h.a_maps, stream, "KGATHER"));
-      ma = maps[0], mb = maps[sources];
-    } else {
+    if (flags & (TD_GEMM_HOOK_GATHER | TD_GEMM_HOOK_KGATHER))
+      TD_CHECK(td__gather_table(e, flags, dtype, m, n, k, &h, a_src, sources, b_src, stream, mc, &ma, &mb));
+    else {
       TD_CHECK(td__make_map(&ma, p->a, dtype, m, k, 64, e->bm, "A"));
     }
     if (flags & (TD_GEMM_HOOK_KGATHER | TD_GEMM_HOOK_NSPLIT)) {
@@ -534,9 +582,12 @@ static td_status td__run(const td_gemm_problem *p, const td_gemm_config *cfg, un
     void *args[] = {&a, &b, &c, &m, &n, &k, &h};
     err = cudaLaunchKernelExC(&lc, e->fn, args);
   }
-  if (err != cudaSuccess)
+  if (err != cudaSuccess) {
+    if (mc) /* the stream may not have run the upload: the next launch makes the table again */
+      mc->valid = 0;
     return td__error(TD_ERR_CUDA, "gemm: launch of the %dx%d sm_%d kernel failed: %s", e->bm,
                      e->bn, arch, cudaGetErrorString(err));
+  }
   return TD_OK;
 }
 
@@ -645,8 +696,9 @@ static td_status td__take_tail(const td_gemm_hooks *tail, const char *hook, td_g
   return TD_OK;
 }
 
-/* GATHER's tail->map_fence (NULL: 0), checked and copied into h; KGATHER's
- * `out` does not carry it (its unused fields may hold anything). */
+/* GATHER's tail->map_fence (NULL: 0), checked and copied into h, with its
+ * map_cache; KGATHER's `out` does not carry map_fence (its unused fields may
+ * hold anything). */
 static td_status td__take_map_fence(const td_gemm_hooks *tail, const char *hook, td_gemm_hooks *h) {
   if (!tail)
     return TD_OK;
@@ -654,6 +706,7 @@ static td_status td__take_map_fence(const td_gemm_hooks *tail, const char *hook,
     return td__error(TD_ERR_INVALID_ARG, "gemm: %s map_fence=%d; 0 (each map fenced before each tile's first "
                      "load) or 1 (every map fenced once, at the start) are allowed", hook, tail->map_fence);
   h->map_fence = tail->map_fence;
+  h->map_cache = tail->map_cache;
   return TD_OK;
 }
 
@@ -745,6 +798,8 @@ extern "C" td_status td__gemm_cuda_run_kgather(const td_gemm_problem *p, const t
   td_gemm_hooks h;
   memset(&h, 0, sizeof h);
   TD_CHECK(td__take_tail(out, "KGATHER", &h)); /* the split tail's workspace (the launcher plans the split itself) */
+  if (out)
+    h.map_cache = out->map_cache;
   if (route) { /* the routing fields alone: the rest of *out is not the caller's to set here */
     memcpy(h.dst, out->dst, sizeof h.dst);
     h.rows_per_peer = out->rows_per_peer;
