@@ -1,0 +1,46 @@
+#!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+# GPU machine, one call (sixteenth session): the map table's host shadow
+# (td_gemm_map_cache, rev 6c3a6c9) tested (gemm_hooks_test's moving-operand
+# cases, the one-launch operator tests) and measured on the 15
+# ag_gemm shapes, cache on against TD_OPS_FUSED_MAP_CACHE=0, alternating,
+# with TD_OPS_FUSED_PROFILE=1 (host phases per rank in the logs). Each step
+# is skipped once the call's budget (PROBE_BUDGET s) would be passed; the
+# logs are re-archived after every step so a killed call still returns them.
+#   . scripts/gpu-env.sh >/dev/null 2>&1; scripts/probe-ag3.sh
+set -uo pipefail
+OUT=${OUT:-out/probe3}
+BIN=${TD_GPU_BIN:-.gpubin}
+L=$OUT/logs; mkdir -p "$L"
+export TD_CACHE_DIR=/tmp/tdist-cache TD_TIMEOUT_MS=${TD_TIMEOUT_MS:-20000} TD_CUDA_DEVICE=0 TD_SYMM_HEAP_SIZE=2G
+export TD_TDRUN=$BIN/tdrun TD_BIN_DIR=$BIN TD_TEST_DIR=$BIN TD_SOURCE_DIR=$PWD
+export TD_GIT_REV=$(cat "$BIN/REVISION" 2>/dev/null || echo unknown)
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+BUDGET=${PROBE_BUDGET:-540}
+T0=$(date +%s)
+S=$L/summary.txt
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu --format=csv,noheader > "$S"
+step() { local name=$1 to=$2; shift 2
+  local t=$(date +%s)
+  if (( t - T0 + to > BUDGET )); then echo "$name skipped (budget)" >> "$S"; return; fi
+  timeout "$to" "$@" >"$L/$name.log" 2>&1
+  echo "$name rc=$? $(( $(date +%s) - t ))s" >> "$S"
+  tar -C "$OUT" -czf "$OUT/probe3.tgz.tmp" logs && mv "$OUT/probe3.tgz.tmp" "$OUT/probe3.tgz"; }
+bench() { local name=$1 op=$2 to=$3; shift 3
+  step "$name" "$to" "$BIN/tdist" bench "$op" --backend cuda --ranks 8 --variants none --iters ${ITERS:-20} --warmup 3 \
+    --json "$L/$name.json" "$@"; }
+ALL="--models all --m 1024,4096,8192"
+for s in ${PROBE_STEPS:-hooks ag_on1 ag_off1 ag_one ag_off2 ag_on2}; do
+  case $s in
+    hooks) step gemm_hooks_test 170 "$BIN/gemm_hooks_test" ;;
+    ag_one) TD_GPU_TEST_FILTER='test_fused_ag_one' TD_GPU_TEST_VERBOSE=1 step ops_ag_one 120 "$BIN/ops_gpu_test" ;;
+    ag_on*) TD_OPS_FUSED_PROFILE=1 bench $s ag_gemm 150 $ALL ;;
+    ag_off*) TD_OPS_FUSED_PROFILE=1 TD_OPS_FUSED_MAP_CACHE=0 bench $s ag_gemm 150 $ALL ;;
+    rs_on*) TD_OPS_FUSED_PROFILE=1 bench $s gemm_rs 150 $ALL ;;
+    rs_off*) TD_OPS_FUSED_PROFILE=1 TD_OPS_FUSED_MAP_CACHE=0 bench $s gemm_rs 150 $ALL ;;
+    ar_on*) TD_OPS_FUSED_PROFILE=1 bench $s gemm_ar 150 $ALL ;;
+    *) echo "unknown step $s" >> "$S" ;;
+  esac
+done
+nvidia-smi --query-gpu=clocks.sm,temperature.gpu --format=csv,noheader >> "$S"
+cat "$S"
