@@ -581,12 +581,16 @@ static int kg_split_waves; /* split_waves of the routed launches: 0 (the last wa
 
 /* The routing description handed to td__gemm_cuda_run_kgather, its other
  * fields filled with junk: only dst, rows_per_peer, push_long_peers,
- * bcast_peers, bcast_hint, bcast_defer, bcast_pace_kb and the split workspace are read, so a launch that
- * copied the rest (an unknown scope, signals, another map table or k_src, a
- * split plan of the caller's) would be refused or compute garbage. */
+ * bcast_peers, bcast_hint, bcast_defer, bcast_pace_kb, the split workspace
+ * and map_cache are read, so a launch that copied the rest (an unknown scope,
+ * signals, another map table or k_src, a split plan of the caller's) would be
+ * refused or compute garbage. map_cache is read (a pointer the launcher
+ * dereferences), so it is the caller's to set like dst: NULL here, as every
+ * routed caller that keeps no shadow must (test_map_cache runs one). */
 static td_gemm_hooks kg_route_junk(void) {
   td_gemm_hooks h;
   memset(&h, 0x5a, sizeof h);
+  h.map_cache = NULL;
   for (int i = 0; i < TD_GEMM_MAX_PEERS; i++)
     h.dst[i] = NULL;
   h.scope = 0xffffffffu;
