@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: Apache-2.0
-# GPU machine, one call (sixteenth session): the map table's host shadow
+# GPU machine, one call (sixteenth session; steps in PROBE_STEPS): the map table's host shadow
 # (td_gemm_map_cache, rev 6c3a6c9) tested (gemm_hooks_test's moving-operand
 # cases, the one-launch operator tests) and measured on the 15
 # ag_gemm shapes, cache on against TD_OPS_FUSED_MAP_CACHE=0, alternating,
@@ -27,13 +27,23 @@ step() { local name=$1 to=$2; shift 2
   echo "$name rc=$? $(( $(date +%s) - t ))s" >> "$S"
   tar -C "$OUT" -czf "$OUT/probe3.tgz.tmp" logs && mv "$OUT/probe3.tgz.tmp" "$OUT/probe3.tgz"; }
 bench() { local name=$1 op=$2 to=$3; shift 3
-  step "$name" "$to" "$BIN/tdist" bench "$op" --backend cuda --ranks 8 --variants none --iters ${ITERS:-20} --warmup 3 \
+  step "$name" "$to" "${TDIST:-$BIN/tdist}" bench "$op" --backend cuda --ranks 8 --variants none --iters ${ITERS:-20} --warmup 3 \
     --json "$L/$name.json" "$@"; }
 ALL="--models all --m 1024,4096,8192"
 for s in ${PROBE_STEPS:-hooks ag_on1 ag_off1 ag_one ag_off2 ag_on2}; do
   case $s in
     hooks) step gemm_hooks_test 170 "$BIN/gemm_hooks_test" ;;
     ag_one) TD_GPU_TEST_FILTER='test_fused_ag_one' TD_GPU_TEST_VERBOSE=1 step ops_ag_one 120 "$BIN/ops_gpu_test" ;;
+    ops) TD_GPU_TEST_FILTER='test_fused_ag_one,test_fused_kgather,test_fused_timeout' TD_GPU_TEST_VERBOSE=1 \
+      step ops 240 "$BIN/ops_gpu_test" ;;
+    # the previous build (.gpubin/tdist-old) and the host wait off, beside this build
+    ag_old*) TDIST=$BIN/tdist-old bench $s ag_gemm 150 $ALL ;;
+    ag_poll*) TD_OPS_FUSED_HOST_WAIT=0 bench $s ag_gemm 150 $ALL ;;
+    ag_new*) bench $s ag_gemm 150 $ALL ;;
+    rs_new*) bench $s gemm_rs 150 $ALL ;;
+    rs_old*) TDIST=$BIN/tdist-old bench $s gemm_rs 150 $ALL ;;
+    ar_new*) bench $s gemm_ar 150 $ALL ;;
+    ar_old*) TDIST=$BIN/tdist-old bench $s gemm_ar 150 $ALL ;;
     ag_on*) TD_OPS_FUSED_PROFILE=1 bench $s ag_gemm 150 $ALL ;;
     ag_off*) TD_OPS_FUSED_PROFILE=1 TD_OPS_FUSED_MAP_CACHE=0 bench $s ag_gemm 150 $ALL ;;
     rs_on*) TD_OPS_FUSED_PROFILE=1 bench $s gemm_rs 150 $ALL ;;
