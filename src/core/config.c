@@ -143,10 +143,6 @@ static const td__cfg_var td__vars[] = {
      "fused ag_gemm gather and gemm_rs / gemm_ar kgather: 1 = a call whose operands (addresses) are the previous "
      "call's reuses the tensor maps already in the launch's device table (no encodes, no upload); 0 = every call "
      "encodes and uploads them; a measurement knob, the results are the same bits", NULL},
-    {"TD_OPS_FUSED_HOST_WAIT", TD__CFG_INT, "1", 0, 1, NULL,
-     "fused operators on CUDA: 1 = a call's end is seen by spinning on a pinned host word its stream writes after "
-     "the call's work (the stream is still queried every ~100 us and once at the end, so errors and the deadline "
-     "hold); 0 = by polling the stream with cudaStreamQuery; a measurement knob, the results are the same bits", NULL},
     {"TD_OPS_FUSED_PROFILE", TD__CFG_INT, "0", 0, 1, NULL,
      "1: each fused operator prints, when destroyed, one line per rank on stderr with the median host time (us) "
      "of its calls' phases (operand-check exchange, enqueue, middle exchange, finish) and how often the tensor "

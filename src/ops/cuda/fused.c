@@ -209,8 +209,6 @@ static void td__f_free(td__tp_fused *f) {
   cudaSetDevice(f->dev);
   cudaFree(f->buf), cudaFree(f->red), cudaFree(f->recv), cudaFree(f->ptrs), cudaFree(f->amaps), cudaFree(f->kmaps);
   cudaFree(f->ctl), cudaFree(f->split_ws);
-  if (f->hdone)
-    cudaFreeHost((void *)f->hdone);
   free(f->map_cache), free(f->prof);
   if (f->ce_done)
     cudaEventDestroy(f->ce_done);
@@ -588,15 +586,6 @@ static td_status td__f_alloc(td_tp_op *op, td__tp_fused *f) {
   TD_CHECK(td__f_cu(cudaEventCreateWithFlags(&f->ev_gdone, cudaEventDisableTiming), "cudaEventCreate"));
   TD_CHECK(td__f_cu(cudaEventCreateWithFlags(&f->ev_rdone, cudaEventDisableTiming), "cudaEventCreate"));
   TD_CHECK(td__f_cu(cudaEventCreateWithFlags(&f->ev_push, cudaEventDisableTiming), "cudaEventCreate"));
-  int64_t host_wait = 1;
-  TD_CHECK(td_config_int("TD_OPS_FUSED_HOST_WAIT", &host_wait));
-  if (host_wait) {
-    void *hw = NULL;
-    TD_CHECK(td__f_cu(cudaHostAlloc(&hw, 64, cudaHostAllocMapped | cudaHostAllocPortable),
-                      "cudaHostAlloc (the host wait's word)"));
-    f->hdone = (volatile uint64_t *)hw;
-    *f->hdone = 0;
-  }
   const size_t m = (size_t)d->m;
   if (d->kind == TD_TP_AG_GEMM) {
     TD_CHECK(td__f_ag_mode(op, f));
@@ -840,49 +829,9 @@ static int td__f_poll(cudaStream_t s, int timeout_ms, cudaError_t *err) {
   }
 }
 
-/* TD_OPS_FUSED_HOST_WAIT: the stream writes `e` into f->hdone behind this
- * call's work (the write's default fence orders the work's stores before
- * it); the host spins on that word, looking at the stream itself every
- * ~100 us so that a failed kernel (which never writes it) is seen at once,
- * and gives up at the deadline. Returns as td__f_poll; 0 means the word
- * arrived (the caller still queries the stream once, for its status). */
-static int td__f_host_wait(td__tp_fused *f, uint64_t e, cudaError_t *err) {
-  if (td__f_setv(f->s, (uint64_t *)(uintptr_t)f->hdone, e) != TD_OK) {
-    td_clear_error(); /* the stream poll that follows still waits, without the word */
-    return 0;
-  }
-  struct timespec t0, now;
-  clock_gettime(CLOCK_MONOTONIC, &t0);
-  double last_query = 0;
-  for (unsigned spin = 1;; spin++) {
-    if (__atomic_load_n(f->hdone, __ATOMIC_ACQUIRE) >= e)
-      return 0;
-    if (spin % 64)
-      continue;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    const double ms = (double)(now.tv_sec - t0.tv_sec) * 1e3 + (double)(now.tv_nsec - t0.tv_nsec) * 1e-6;
-    if (ms - last_query >= 0.1) {
-      last_query = ms;
-      cudaError_t q = cudaStreamQuery(f->s);
-      if (q == cudaSuccess)
-        return 0;
-      if (q != cudaErrorNotReady) {
-        *err = q;
-        return 1;
-      }
-    }
-    if (ms > f->timeout_ms)
-      return 2;
-    if (spin % 4096 == 0) /* a rank per core is the case spun for; more ranks than cores still progress */
-      sched_yield();
-  }
-}
-
 td_status td__f_finish(td_tp_op *op, td__tp_fused *f) {
   cudaError_t err = cudaSuccess;
-  int rc = f->hdone ? td__f_host_wait(f, f->epoch, &err) : 0;
-  if (rc == 0)
-    rc = td__f_poll(f->s, f->timeout_ms, &err);
+  int rc = td__f_poll(f->s, f->timeout_ms, &err);
   if (rc == 1)
     return td__f_cu(err, "the call's GPU work");
   if (rc == 2) {

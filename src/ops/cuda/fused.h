@@ -67,10 +67,6 @@ struct td__tp_fused {
   int ar_all_push; /* gemm_ar: every row block pushed to every peer as computed; each rank reduces all rows */
   int ar_blocks;   /* gemm_ar all-push: row blocks of the partial GEMM (<= TD__MAXR) */
   int pdev[TD__MAXR]; /* every rank's device */
-  volatile uint64_t *hdone; /* TD_OPS_FUSED_HOST_WAIT=1 (the default): a pinned, mapped host word the stream
-                             * writes this call's epoch into after its work; td__f_finish spins on it (plain
-                             * memory) before the one cudaStreamQuery, so 8 ranks waiting on one GPU do not
-                             * queue on the runtime's lock in cudaStreamQuery loops; NULL = poll the stream */
   int poisoned;   /* set (atomically) by a rank whose call failed: later results are void */
   td__tp_fused *peer[TD__MAXR]; /* every rank's state (one process) */
   size_t esz;
