@@ -586,7 +586,7 @@ static int kg_split_waves; /* split_waves of the routed launches: 0 (the last wa
  * signals, another map table or k_src, a split plan of the caller's) would be
  * refused or compute garbage. map_cache is read (a pointer the launcher
  * dereferences), so it is the caller's to set like dst: NULL here, as every
- * routed caller that keeps no shadow must (test_map_cache runs one). */
+ * routed caller that keeps no shadow must (test_map_cache gives KGATHER a real one). */
 static td_gemm_hooks kg_route_junk(void) {
   td_gemm_hooks h;
   memset(&h, 0x5a, sizeof h);
