@@ -97,14 +97,15 @@ static const td__cfg_var td__vars[] = {
      "default: the tuning cache's entry, else cuBLAS", td__check_fused_tile},
     {"TD_OPS_FUSED_AG_GEMMS", TD__CFG_INT, "0", 0, 8, "0,1,3,8",
      "fused ag_gemm: GEMMs per call, 1 (all rows), 3 (own, after, before) or 8 (one per rank); 0 = by shape", NULL},
-    {"TD_OPS_FUSED_AG", TD__CFG_STR, "auto", 0, 0, "auto,copy,direct,batched,gather,gather-one,gather-share",
+    {"TD_OPS_FUSED_AG", TD__CFG_STR, "auto", 0, 0, "auto,copy,direct,batched,batched-one,gather,gather-one,gather-share",
      "fused ag_gemm: copy (gather the peers' A rows, then GEMM), direct (a GEMM per rank reading its A in place, "
      "no copy; for ranks sharing one GPU), batched (direct as one cuBLAS batched launch when the parts are "
-     "equal) or gather (one launch of our tile reading every rank's A in place, for equal parts of a multiple "
+     "equal) or batched-one (rank 0's one cuBLAS batched launch of ranks x ranks GEMMs for every rank, equal parts "
+     "on one shared GPU; across GPUs: batched) or gather (one launch of our tile reading every rank's A in place, for equal parts of a multiple "
      "of 128 rows in bf16 on one shared GPU with a tile compiled for it, each rank its own launch; where it cannot "
      "run: batched, else direct) or gather-one (the same as rank 0's one launch for every rank, each rank's B "
      "and C a column source, its last wave split as TD_OPS_FUSED_TAIL says) or gather-share (each rank's launch "
-     "on its share of the SMs, SMs / ranks, its last wave split: the ranks' launches run at once); batched, direct, gather, gather-one and gather-share are for ranks sharing one GPU: across GPUs they read the peers' A over "
+     "on its share of the SMs, SMs / ranks, its last wave split: the ranks' launches run at once); batched, batched-one, direct, gather, gather-one and gather-share are for ranks sharing one GPU: across GPUs they read the peers' A over "
      "the links (direct), slower than copy there; auto = on one shared GPU, equal parts of a multiple of 128 rows and at most 8 ranks: gather-one on 256x128 tiles (measured faster; in clusters of 2 on parts of >= 256 rows; 128x256 in clusters of 2 at K >= 8192 on parts of 128 rows and K >= 12288 on parts of 256 where a rank's columns are whole 256-column tiles), unless TD_OPS_FUSED_TILE names a tile; "
      "else gather where it can run (256-row tiles only where named), except parts "
      "of >= 512 rows whose B rows are not whole 128-byte lines, which take batched (direct for unequal parts) "

@@ -430,6 +430,39 @@ static void test_fused_ag_one(void **state) {
  * split over 100 calls on one workspace per rank (M = 1024 on 8 ranks: each
  * rank's 8 tiles on 16 or 17 SMs, 2 slices each), TD_OPS_FUSED_TAIL=none,
  * and where it cannot run. Every rank's C checked (fused_case). */
+/* ag_gemm's batched-one (TD_OPS_FUSED_AG=batched-one): rank 0's one cuBLAS
+ * batched launch of ranks x ranks GEMMs for every rank on one shared GPU,
+ * 1-8 ranks, bf16 and f16, columns and K that are no multiple of a tile,
+ * parts of 1 row, 100 calls with no reset, operands that move between calls
+ * (the pointer table is uploaded again) and stay (it is not), and the
+ * fallbacks where it cannot run: unequal parts (direct GEMMs) and a named
+ * tile (our tile, each rank's launches). Every rank's C against the f64
+ * reference (fused_case). */
+static void test_fused_ag_batched_one(void **state) {
+  (void)state;
+  setenv("TD_CUDA_DEVICE", "0", 1);
+  setenv("TD_OPS_FUSED_AG", "batched-one", 1);
+  const char *want = "ag batched, one launch for every rank, cuBLAS batched";
+  const int ranks[] = {1, 2, 3, 4, 8};
+  for (int mv = 0; mv < 2; mv++) {
+    g_moving = mv;
+    for (int r = 0; r < 5; r++) {
+      const int n = ranks[r];
+      fused_sched(want, TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 128 * n, 136 * n, 136, 3, n);
+      fused_sched(want, TD_TP_AG_GEMM, TD_TP_FUSED, TD_F16, 37 * n, 72 * n, 64, 3, n);
+      fused_sched(want, TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, n, 8 * n, 1000, 2, n); /* parts of 1 row */
+    }
+  }
+  g_moving = 0;
+  fused_sched(want, TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 1024, 1792, 512, 100, 8); /* 100 calls, no reset */
+  fused_sched("ag direct", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 333, 512, 136, 2, 4); /* unequal parts */
+  setenv("TD_OPS_FUSED_TILE", "128x128", 1); /* our tile named: no cuBLAS batched launch */
+  fused_sched("!batched", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 128 * 4, 1024, 136, 2, 4);
+  unsetenv("TD_OPS_FUSED_TILE");
+  unsetenv("TD_OPS_FUSED_AG");
+  unsetenv("TD_CUDA_DEVICE");
+}
+
 static void test_fused_ag_share(void **state) {
   (void)state;
   setenv("TD_CUDA_DEVICE", "0", 1);
@@ -884,6 +917,7 @@ int main(void) {
       cmocka_unit_test(test_fused_direct),
       cmocka_unit_test(test_fused_kgather),
       cmocka_unit_test(test_fused_ag_one),
+      cmocka_unit_test(test_fused_ag_batched_one),
       cmocka_unit_test(test_fused_ag_share),
       cmocka_unit_test(test_fused_gpus2),
       cmocka_unit_test(test_fused_gpus4),

@@ -213,25 +213,25 @@ static void test_fused_tail_values(void **state) {
   expect_accepted("TD_OPS_FUSED_TAIL", "split2");
 }
 
-/* TD_OPS_FUSED_AG: gather (each rank's launch), gather-one (one launch for every rank) and gather-share (each
- * rank's launch on its share of the SMs) exactly */
+/* TD_OPS_FUSED_AG: gather (each rank's launch), gather-one (one launch for every rank), gather-share (each
+ * rank's launch on its share of the SMs) and batched-one (rank 0's one cuBLAS batched launch) exactly */
 static void test_fused_ag_values(void **state) {
   (void)state;
   const char *s = NULL;
-  const char *good[] = {"gather", "gather-one", "gather-share"};
-  for (size_t i = 0; i < 3; i++) {
+  const char *good[] = {"gather", "gather-one", "gather-share", "batched-one"};
+  for (size_t i = 0; i < 4; i++) {
     setenv("TD_OPS_FUSED_AG", good[i], 1);
     assert_int_equal(td_config_str("TD_OPS_FUSED_AG", &s), TD_OK);
     assert_string_equal(s, good[i]);
   }
   const char *bad[] = {"gather_one", "gather-1", "gatherone", "gather-one ", "gather-", "Gather-one", "one",
-                       "gather-shared", "gather_share", "share"};
+                       "gather-shared", "gather_share", "share", "batched_one", "batched-1", "batchedone"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     char want[200];
     setenv("TD_OPS_FUSED_AG", bad[i], 1);
     assert_int_equal(td_config_str("TD_OPS_FUSED_AG", &s), TD_ERR_INVALID_ARG);
-    snprintf(want, sizeof want, "TD_OPS_FUSED_AG='%s' is not allowed; allowed: auto,copy,direct,batched,gather,gather-one,"
-             "gather-share",
+    snprintf(want, sizeof want, "TD_OPS_FUSED_AG='%s' is not allowed; allowed: auto,copy,direct,batched,batched-one,gather,"
+             "gather-one,gather-share",
              bad[i]);
     if (!strstr(td_last_error(), want))
       fprintf(stderr, "got '%s', want '%s'\n", td_last_error(), want);

@@ -203,13 +203,16 @@ static void td__f_free(td__tp_fused *f) {
   if (!f)
     return;
   if (td__cuda_device_stuck(f->dev)) { /* cudaFree would wait for the device's blocked work forever */
-    free(f->map_cache), free(f->prof), free(f);
+    free(f->map_cache), free(f->prof), free(f->prof_gpu), free(f);
     return;
   }
   cudaSetDevice(f->dev);
   cudaFree(f->buf), cudaFree(f->red), cudaFree(f->recv), cudaFree(f->ptrs), cudaFree(f->amaps), cudaFree(f->kmaps);
   cudaFree(f->ctl), cudaFree(f->split_ws);
-  free(f->map_cache), free(f->prof);
+  free(f->map_cache), free(f->prof), free(f->prof_gpu);
+  for (int i = 0; i < 3; i++)
+    if (f->prof_ev[i])
+      cudaEventDestroy(f->prof_ev[i]);
   if (f->ce_done)
     cudaEventDestroy(f->ce_done);
   for (int p = 0; p < TD__MAXR; p++)
@@ -440,7 +443,8 @@ static td_status td__f_ag_mode(const td_tp_op *op, td__tp_fused *f) {
   if (v != 0 && v != 1 && v != 3 && v != 8)
     return td__error(TD_ERR_INVALID_ARG, "fused: TD_OPS_FUSED_AG_GEMMS=%" PRId64 ": use 0 (by shape), 1, 3 or 8",
                      v);
-  f->ag_direct = mode && (!strcmp(mode, "direct") || !strcmp(mode, "batched") || !strcmp(mode, "gather") ||
+  f->ag_direct = mode && (!strcmp(mode, "direct") || !strcmp(mode, "batched") || !strcmp(mode, "batched-one") ||
+                          !strcmp(mode, "gather") ||
                           !strcmp(mode, "gather-one") || !strcmp(mode, "gather-share"))
                      ? 1
                 : mode && !strcmp(mode, "copy")                                 ? 0
@@ -520,7 +524,8 @@ static td_status td__f_ar_mode(const td_tp_op *op, td__tp_fused *f) {
 static td_status td__f_open_device(td_tp_op *op, td__tp_fused *f) {
   int64_t prof = 0; /* read here, so a bad value fails the first exchange on every rank */
   TD_CHECK(td_config_int("TD_OPS_FUSED_PROFILE", &prof));
-  if (prof && !(f->prof = calloc((size_t)TD__PROF_CALLS * TD__PROF_N, sizeof *f->prof)))
+  if (prof && (!(f->prof = calloc((size_t)TD__PROF_CALLS * TD__PROF_N, sizeof *f->prof)) ||
+               !(f->prof_gpu = calloc((size_t)TD__PROF_CALLS * TD__PROF_GPU_N, sizeof *f->prof_gpu))))
     return td__error(TD_ERR_NO_MEMORY, "fused: rank %d: out of memory for TD_OPS_FUSED_PROFILE's stamps", op->rank);
   TD_CHECK(td__f_device(op->team, op->rank, &f->dev));
   TD_CHECK(td__f_cu(cudaSetDevice(f->dev), "cudaSetDevice"));
@@ -586,6 +591,8 @@ static td_status td__f_alloc(td_tp_op *op, td__tp_fused *f) {
   TD_CHECK(td__f_cu(cudaEventCreateWithFlags(&f->ev_gdone, cudaEventDisableTiming), "cudaEventCreate"));
   TD_CHECK(td__f_cu(cudaEventCreateWithFlags(&f->ev_rdone, cudaEventDisableTiming), "cudaEventCreate"));
   TD_CHECK(td__f_cu(cudaEventCreateWithFlags(&f->ev_push, cudaEventDisableTiming), "cudaEventCreate"));
+  for (int i = 0; f->prof && f->r == 0 && i < 3; i++) /* timed: the one launch's GPU times (td__f_prof_event) */
+    TD_CHECK(td__f_cu(cudaEventCreate(&f->prof_ev[i]), "cudaEventCreate"));
   const size_t m = (size_t)d->m;
   if (d->kind == TD_TP_AG_GEMM) {
     TD_CHECK(td__f_ag_mode(op, f));
@@ -631,8 +638,11 @@ static td_status td__f_alloc(td_tp_op *op, td__tp_fused *f) {
     /* direct with equal parts on cuBLAS: one batched launch (unless TD_OPS_FUSED_AG=direct) */
     f->ag_batched = f->ag_direct && !f->ag_gather && !(mode && !strcmp(mode, "direct")) &&
                     td__gemm_cublas_batched && f->cfg.arch == TD_GEMM_CUBLAS && d->m % f->n == 0;
+    /* batched-one: rank 0's one batched launch for every rank, on one shared GPU */
+    f->ag_one_blas = f->ag_batched && !f->multi && mode && !strcmp(mode, "batched-one");
     if (f->ag_batched)
-      TD_CHECK(td__f_cu(cudaMalloc((void **)&f->ptrs, 3 * (size_t)f->n * sizeof(void *)),
+      TD_CHECK(td__f_cu(cudaMalloc((void **)&f->ptrs, 3 * (size_t)f->n * (f->ag_one_blas ? f->n : 1) *
+                                                           sizeof(void *)),
                         "cudaMalloc (pointer table)"));
   } else if (d->kind != TD_TP_ALL_REDUCE) {
     TD_CHECK(td__f_rs_mode(f));
@@ -907,6 +917,22 @@ void td__f_stamp(td__tp_fused *f, int what) {
     f->prof_calls++;
 }
 
+void td__f_prof_event(td__tp_fused *f, int i) {
+  if (f->prof && f->prof_ev[i] && f->prof_calls < TD__PROF_CALLS)
+    cudaEventRecord(f->prof_ev[i], f->s); /* a measurement aid: its failure leaves this call unmeasured */
+}
+
+/* Rank 0 of a one-launch call, after its streams finished: the call's GPU
+ * times from its profile events (td__f_prof_event). */
+void td__f_prof_gpu(td__tp_fused *f) {
+  if (!f->prof || !f->prof_ev[0] || f->prof_calls >= TD__PROF_CALLS)
+    return;
+  float *g = f->prof_gpu + (size_t)f->prof_calls * TD__PROF_GPU_N, ms = 0;
+  g[TD__PROF_GPU_TO_LAUNCH] = cudaEventElapsedTime(&ms, f->prof_ev[0], f->prof_ev[1]) == cudaSuccess ? ms : 0;
+  g[TD__PROF_GPU_KERNEL] = cudaEventElapsedTime(&ms, f->prof_ev[1], f->prof_ev[2]) == cudaSuccess ? ms : 0;
+  cudaGetLastError(); /* an event not recorded in this call (another schedule) is no error of the caller's */
+}
+
 static int td__f_cmp_double(const void *x, const void *y) {
   double a = *(const double *)x, b = *(const double *)y;
   return (a > b) - (a < b);
@@ -928,15 +954,16 @@ static double td__f_prof_median(const td__tp_fused *f, int from, int to, double 
 }
 
 /* TD_OPS_FUSED_PROFILE's report, one line per rank on stderr: where a
- * call's host time went (a measurement aid; the GPU's time is ncu's). */
+ * call's host time went, and on rank 0 of a one-launch schedule the GPU's
+ * side (td__f_prof_gpu) -- a measurement aid. */
 static void td__f_prof_report(const td_tp_op *op, const td__tp_fused *f) {
   if (!f->prof || f->prof_calls == 0)
     return;
   double *tmp = malloc((size_t)f->prof_calls * sizeof *tmp);
   if (!tmp)
     return;
-  static const char *const names[TD__PROF_N - 1] = {"operand-check exchange", "enqueue", "middle exchange",
-                                                     "finish"};
+  static const char *const names[TD__PROF_N - 1] = {"operand-check exchange", "launcher", "enqueue",
+                                                     "middle exchange", "finish"};
   char line[512];
   int len = snprintf(line, sizeof line, "tdist: fused profile: %s rank %d, %d calls, median us:",
                      td_tp_kind_name(op->d.kind), op->rank, f->prof_calls);
@@ -949,8 +976,22 @@ static void td__f_prof_report(const td_tp_op *op, const td__tp_fused *f) {
     prev = w;
   }
   if (len < (int)sizeof line)
-    snprintf(line + len, sizeof line - (size_t)len, " call %.1f\n",
-             td__f_prof_median(f, TD__PROF_ENTER, TD__PROF_DONE, tmp));
+    len += snprintf(line + len, sizeof line - (size_t)len, " call %.1f",
+                    td__f_prof_median(f, TD__PROF_ENTER, TD__PROF_DONE, tmp));
+  static const char *const gnames[TD__PROF_GPU_N] = {"call start to launch", "launch"};
+  for (int g = 0, shown = 0; f->prof_gpu && g < TD__PROF_GPU_N && len < (int)sizeof line; g++) {
+    int k = 0;
+    for (int c = 0; c < f->prof_calls; c++)
+      if (f->prof_gpu[(size_t)c * TD__PROF_GPU_N + g] > 0)
+        tmp[k++] = 1e3 * f->prof_gpu[(size_t)c * TD__PROF_GPU_N + g];
+    if (k == 0)
+      continue;
+    qsort(tmp, (size_t)k, sizeof *tmp, td__f_cmp_double);
+    len += snprintf(line + len, sizeof line - (size_t)len, "%s %s %.1f", shown++ ? "," : "; GPU (events)",
+                    gnames[g], k % 2 ? tmp[k / 2] : 0.5 * (tmp[k / 2 - 1] + tmp[k / 2]));
+  }
+  if (len < (int)sizeof line)
+    snprintf(line + len, sizeof line - (size_t)len, "\n");
   fputs(line, stderr);
   free(tmp);
 }
@@ -958,6 +999,7 @@ static void td__f_prof_report(const td_tp_op *op, const td__tp_fused *f) {
 td_status td__tp_fused_publish(td_tp_op *op, void *c, const void *a, const void *b) {
   td__tp_fused *f = op->fused;
   td__f_stamp(f, TD__PROF_ENTER);
+  td__f_prof_event(f, 0); /* the previous call left the stream idle: this marks the call's start on the GPU */
   /* The caller's stream produces the operands: its earlier work must be
    * over before any rank reads them (the peers read A or src from their own
    * streams). Calls are blocking, so this host wait costs little; an event
@@ -1015,10 +1057,11 @@ void td__tp_fused_describe(const td_tp_op *op, char *buf, size_t cap) {
       if (t > 0)
         snprintf(tail, sizeof tail, ", last %d tile%s in %d K-slices", t, t > 1 ? "s" : "", s);
       snprintf(buf, cap, "ag %s%s, %s%s",
-               f->ag_one       ? "gather, one launch for every rank"
-               : f->ag_gather  ? "gather"
-               : f->ag_batched ? "batched"
-                               : "direct",
+               f->ag_one        ? "gather, one launch for every rank"
+               : f->ag_gather   ? "gather"
+               : f->ag_one_blas ? "batched, one launch for every rank"
+               : f->ag_batched  ? "batched"
+                                : "direct",
                share, f->ag_batched ? "cuBLAS batched" : eng, tail);
     }
     else if (f->ag_blocks == 1)

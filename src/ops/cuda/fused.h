@@ -20,10 +20,18 @@
 enum { TD__CTL_FIN = 0, TD__CTL_GDONE = 1, TD__CTL_RDONE = 2, TD__CTL_WORDS = 8, TD__MAXR = 8 };
 
 /* TD_OPS_FUSED_PROFILE's stamps of one call: entering the call (before the
- * operand-check exchange), after it, this rank's GEMM enqueued (the one
- * launch's rank 0; the others stamp it at once), after the middle exchange,
- * and the return. Printed as medians at destroy (td__f_prof_report). */
-enum { TD__PROF_ENTER, TD__PROF_AGREED, TD__PROF_ENQUEUED, TD__PROF_MIDDLE, TD__PROF_DONE, TD__PROF_N };
+ * operand-check exchange), after it, the one launch's launcher returned (its
+ * rank 0 only), this rank's GEMM enqueued (the one launch's rank 0 after its
+ * event; the others stamp it at once), after the middle exchange, and the
+ * return. Printed as medians at destroy (td__f_prof_report), with the one
+ * launch's GPU times (TD__PROF_GPU_*, CUDA events on rank 0's stream). */
+enum { TD__PROF_ENTER, TD__PROF_AGREED, TD__PROF_LAUNCHED, TD__PROF_ENQUEUED, TD__PROF_MIDDLE, TD__PROF_DONE,
+       TD__PROF_N };
+/* The one launch's GPU times per call (ms, rank 0): from an event recorded as
+ * the call starts (the stream is idle then, so it marks the call's start on
+ * the GPU within the event's own latency) to one recorded just before the
+ * launch, and from that one to one just after it (the launch's GPU time). */
+enum { TD__PROF_GPU_TO_LAUNCH, TD__PROF_GPU_KERNEL, TD__PROF_GPU_N };
 enum { TD__PROF_CALLS = 4096 };
 
 /* Element type codes of td__fused_reduce (fused_reduce.cu). */
@@ -35,7 +43,11 @@ struct td__tp_fused {
   int multi;      /* 1: some rank uses another GPU than this one (peer access enabled at creation) */
   int ag_direct;  /* ag: the GEMMs read each peer's A in place (no gather copy), one launch per rank */
   int ag_batched; /* ag direct: all of them as one cuBLAS batched launch (equal parts) */
-  void **ptrs;    /* ag batched: device table of 3 x n pointers (B, A, C per part) */
+  int ag_one_blas; /* ag batched, one shared GPU (TD_OPS_FUSED_AG=batched-one): rank 0's one cuBLAS batched launch
+                    * of n x n GEMMs, C_p[rows of q] = A_q * B_p, for every rank p; the others wait on its event */
+  void **ptrs;    /* ag batched: device table of 3 x n pointers (B, A, C per part); ag_one_blas: 3 x n x n */
+  const void *ptab[3 * TD__MAXR * TD__MAXR]; /* ag_one_blas: the table last uploaded (a call whose table is the same skips it) */
+  int ptab_count; /* ag_one_blas: pointers in ptab (0: nothing uploaded yet) */
   int ag_blocks;  /* ag (copy): GEMMs per call: 1 (all rows), 3 (own, after, before) or n (one per source) */
   int ag_gather;  /* ag direct: one launch of our tile reading every rank's A in place (GATHER hook) */
   int ag_one;     /* ag gather: rank 0's one launch for every rank (GATHER | NSPLIT: each rank's B and C a
@@ -53,6 +65,8 @@ struct td__tp_fused {
                                  * NULL = every call encodes and uploads */
   double *prof;   /* TD_OPS_FUSED_PROFILE=1: TD__PROF_N host times (s) per call, up to TD__PROF_CALLS calls */
   int prof_calls;
+  float *prof_gpu; /* TD_OPS_FUSED_PROFILE=1: TD__PROF_GPU_N GPU times (ms) per call; 0 = not measured */
+  cudaEvent_t prof_ev[3]; /* TD_OPS_FUSED_PROFILE=1, rank 0: call start, before and after the one launch */
   int bcast_hint; /* gemm_ar kgather: TD_OPS_FUSED_BCAST_HINT (1 = evict_first), read at creation */
   int bcast_defer; /* gemm_ar kgather: TD_OPS_FUSED_BCAST_HALF: 0 wait, 1 defer (the half-staged tile's second
                     * half stored during the next tile's main loop), 2 pace (the default: every copy paced
@@ -115,6 +129,10 @@ td_status td__f_gather_mid(td_tp_op *op, td__tp_fused *f, int64_t mine, int64_t 
 td_status td__f_setv(cudaStream_t s, uint64_t *addr, uint64_t v);
 /* TD_OPS_FUSED_PROFILE: this call's stamp `what` (TD__PROF_*); no-op when off. */
 void td__f_stamp(td__tp_fused *f, int what);
+/* TD_OPS_FUSED_PROFILE, rank 0: records prof_ev[i] on the compute stream; no-op when off or on other ranks. */
+void td__f_prof_event(td__tp_fused *f, int i);
+/* TD_OPS_FUSED_PROFILE, rank 0 of a one-launch call once its stream is done: stores the call's GPU times. */
+void td__f_prof_gpu(td__tp_fused *f);
 int td__f_dt(td_dtype dt);
 /* ar all-push: the receive slot of rank p's partial at rank q (p != q). */
 static inline int td__f_slot(int p, int q) { return p < q ? p : p - 1; }

@@ -202,6 +202,8 @@ static td_status td__f_one_launch_end(td_tp_op *op, td__tp_fused *f, td_status g
     td__f_keep(&st, td__f_cu(cudaStreamWaitEvent(f->s, f->peer[0]->ev_gdone, 0), "cudaStreamWaitEvent"));
   td__f_keep(&st, td__f_setv(f->s, f->ctl + TD__CTL_FIN, e));
   td_status fin = td__f_finish(op, f);
+  if (r == 0 && fin == TD_OK)
+    td__f_prof_gpu(f);
   if (r != 0 && all[0] != TD_OK && st == TD_OK)
     st = td__error((td_status)all[0], "fused: rank %d: rank 0's %s launch for every rank failed (its error says "
                    "why), so this call wrote no output", r, td_tp_kind_name(op->d.kind));
@@ -231,7 +233,54 @@ static td_status td__f_ag_one(td_tp_op *op, td__tp_fused *f, void *c, const void
     tail.split_ws = f->split_ws, tail.split_ws_bytes = f->split_ws_bytes, tail.split_waves = f->tail_split;
     tail.map_fence = f->map_fence;
     tail.map_cache = f->map_cache;
+    td__f_prof_event(f, 1);
     gst = td__gemm_cuda_run_gather_cols(&pr, &f->cfg, as, n, f->rows[0], bs, cs, n, f->amaps, &tail, f->s);
+    td__f_stamp(f, TD__PROF_LAUNCHED);
+    td__f_prof_event(f, 2);
+    td__f_keep(&st, td__f_cu(cudaEventRecord(f->ev_gdone, f->s), "cudaEventRecord"));
+  }
+  return td__f_one_launch_end(op, f, gst, st, e);
+}
+
+/* batched-one (one shared GPU, equal parts): rank 0's one cuBLAS batched
+ * launch of n x n GEMMs, GEMM p * n + q computing C_p[rows of q] = A_q * B_p
+ * on every rank's operands in place: the same work as the ranks' n GEMMs of
+ * M x N at once, as one launch that fills the GPU with cuBLAS's kernel, and
+ * no gather copy. Synchronisation as td__f_ag_one's. The pointer table is
+ * uploaded only when it differs from the last one (the previous call's
+ * launch, which read it, ended before this call began). */
+static td_status td__f_ag_one_blas(td_tp_op *op, td__tp_fused *f, void *c, const void *a, const void *b,
+                                   uint64_t e) {
+  const int n = f->n, r = f->r, cnt = n * n;
+  td_status st = TD_OK, gst = TD_OK;
+  if (r == 0) {
+    const void *as[TD__MAXR], *bs[TD__MAXR];
+    void *cs[TD__MAXR];
+    const void *h[3 * TD__MAXR * TD__MAXR];
+    td__f_operands(f, a, b, c, as, bs, cs);
+    for (int p = 0; p < n; p++)
+      for (int q = 0; q < n; q++) {
+        h[p * n + q] = bs[p];
+        h[cnt + p * n + q] = as[q];
+        h[2 * cnt + p * n + q] = (char *)cs[p] + (size_t)f->row0[q] * (size_t)f->nb * f->esz;
+      }
+    const size_t bytes = 3 * (size_t)cnt * sizeof(void *);
+    if (f->ptab_count != 3 * cnt || memcmp(f->ptab, h, bytes)) {
+      f->ptab_count = 0; /* until this upload is enqueued */
+      gst = td__f_cu(cudaMemcpyAsync(f->ptrs, h, bytes, cudaMemcpyHostToDevice, f->s),
+                     "cudaMemcpyAsync (pointer table)");
+      if (gst == TD_OK)
+        memcpy(f->ptab, h, bytes), f->ptab_count = 3 * cnt;
+    }
+    td_gemm_problem pr = {(int)f->rows[0], (int)f->nb, (int)op->d.k, op->d.dtype, TD_GEMM_B_KN, NULL, NULL, NULL,
+                          NULL};
+    td__f_prof_event(f, 1);
+    if (gst == TD_OK)
+      gst = td__gemm_cublas_batched(&pr, (const void *const *)f->ptrs, cnt, f->s);
+    if (gst != TD_OK) /* the stream may not have run the upload: the next call makes the table again */
+      f->ptab_count = 0;
+    td__f_stamp(f, TD__PROF_LAUNCHED);
+    td__f_prof_event(f, 2);
     td__f_keep(&st, td__f_cu(cudaEventRecord(f->ev_gdone, f->s), "cudaEventRecord"));
   }
   return td__f_one_launch_end(op, f, gst, st, e);
@@ -240,6 +289,8 @@ static td_status td__f_ag_one(td_tp_op *op, td__tp_fused *f, void *c, const void
 td_status td__f_ag(td_tp_op *op, td__tp_fused *f, void *c, const void *a, const void *b, uint64_t e) {
   if (f->ag_one)
     return td__f_ag_one(op, f, c, a, b, e);
+  if (f->ag_one_blas)
+    return td__f_ag_one_blas(op, f, c, a, b, e);
   td_status st = TD_OK;
   /* 1. the operand-check exchange (tp_op.c) was this call's opening
    * barrier: every rank's A of call e is published (td__tp_fused_publish)
@@ -382,8 +433,11 @@ static td_status td__f_kgather(td_tp_op *op, td__tp_fused *f, void *c, const voi
     out.split_ws = f->split_ws, out.split_ws_bytes = f->split_ws_bytes, out.split_waves = f->tail_split;
     out.map_cache = f->map_cache;
     td_gemm_problem pr = {(int)op->d.m, (int)op->d.n, (int)op->d.k, op->d.dtype, TD_GEMM_B_KN, NULL, NULL, c, NULL};
+    td__f_prof_event(f, 1);
     gst = td__gemm_cuda_run_kgather(&pr, &f->cfg, as, bs, n, op->d.k / n, f->kmaps,
                                     rs ? TD_GEMM_HOOK_PUSH : TD_GEMM_HOOK_BCAST, &out, f->s);
+    td__f_stamp(f, TD__PROF_LAUNCHED);
+    td__f_prof_event(f, 2);
     td__f_keep(&st, td__f_cu(cudaEventRecord(f->ev_gdone, f->s), "cudaEventRecord"));
   }
   return td__f_one_launch_end(op, f, gst, st, e);

@@ -1,0 +1,53 @@
+#!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+# GPU machine, one call (seventeenth session; steps in PROBE_STEPS): ag_gemm's
+# batched-one (rank 0's one cuBLAS batched launch of ranks x ranks GEMMs)
+# tested and measured against AUTO on the issue's 15 shapes, alternating; and
+# TD_OPS_FUSED_PROFILE=1 runs whose rank 0 line gives the one launch's GPU
+# time from CUDA events beside the host phases (llama3.1-8b M = 1024 under
+# AUTO, batched-one and named tiles; the large shapes under AUTO's tile and
+# the other clustered one). Each step is skipped once the call's budget
+# (PROBE_BUDGET s) would be passed; the logs are re-archived after every step.
+#   . scripts/gpu-env.sh >/dev/null 2>&1; scripts/probe-ag4.sh
+set -uo pipefail
+OUT=${OUT:-out/probe4}
+BIN=${TD_GPU_BIN:-.gpubin}
+L=$OUT/logs; mkdir -p "$L"
+export TD_CACHE_DIR=/tmp/tdist-cache TD_TIMEOUT_MS=${TD_TIMEOUT_MS:-20000} TD_CUDA_DEVICE=0 TD_SYMM_HEAP_SIZE=2G
+export TD_TDRUN=$BIN/tdrun TD_BIN_DIR=$BIN TD_TEST_DIR=$BIN TD_SOURCE_DIR=$PWD
+export TD_GIT_REV=$(cat "$BIN/REVISION" 2>/dev/null || echo unknown)
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+BUDGET=${PROBE_BUDGET:-540}
+T0=$(date +%s)
+S=$L/summary.txt
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu --format=csv,noheader > "$S"
+step() { local name=$1 to=$2; shift 2
+  local t=$(date +%s)
+  if (( t - T0 + to > BUDGET )); then echo "$name skipped (budget)" >> "$S"; return; fi
+  timeout "$to" "$@" >"$L/$name.log" 2>&1
+  echo "$name rc=$? $(( $(date +%s) - t ))s" >> "$S"
+  tar -C "$OUT" -czf "$OUT/probe4.tgz.tmp" logs && mv "$OUT/probe4.tgz.tmp" "$OUT/probe4.tgz"; }
+bench() { local name=$1 op=$2 to=$3; shift 3
+  step "$name" "$to" "${TDIST:-$BIN/tdist}" bench "$op" --backend cuda --ranks 8 --variants none --iters ${ITERS:-20} --warmup 3 \
+    --json "$L/$name.json" "$@"; }
+ALL="--models all --m 1024,4096,8192"
+BIG="--models llama3.1-70b,gpt3-175b,qwen2-72b --m 4096,8192"
+S8="--models llama3.1-8b --m 1024 --iters 50"
+for s in ${PROBE_STEPS:-bo_test ag_auto1 ag_bo1 ag_bo2 ag_auto2 p8_auto p8_bo p8_128 p8_128x256 pbig_auto pbig_128x256c2}; do
+  case $s in
+    bo_test) TD_GPU_TEST_FILTER='test_fused_ag_batched_one' TD_GPU_TEST_VERBOSE=1 step $s 150 "$BIN/ops_gpu_test" ;;
+    ag_one) TD_GPU_TEST_FILTER='test_fused_ag_one' TD_GPU_TEST_VERBOSE=1 step $s 150 "$BIN/ops_gpu_test" ;;
+    ag_auto*) bench $s ag_gemm 150 $ALL ;;
+    ag_bo*) TD_OPS_FUSED_AG=batched-one bench $s ag_gemm 150 $ALL ;;
+    p8_auto) TD_OPS_FUSED_PROFILE=1 bench $s ag_gemm 60 $S8 ;;
+    p8_bo) TD_OPS_FUSED_PROFILE=1 TD_OPS_FUSED_AG=batched-one bench $s ag_gemm 60 $S8 ;;
+    p8_128) TD_OPS_FUSED_PROFILE=1 TD_OPS_FUSED_AG=gather-one TD_OPS_FUSED_TILE=128x128 bench $s ag_gemm 60 $S8 ;;
+    p8_128x256) TD_OPS_FUSED_PROFILE=1 TD_OPS_FUSED_AG=gather-one TD_OPS_FUSED_TILE=128x256 bench $s ag_gemm 60 $S8 ;;
+    pbig_auto) TD_OPS_FUSED_PROFILE=1 bench $s ag_gemm 120 $BIG ;;
+    pbig_128x256c2) TD_OPS_FUSED_PROFILE=1 TD_OPS_FUSED_AG=gather-one TD_OPS_FUSED_TILE=128x256c2 bench $s ag_gemm 120 $BIG ;;
+    pbig_256x128c2) TD_OPS_FUSED_PROFILE=1 TD_OPS_FUSED_AG=gather-one TD_OPS_FUSED_TILE=256x128c2 bench $s ag_gemm 120 $BIG ;;
+    *) echo "unknown step $s" >> "$S" ;;
+  esac
+done
+nvidia-smi --query-gpu=clocks.sm,temperature.gpu --format=csv,noheader >> "$S"
+cat "$S"
