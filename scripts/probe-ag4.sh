@@ -32,17 +32,21 @@ bench() { local name=$1 op=$2 to=$3; shift 3
     --json "$L/$name.json" "$@"; }
 ALL="--models all --m 1024,4096,8192"
 BIG="--models llama3.1-70b,gpt3-175b,qwen2-72b --m 4096,8192"
-S8="--models llama3.1-8b --m 1024 --iters 50"
+S8="--models llama3.1-8b --m 1024"
 for s in ${PROBE_STEPS:-bo_test ag_auto1 ag_bo1 ag_bo2 ag_auto2 p8_auto p8_bo p8_128 p8_128x256 pbig_auto pbig_128x256c2}; do
   case $s in
     bo_test) TD_GPU_TEST_FILTER='test_fused_ag_batched_one' TD_GPU_TEST_VERBOSE=1 step $s 150 "$BIN/ops_gpu_test" ;;
     ag_one) TD_GPU_TEST_FILTER='test_fused_ag_one' TD_GPU_TEST_VERBOSE=1 step $s 150 "$BIN/ops_gpu_test" ;;
+    direct) TD_GPU_TEST_FILTER='test_fused_direct' TD_GPU_TEST_VERBOSE=1 step $s 240 "$BIN/ops_gpu_test" ;;
+    # this build's AUTO against the previous build's (.gpubin/tdist-old)
+    ag_new*) bench $s ag_gemm 150 $ALL ;;
+    ag_old*) TDIST=$BIN/tdist-old bench $s ag_gemm 150 $ALL ;;
     ag_auto*) bench $s ag_gemm 150 $ALL ;;
     ag_bo*) TD_OPS_FUSED_AG=batched-one bench $s ag_gemm 150 $ALL ;;
-    p8_auto) TD_OPS_FUSED_PROFILE=1 bench $s ag_gemm 60 $S8 ;;
-    p8_bo) TD_OPS_FUSED_PROFILE=1 TD_OPS_FUSED_AG=batched-one bench $s ag_gemm 60 $S8 ;;
-    p8_128) TD_OPS_FUSED_PROFILE=1 TD_OPS_FUSED_AG=gather-one TD_OPS_FUSED_TILE=128x128 bench $s ag_gemm 60 $S8 ;;
-    p8_128x256) TD_OPS_FUSED_PROFILE=1 TD_OPS_FUSED_AG=gather-one TD_OPS_FUSED_TILE=128x256 bench $s ag_gemm 60 $S8 ;;
+    p8_auto) ITERS=50 TD_OPS_FUSED_PROFILE=1 bench $s ag_gemm 60 $S8 ;;
+    p8_bo) ITERS=50 TD_OPS_FUSED_PROFILE=1 TD_OPS_FUSED_AG=batched-one bench $s ag_gemm 60 $S8 ;;
+    p8_128) ITERS=50 TD_OPS_FUSED_PROFILE=1 TD_OPS_FUSED_AG=gather-one TD_OPS_FUSED_TILE=128x128 bench $s ag_gemm 60 $S8 ;;
+    p8_128x256) ITERS=50 TD_OPS_FUSED_PROFILE=1 TD_OPS_FUSED_AG=gather-one TD_OPS_FUSED_TILE=128x256 bench $s ag_gemm 60 $S8 ;;
     pbig_auto) TD_OPS_FUSED_PROFILE=1 bench $s ag_gemm 120 $BIG ;;
     pbig_128x256c2) TD_OPS_FUSED_PROFILE=1 TD_OPS_FUSED_AG=gather-one TD_OPS_FUSED_TILE=128x256c2 bench $s ag_gemm 120 $BIG ;;
     pbig_256x128c2) TD_OPS_FUSED_PROFILE=1 TD_OPS_FUSED_AG=gather-one TD_OPS_FUSED_TILE=256x128c2 bench $s ag_gemm 120 $BIG ;;

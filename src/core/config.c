@@ -106,7 +106,7 @@ static const td__cfg_var td__vars[] = {
      "run: batched, else direct) or gather-one (the same as rank 0's one launch for every rank, each rank's B "
      "and C a column source, its last wave split as TD_OPS_FUSED_TAIL says) or gather-share (each rank's launch "
      "on its share of the SMs, SMs / ranks, its last wave split: the ranks' launches run at once); batched, batched-one, direct, gather, gather-one and gather-share are for ranks sharing one GPU: across GPUs they read the peers' A over "
-     "the links (direct), slower than copy there; auto = on one shared GPU, equal parts of a multiple of 128 rows and at most 8 ranks: gather-one on 256x128 tiles (measured faster; in clusters of 2 on parts of >= 256 rows; 128x256 in clusters of 2 at K >= 8192 on parts of 128 rows and K >= 12288 on parts of 256 where a rank's columns are whole 256-column tiles), unless TD_OPS_FUSED_TILE names a tile; "
+     "the links (direct), slower than copy there; auto = on one shared GPU with at most 8 ranks: batched-one on equal parts of >= 512 rows (unless TD_OPS_FUSED_TILE names a tile or asks for ours, or TD_OPS_FUSED_AG_GEMMS is set), else on equal parts of a multiple of 128 rows gather-one on 256x128 tiles (measured faster; in clusters of 2 on parts of >= 256 rows; 128x256 in clusters of 2 at K >= 8192 on parts of 128 rows and K >= 12288 on parts of 256 where a rank's columns are whole 256-column tiles), unless TD_OPS_FUSED_TILE names a tile; "
      "else gather where it can run (256-row tiles only where named), except parts "
      "of >= 512 rows whose B rows are not whole 128-byte lines, which take batched (direct for unequal parts) "
      "like any part of >= 512 rows, unless TD_OPS_FUSED_AG_GEMMS is set; else copy",

@@ -109,6 +109,22 @@ static void test_ag_one_auto(void **state) {
   assert_false(td__tp_fused_ag_one_auto(0, 8, 64, 8));
 }
 
+/* AUTO's one cuBLAS batched launch: equal parts of >= 512 rows on one shared GPU (measured at 128, 512, 1024). */
+static void test_ag_one_blas_auto(void **state) {
+  (void)state;
+  assert_true(td__tp_fused_ag_one_blas_auto(0, 8, 4096, 8)); /* parts of 512 rows */
+  assert_true(td__tp_fused_ag_one_blas_auto(0, 8, 8192, 8));
+  assert_true(td__tp_fused_ag_one_blas_auto(0, 8, 4091 * 8, 8)); /* the correctness case: no multiple of 128 */
+  assert_true(td__tp_fused_ag_one_blas_auto(0, 2, 1024, 8));
+  assert_false(td__tp_fused_ag_one_blas_auto(0, 8, 1024, 8)); /* parts of 128 rows: the tile's one launch */
+  assert_false(td__tp_fused_ag_one_blas_auto(0, 8, 2048, 8)); /* 256: not measured, the tile stays */
+  assert_false(td__tp_fused_ag_one_blas_auto(0, 8, 511 * 8, 8));
+  assert_false(td__tp_fused_ag_one_blas_auto(0, 8, 4097, 8)); /* unequal parts */
+  assert_false(td__tp_fused_ag_one_blas_auto(1, 8, 8192, 8)); /* across GPUs */
+  assert_false(td__tp_fused_ag_one_blas_auto(0, 1, 8192, 8)); /* one rank */
+  assert_false(td__tp_fused_ag_one_blas_auto(0, 9, 9 * 512, 8)); /* more ranks than the table holds */
+}
+
 /* That launch's cluster: 2 on parts of >= 256 rows, 1 on parts of 128 (where only one launch splits its tail). */
 static void test_ag_one_cluster(void **state) {
   (void)state;
@@ -261,6 +277,7 @@ int main(void) {
       cmocka_unit_test(test_ar_all_push),
       cmocka_unit_test(test_ag_gather),
       cmocka_unit_test(test_ag_one_auto),
+      cmocka_unit_test(test_ag_one_blas_auto),
       cmocka_unit_test(test_ag_one_cluster),
       cmocka_unit_test(test_ag_one_tile),
       cmocka_unit_test(test_kgather),

@@ -605,7 +605,15 @@ static td_status td__f_alloc(td_tp_op *op, td__tp_fused *f) {
     /* gather where td__tp_fused_ag_gather allows (AUTO: where it pays, tp_fused_check.c says why) */
     const int one = mode && !strcmp(mode, "gather-one"), share = mode && !strcmp(mode, "gather-share");
     const int forced_gather = one || share || (mode && !strcmp(mode, "gather"));
-    const int gather_ok = (forced_gather || !mode || !strcmp(mode, "auto")) &&
+    /* batched-one: asked for, or AUTO's pick on parts of >= 512 rows (td__tp_fused_ag_one_blas_auto) where
+     * AUTO runs direct (no TD_OPS_FUSED_AG_GEMMS split) and no tile of ours is asked for */
+    const char *tile = NULL;
+    TD_CHECK(td_config_str("TD_OPS_FUSED_TILE", &tile));
+    const int blas_one = td__gemm_cublas_batched && !f->multi && d->m % f->n == 0 && (!tile || !strcmp(tile, "cublas")) &&
+                         ((mode && !strcmp(mode, "batched-one")) ||
+                          ((!mode || !strcmp(mode, "auto")) && f->ag_direct &&
+                           td__tp_fused_ag_one_blas_auto(f->multi, f->n, d->m, TD__MAXR)));
+    const int gather_ok = !blas_one && (forced_gather || !mode || !strcmp(mode, "auto")) &&
                           td__f_gather_config(op, f, forced_gather, !one);
     if (gather_ok && (f->ag_direct || !mode || !strcmp(mode, "auto"))) {
       int64_t v = 0;
@@ -613,7 +621,9 @@ static td_status td__f_alloc(td_tp_op *op, td__tp_fused *f) {
       if (v == 0 || f->ag_direct) /* an asked-for copy split keeps the copy path */
         f->ag_direct = f->ag_gather = 1, f->ag_blocks = f->n;
     }
-    if (!f->ag_gather)
+    if (blas_one) /* cuBLAS's kernel, not the tuning cache's pick for one rank's launch */
+      f->cfg = (td_gemm_config){TD_GEMM_CUBLAS, 0, 0, 0, 0, 1, 0, 1};
+    else if (!f->ag_gather)
       TD_CHECK(td__f_pick_config(op, f, (int)lm, (int)f->nb, (int)d->k, &f->cfg));
     /* the gather buffer in global row order; this rank's own rows stay in A */
     if (!f->ag_direct)
@@ -639,7 +649,7 @@ static td_status td__f_alloc(td_tp_op *op, td__tp_fused *f) {
     f->ag_batched = f->ag_direct && !f->ag_gather && !(mode && !strcmp(mode, "direct")) &&
                     td__gemm_cublas_batched && f->cfg.arch == TD_GEMM_CUBLAS && d->m % f->n == 0;
     /* batched-one: rank 0's one batched launch for every rank, on one shared GPU */
-    f->ag_one_blas = f->ag_batched && !f->multi && mode && !strcmp(mode, "batched-one");
+    f->ag_one_blas = f->ag_batched && blas_one;
     if (f->ag_batched)
       TD_CHECK(td__f_cu(cudaMalloc((void **)&f->ptrs, 3 * (size_t)f->n * (f->ag_one_blas ? f->n : 1) *
                                                            sizeof(void *)),
