@@ -94,8 +94,9 @@ int td__tp_fused_ag_gather(int multi, int64_t m, int n, int64_t nb, size_t esz, 
 int td__tp_fused_ag_one_auto(int multi, int n, int64_t part_rows, int max_peers);
 /* Fused ag_gemm AUTO: 1 where rank 0's one cuBLAS batched launch of n x n GEMMs (TD_OPS_FUSED_AG=batched-one)
  * takes the place of the one launch of our tile: one shared GPU (multi == 0), 2..max_ranks ranks, m rows in equal
- * parts of >= 512 rows; else 0. Pure; tp_fused_check.c gives the measurements. */
-int td__tp_fused_ag_one_blas_auto(int multi, int n, int64_t m, int max_ranks);
+ * parts of >= 512 rows, a rank's B rows (nb elements of esz bytes) whole 128-byte lines; else 0. Pure;
+ * tp_fused_check.c gives the measurements. */
+int td__tp_fused_ag_one_blas_auto(int multi, int n, int64_t m, int64_t nb, size_t esz, int max_ranks);
 /* The cluster of that launch's 256x128 tiles by a rank's part (rows): 2 from 256 rows on, else 1. Pure. */
 int td__tp_fused_ag_one_cluster(int64_t part_rows);
 /* That launch's tile for a rank's part of part_rows rows, nb of B's columns per rank and the depth k (elements):

@@ -219,17 +219,20 @@ int td__tp_fused_ag_one_auto(int multi, int n, int64_t part_rows, int max_peers)
 
 /* From parts of 512 rows on, rank 0's one cuBLAS batched launch of n x n
  * GEMMs (batched-one: C_p[rows of q] = A_q * B_p, every rank's operands in
- * place) ran as fast as or faster than the one launch of our tile in all 10
- * such shapes of the issue's set, in two alternating rounds (H200, 8 ranks,
- * rev e39eba3, docs/perf.md "Seventeenth session"): sums of the rounds'
- * p50s 0.96-1.00x of the tile's (llama3.1-8b M = 8192 0.959, llama3.1-70b
- * 4096 and 8192 0.970, gpt3-175b 8192 0.971; 405b and qwen2-72b within
- * 0.3%), cuBLAS's main loop being the faster one at these sizes. At parts of
- * 128 rows it lost in all 5 (1.01-1.65x: 128-row GEMMs of a rank's columns
- * are below cuBLAS's good sizes, where the tile's 256x128 tiles span two
- * parts). Parts between were not measured and keep the tile. */
-int td__tp_fused_ag_one_blas_auto(int multi, int n, int64_t m, int max_ranks) {
-  return !multi && n >= 2 && n <= max_ranks && m % n == 0 && m / n >= 512;
+ * place) ran as fast as or faster than the one launch of our tile in 8 of
+ * the 10 such shapes of the issue's set, over two calls of two alternating
+ * rounds each (H200, 8 ranks, revs e39eba3 and 0add7dd, docs/perf.md
+ * "Seventeenth session"): p50s 0.96-1.00x of the tile's (llama3.1-8b
+ * M = 8192 0.96, llama3.1-70b 4096 and 8192 0.97, gpt3-175b 4096 0.98 and
+ * 8192 0.97; llama3.1-405b within 0.3%), cuBLAS's main loop being the faster
+ * one at these sizes. qwen2-72b, whose rank's B rows (3696 columns, 7392
+ * bytes) are not whole 128-byte lines, tied in the first call and lost 1.0-1.4%
+ * in the second, so such B keeps the tile. At parts of 128 rows it lost in
+ * all 5 (1.01-1.65x: 128-row GEMMs of a rank's columns are below cuBLAS's
+ * good sizes, where the tile's 256x128 tiles span two parts). Parts between
+ * were not measured and keep the tile. */
+int td__tp_fused_ag_one_blas_auto(int multi, int n, int64_t m, int64_t nb, size_t esz, int max_ranks) {
+  return !multi && n >= 2 && n <= max_ranks && m % n == 0 && m / n >= 512 && ((int64_t)esz * nb) % 128 == 0;
 }
 
 /* The cluster of that one launch's 256x128 tiles. In clusters of 2 along M

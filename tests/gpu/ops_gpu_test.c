@@ -264,20 +264,27 @@ static void test_fused_direct(void **state) {
                 128 * ranks[r], 1024, 136, 3, ranks[r]);
     fused_sched("ag gather, one launch for every rank, sm90 256x128x64 s4 c2", TD_TP_AG_GEMM, TD_TP_AUTO, TD_BF16,
                 256 * ranks[r], 1024, 136, 3, ranks[r]);
-    /* parts of >= 512 rows: rank 0's one cuBLAS batched launch (td__tp_fused_ag_one_blas_auto) */
+    /* parts of >= 512 rows: rank 0's one cuBLAS batched launch where a rank's B rows are whole 128-byte lines
+     * (td__tp_fused_ag_one_blas_auto), else the tile's */
     fused_sched("ag batched, one launch for every rank, cuBLAS batched", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16,
+                512 * ranks[r], 1024, 64, 3, ranks[r]);
+    fused_sched("ag gather, one launch for every rank, sm90 256x128x64 s4 c2", TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16,
                 512 * ranks[r], 576, 64, 3, ranks[r]);
   }
   /* M = 1024 on 8 ranks, 100 calls (8 rows of C checked a call: the f64 reference of every row takes seconds) */
   fused_case(TD_TP_AG_GEMM, TD_TP_FUSED, TD_BF16, 1024, 1792, 1024, 0, 100, 8, 8);
   assert_non_null(strstr(g_sched, "ag gather, one launch for every rank"));
-  fused_sched("ag batched, one launch for every rank", TD_TP_AG_GEMM, TD_TP_AUTO, TD_BF16, 512 * 4, 4 * 72, 64, 2, 4);
-  setenv("TD_OPS_FUSED_AG_GEMMS", "3", 1); /* a copy split asked for: AUTO keeps the copy path */
-  fused_sched("ag copy", TD_TP_AG_GEMM, TD_TP_AUTO, TD_BF16, 512 * 4, 4 * 72, 64, 2, 4);
-  unsetenv("TD_OPS_FUSED_AG_GEMMS");
-  setenv("TD_OPS_FUSED_TILE", "tiles", 1); /* our tiles asked for: the tile's one launch */
   fused_sched("ag gather, one launch for every rank, sm90 256x128", TD_TP_AG_GEMM, TD_TP_AUTO, TD_BF16, 512 * 4,
               4 * 72, 64, 2, 4);
+  /* B rows of whole 128-byte lines: rank 0's one cuBLAS batched launch, unless a copy split or our tiles are
+   * asked for */
+  fused_sched("ag batched, one launch for every rank", TD_TP_AG_GEMM, TD_TP_AUTO, TD_BF16, 512 * 4, 4 * 64, 64, 2, 4);
+  setenv("TD_OPS_FUSED_AG_GEMMS", "3", 1);
+  fused_sched("ag copy", TD_TP_AG_GEMM, TD_TP_AUTO, TD_BF16, 512 * 4, 4 * 64, 64, 2, 4);
+  unsetenv("TD_OPS_FUSED_AG_GEMMS");
+  setenv("TD_OPS_FUSED_TILE", "tiles", 1);
+  fused_sched("ag gather, one launch for every rank, sm90 256x128", TD_TP_AG_GEMM, TD_TP_AUTO, TD_BF16, 512 * 4,
+              4 * 64, 64, 2, 4);
   unsetenv("TD_OPS_FUSED_TILE");
   /* parts of >= 512 rows where no gather runs (f16: none compiled): AUTO takes the batched launch */
   fused_sched("ag batched", TD_TP_AG_GEMM, TD_TP_AUTO, TD_F16, 512 * 4, 4 * 72, 64, 2, 4);
@@ -402,8 +409,10 @@ static void test_fused_ag_one(void **state) {
   unsetenv("TD_OPS_FUSED_AG");
   fused_sched("one launch for every rank, sm90 256x128x64 s4 c2", TD_TP_AG_GEMM, TD_TP_AUTO, TD_BF16, 256 * 4, 1024,
               136, 2, 4);
-  fused_sched_rows("ag batched, one launch for every rank", TD_TP_AG_GEMM, TD_TP_AUTO, TD_BF16, 1024 * 2, 3696 * 2,
-                   520, 2, 8, 2); /* parts of 1024 rows (cuBLAS's one launch), B rows of 7392 bytes (qwen2-72b's) */
+  fused_sched_rows("one launch for every rank, sm90 256x128x64 s4 c2", TD_TP_AG_GEMM, TD_TP_AUTO, TD_BF16, 1024 * 2,
+                   3696 * 2, 520, 2, 8, 2); /* parts of 1024 rows, B rows of 7392 bytes (qwen2-72b's) */
+  fused_sched_rows("ag batched, one launch for every rank", TD_TP_AG_GEMM, TD_TP_AUTO, TD_BF16, 1024 * 2, 3584 * 2,
+                   520, 2, 8, 2); /* B rows of 7168 bytes (llama3.1-70b's): cuBLAS's one launch */
   fused_sched("!one launch", TD_TP_AG_GEMM, TD_TP_AUTO, TD_BF16, 192 * 4, 1024, 136, 2, 4); /* parts of 192 rows */
   fused_sched_rows("one launch for every rank, sm90 256x128", TD_TP_AG_GEMM, TD_TP_AUTO, TD_BF16, 1024, 1792, 1032,
                    20, 8, 8);

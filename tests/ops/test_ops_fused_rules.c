@@ -109,20 +109,25 @@ static void test_ag_one_auto(void **state) {
   assert_false(td__tp_fused_ag_one_auto(0, 8, 64, 8));
 }
 
-/* AUTO's one cuBLAS batched launch: equal parts of >= 512 rows on one shared GPU (measured at 128, 512, 1024). */
+/* AUTO's one cuBLAS batched launch: equal parts of >= 512 rows with B rows of whole 128-byte lines on one shared GPU
+ * (measured at 128, 512, 1024 rows). */
 static void test_ag_one_blas_auto(void **state) {
   (void)state;
-  assert_true(td__tp_fused_ag_one_blas_auto(0, 8, 4096, 8)); /* parts of 512 rows */
-  assert_true(td__tp_fused_ag_one_blas_auto(0, 8, 8192, 8));
-  assert_true(td__tp_fused_ag_one_blas_auto(0, 8, 4091 * 8, 8)); /* the correctness case: no multiple of 128 */
-  assert_true(td__tp_fused_ag_one_blas_auto(0, 2, 1024, 8));
-  assert_false(td__tp_fused_ag_one_blas_auto(0, 8, 1024, 8)); /* parts of 128 rows: the tile's one launch */
-  assert_false(td__tp_fused_ag_one_blas_auto(0, 8, 2048, 8)); /* 256: not measured, the tile stays */
-  assert_false(td__tp_fused_ag_one_blas_auto(0, 8, 511 * 8, 8));
-  assert_false(td__tp_fused_ag_one_blas_auto(0, 8, 4097, 8)); /* unequal parts */
-  assert_false(td__tp_fused_ag_one_blas_auto(1, 8, 8192, 8)); /* across GPUs */
-  assert_false(td__tp_fused_ag_one_blas_auto(0, 1, 8192, 8)); /* one rank */
-  assert_false(td__tp_fused_ag_one_blas_auto(0, 9, 9 * 512, 8)); /* more ranks than the table holds */
+  assert_true(td__tp_fused_ag_one_blas_auto(0, 8, 4096, 1792, 2, 8)); /* llama3.1-8b, parts of 512 rows */
+  assert_true(td__tp_fused_ag_one_blas_auto(0, 8, 8192, 3584, 2, 8)); /* llama3.1-70b */
+  assert_true(td__tp_fused_ag_one_blas_auto(0, 8, 8192, 6656, 2, 8)); /* llama3.1-405b: 13312-byte rows */
+  assert_true(td__tp_fused_ag_one_blas_auto(0, 8, 4091 * 8, 640, 2, 8)); /* the correctness case: no multiple of 128 */
+  assert_true(td__tp_fused_ag_one_blas_auto(0, 2, 1024, 64, 2, 8));
+  assert_true(td__tp_fused_ag_one_blas_auto(0, 4, 2048, 32, 4, 8)); /* f32-sized elements: 128-byte rows */
+  assert_false(td__tp_fused_ag_one_blas_auto(0, 8, 8192, 3696, 2, 8)); /* qwen2-72b: 7392-byte rows */
+  assert_false(td__tp_fused_ag_one_blas_auto(0, 4, 2048, 72, 2, 8)); /* 144-byte rows */
+  assert_false(td__tp_fused_ag_one_blas_auto(0, 8, 1024, 1792, 2, 8)); /* parts of 128 rows: the tile's one launch */
+  assert_false(td__tp_fused_ag_one_blas_auto(0, 8, 2048, 1792, 2, 8)); /* 256: not measured, the tile stays */
+  assert_false(td__tp_fused_ag_one_blas_auto(0, 8, 511 * 8, 1792, 2, 8));
+  assert_false(td__tp_fused_ag_one_blas_auto(0, 8, 4097, 1792, 2, 8)); /* unequal parts */
+  assert_false(td__tp_fused_ag_one_blas_auto(1, 8, 8192, 1792, 2, 8)); /* across GPUs */
+  assert_false(td__tp_fused_ag_one_blas_auto(0, 1, 8192, 1792, 2, 8)); /* one rank */
+  assert_false(td__tp_fused_ag_one_blas_auto(0, 9, 9 * 512, 1792, 2, 8)); /* more ranks than the table holds */
 }
 
 /* That launch's cluster: 2 on parts of >= 256 rows, 1 on parts of 128 (where only one launch splits its tail). */

@@ -605,14 +605,15 @@ static td_status td__f_alloc(td_tp_op *op, td__tp_fused *f) {
     /* gather where td__tp_fused_ag_gather allows (AUTO: where it pays, tp_fused_check.c says why) */
     const int one = mode && !strcmp(mode, "gather-one"), share = mode && !strcmp(mode, "gather-share");
     const int forced_gather = one || share || (mode && !strcmp(mode, "gather"));
-    /* batched-one: asked for, or AUTO's pick on parts of >= 512 rows (td__tp_fused_ag_one_blas_auto) where
+    /* batched-one: asked for, or AUTO's pick on parts of >= 512 rows with B rows of whole 128-byte lines
+     * (td__tp_fused_ag_one_blas_auto) where
      * AUTO runs direct (no TD_OPS_FUSED_AG_GEMMS split) and no tile of ours is asked for */
     const char *tile = NULL;
     TD_CHECK(td_config_str("TD_OPS_FUSED_TILE", &tile));
     const int blas_one = td__gemm_cublas_batched && !f->multi && d->m % f->n == 0 && (!tile || !strcmp(tile, "cublas")) &&
                          ((mode && !strcmp(mode, "batched-one")) ||
                           ((!mode || !strcmp(mode, "auto")) && f->ag_direct &&
-                           td__tp_fused_ag_one_blas_auto(f->multi, f->n, d->m, TD__MAXR)));
+                           td__tp_fused_ag_one_blas_auto(f->multi, f->n, d->m, f->nb, f->esz, TD__MAXR)));
     const int gather_ok = !blas_one && (forced_gather || !mode || !strcmp(mode, "auto")) &&
                           td__f_gather_config(op, f, forced_gather, !one);
     if (gather_ok && (f->ag_direct || !mode || !strcmp(mode, "auto"))) {
