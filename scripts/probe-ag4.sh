@@ -43,6 +43,10 @@ for s in ${PROBE_STEPS:-bo_test ag_auto1 ag_bo1 ag_bo2 ag_auto2 p8_auto p8_bo p8
     ag_old*) TDIST=$BIN/tdist-old bench $s ag_gemm 150 $ALL ;;
     ag_auto*) bench $s ag_gemm 150 $ALL ;;
     ag_bo*) TD_OPS_FUSED_AG=batched-one bench $s ag_gemm 150 $ALL ;;
+    # an experiment build (.gpubin/tdist-exp: the one launch's end seen on rank 0's event) beside this one
+    p8_new*) ITERS=50 bench $s ag_gemm 60 $S8 ;;
+    p8_exp*) ITERS=50 TDIST=$BIN/tdist-exp bench $s ag_gemm 60 $S8 ;;
+    ag_exp*) TDIST=$BIN/tdist-exp bench $s ag_gemm 150 $ALL ;;
     p8_auto) ITERS=50 TD_OPS_FUSED_PROFILE=1 bench $s ag_gemm 60 $S8 ;;
     p8_bo) ITERS=50 TD_OPS_FUSED_PROFILE=1 TD_OPS_FUSED_AG=batched-one bench $s ag_gemm 60 $S8 ;;
     p8_128) ITERS=50 TD_OPS_FUSED_PROFILE=1 TD_OPS_FUSED_AG=gather-one TD_OPS_FUSED_TILE=128x128 bench $s ag_gemm 60 $S8 ;;
