@@ -866,6 +866,39 @@ td_status td__f_finish(td_tp_op *op, td__tp_fused *f) {
   return TD_OK;
 }
 
+void td__f_end_publish(td__tp_fused *f, uint64_t e, td_status st) {
+  __atomic_store_n(&f->end_status, (int)st, __ATOMIC_RELAXED);
+  __atomic_store_n(&f->end_epoch, e, __ATOMIC_RELEASE);
+}
+
+td_status td__f_end_wait(td_tp_op *op, td__tp_fused *f, uint64_t e) {
+  const td__tp_fused *z = f->peer[0];
+  struct timespec t0, now;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  for (unsigned i = 1;; i++) {
+    if (__atomic_load_n(&z->end_epoch, __ATOMIC_ACQUIRE) >= e)
+      break;
+    if (i % 64 == 0) { /* the deadline, and the core to a thread that needs it (ranks may outnumber cores) */
+      clock_gettime(CLOCK_MONOTONIC, &now);
+      if ((double)(now.tv_sec - t0.tv_sec) * 1e3 + (double)(now.tv_nsec - t0.tv_nsec) * 1e-6 > f->timeout_ms) {
+        td__f_poison(f);
+        return td__error(TD_ERR_TIMEOUT, "fused: rank %d: call %" PRIu64 ": rank 0's launch for every rank was not "
+                         "seen to end within %d ms (rank 0 left the call, or its GPU work hung)", op->rank, e,
+                         f->timeout_ms);
+      }
+      sched_yield();
+    }
+  }
+  td_status st = (td_status)__atomic_load_n(&z->end_status, __ATOMIC_RELAXED);
+  if (st != TD_OK)
+    return td__error(st, "fused: rank %d: call %" PRIu64 ": rank 0's launch for every rank failed on the GPU or did "
+                     "not finish (rank 0's error says which), so this call's result is void", op->rank, e);
+  if (__atomic_load_n(&f->poisoned, __ATOMIC_SEQ_CST))
+    return td__error(TD_ERR_PEER_FAILED, "fused: rank %d: a peer's call %" PRIu64 " or earlier failed (timeout); "
+                     "this call's result is void", op->rank, e);
+  return TD_OK;
+}
+
 /* Keeps the first failure of a call: the call goes on to its barriers even
  * after one (a rank leaving early would leave its peers at a barrier until
  * the deadline), and reports the first failure at the end. */

@@ -82,6 +82,8 @@ struct td__tp_fused {
   int ar_blocks;   /* gemm_ar all-push: row blocks of the partial GEMM (<= TD__MAXR) */
   int pdev[TD__MAXR]; /* every rank's device */
   int poisoned;   /* set (atomically) by a rank whose call failed: later results are void */
+  uint64_t end_epoch; /* one launch for every rank, rank 0's: the last call whose launch it saw end (release) */
+  int end_status;     /* ... and how that call's GPU work ended (td_status, written before end_epoch) */
   td__tp_fused *peer[TD__MAXR]; /* every rank's state (one process) */
   size_t esz;
   cudaStream_t s, ce;
@@ -117,6 +119,12 @@ td_status td__f_cu(cudaError_t e, const char *what);
 void td__f_keep(td_status *first, td_status st);
 td_status td__f_sync(td_tp_op *op, td__tp_fused *f);
 td_status td__f_finish(td_tp_op *op, td__tp_fused *f);
+/** One launch for every rank, rank 0: publishes that call e's launch ended with status `st` (its td__f_finish). */
+void td__f_end_publish(td__tp_fused *f, uint64_t e, td_status st);
+/** One launch for every rank, the other ranks: waits on the host, under the deadline, until rank 0 published
+ * call e's end (td__f_end_publish), and returns its status (an error of its own naming rank 0's); a timeout
+ * poisons the operator. Only rank 0 polls the GPU, so 7 threads do not contend for the driver with it. */
+td_status td__f_end_wait(td_tp_op *op, td__tp_fused *f, uint64_t e);
 /** A host barrier in the middle of a call (work of this call already
  * enqueued): td__f_sync, and when it fails, waits for this rank's streams
  * (td__f_finish, under the deadline; the failed barrier poisoned the waits)

@@ -38,9 +38,7 @@
  *           as it is computed, and each rank reduces all rows locally.
  * Reductions sum in f32 in rank order (td__fused_reduce), push or pull. */
 #include <cuda_runtime.h>
-#include <sched.h>
 #include <string.h>
-#include <time.h>
 
 #include "core/error.h"
 #include "ops/cuda/fused.h"
@@ -191,38 +189,30 @@ static void td__f_operands(const td__tp_fused *f, const void *a, const void *b, 
 /* The end of a call whose GEMM is rank 0's one launch for every rank (gst:
  * rank 0's enqueue status, st: its other failures). The middle exchange
  * carries rank 0's status: a launch that failed leaves every rank's C
- * unwritten, so every rank says so. The other ranks' streams then wait on
- * rank 0's event (recorded before the exchange, so it is this call's), and
- * each returns only once the launch that read its operands has ended. */
+ * unwritten, so every rank says so. Rank 0 alone then polls its stream and
+ * publishes the launch's end on the host (td__f_end_publish); the others
+ * wait for that (td__f_end_wait), so each returns only once the launch that
+ * read its operands has ended, and only one thread polls the GPU: with the
+ * 8 ranks of one H200 each polling a stream the call took ~210 us at
+ * llama3.1-8b M = 1024, and with each polling rank 0's event 250-310 us
+ * (docs/perf.md, "Seventeenth session"). */
 static td_status td__f_one_launch_end(td_tp_op *op, td__tp_fused *f, td_status gst, td_status st, uint64_t e) {
   const int r = f->r;
   int64_t all[TD__MAXR];
   td__f_stamp(f, TD__PROF_ENQUEUED);
   TD_CHECK(td__f_gather_mid(op, f, gst != TD_OK ? (int64_t)gst : (int64_t)st, all));
   td__f_stamp(f, TD__PROF_MIDDLE);
-#ifdef TD_EXP_EVENT_END
-  {
-    struct timespec t0, now;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    for (;;) {
-      if (cudaEventQuery(f->peer[0]->ev_gdone) != cudaErrorNotReady)
-        break;
-      clock_gettime(CLOCK_MONOTONIC, &now);
-      if ((double)(now.tv_sec - t0.tv_sec) * 1e3 + (double)(now.tv_nsec - t0.tv_nsec) * 1e-6 > f->timeout_ms)
-        break;
-      sched_yield();
-    }
+  /* the progress word, for diagnostics (nothing waits on it; on the other ranks it is written after the call) */
+  td__f_keep(&st, td__f_setv(f->s, f->ctl + TD__CTL_FIN, e));
+  td_status fin;
+  if (r == 0) {
+    fin = td__f_finish(op, f);
+    td__f_end_publish(f, e, fin);
+    if (fin == TD_OK)
+      td__f_prof_gpu(f);
+  } else {
+    fin = td__f_end_wait(op, f, e);
   }
-  td__f_keep(&st, td__f_setv(f->s, f->ctl + TD__CTL_FIN, e));
-  td_status fin = r == 0 ? td__f_finish(op, f) : TD_OK;
-#else
-  if (r != 0)
-    td__f_keep(&st, td__f_cu(cudaStreamWaitEvent(f->s, f->peer[0]->ev_gdone, 0), "cudaStreamWaitEvent"));
-  td__f_keep(&st, td__f_setv(f->s, f->ctl + TD__CTL_FIN, e));
-  td_status fin = td__f_finish(op, f);
-#endif
-  if (r == 0 && fin == TD_OK)
-    td__f_prof_gpu(f);
   if (r != 0 && all[0] != TD_OK && st == TD_OK)
     st = td__error((td_status)all[0], "fused: rank %d: rank 0's %s launch for every rank failed (its error says "
                    "why), so this call wrote no output", r, td_tp_kind_name(op->d.kind));
