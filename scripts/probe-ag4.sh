@@ -47,6 +47,15 @@ for s in ${PROBE_STEPS:-bo_test ag_auto1 ag_bo1 ag_bo2 ag_auto2 p8_auto p8_bo p8
     p8_new*) ITERS=50 bench $s ag_gemm 60 $S8 ;;
     p8_exp*) ITERS=50 TDIST=$BIN/tdist-exp bench $s ag_gemm 60 $S8 ;;
     ag_exp*) TDIST=$BIN/tdist-exp bench $s ag_gemm 150 $ALL ;;
+    # this build beside the build before its last change (.gpubin/tdist-prev)
+    p8_prev*) ITERS=50 TDIST=$BIN/tdist-prev bench $s ag_gemm 60 $S8 ;;
+    ag_prev*) TDIST=$BIN/tdist-prev bench $s ag_gemm 150 $ALL ;;
+    rs_new*) bench $s gemm_rs 150 $ALL ;;
+    ar_new*) bench $s gemm_ar 150 $ALL ;;
+    rs_prev*) TDIST=$BIN/tdist-prev bench $s gemm_rs 150 $ALL ;;
+    ar_prev*) TDIST=$BIN/tdist-prev bench $s gemm_ar 150 $ALL ;;
+    ops) TD_GPU_TEST_FILTER='test_fused_ag_one,test_fused_kgather,test_fused_user_stream,test_fused_refused' \
+      TD_GPU_TEST_VERBOSE=1 step $s 300 "$BIN/ops_gpu_test" ;;
     p8_auto) ITERS=50 TD_OPS_FUSED_PROFILE=1 bench $s ag_gemm 60 $S8 ;;
     p8_bo) ITERS=50 TD_OPS_FUSED_PROFILE=1 TD_OPS_FUSED_AG=batched-one bench $s ag_gemm 60 $S8 ;;
     p8_128) ITERS=50 TD_OPS_FUSED_PROFILE=1 TD_OPS_FUSED_AG=gather-one TD_OPS_FUSED_TILE=128x128 bench $s ag_gemm 60 $S8 ;;
