@@ -41,16 +41,17 @@ static void test_strict_options(void **state) {
   (void)state;
   expect_usage_error("bench ag_gemm --ranks 4294967298", "--ranks expects an integer in 1..64, got '4294967298'");
   expect_usage_error("bench gemm_ar --iters 4294967297", "--iters expects an integer in 1..100000, got '4294967297'");
-  expect_usage_error("bench ag_gemm --shape 8x8x8abc", "--shape 8x8x8abc: dim 3 ('8abc') is not an integer (expects "
+  expect_usage_error("bench ag_gemm --shape 8x8x8abc", "--shape 8x8x8abc: dim 3 of 3 is '8abc', not an integer (expects "
                      "MxNxK, each in 1..1048576)");
   expect_usage_error("bench ag_gemm --shape 8x8x8x8", "--shape 8x8x8x8: at most 3 dims, got 4 (expects MxNxK)");
-  expect_usage_error("bench ag_gemm --shape 8x-8x8", "--shape 8x-8x8: dim 2 (-8) must be in 1..1048576");
-  expect_usage_error("bench ag_gemm --shape 4096x0x8", "tdist bench ag_gemm: --shape 4096x0x8: dim 2 (0) must be in "
+  expect_usage_error("bench ag_gemm --shape 8x-8x8", "--shape 8x-8x8: dim 2 of 3 is -8; each must be in 1..1048576");
+  expect_usage_error("bench ag_gemm --shape 4096x0x8", "tdist bench ag_gemm: --shape 4096x0x8: dim 2 of 3 is 0; each must be in "
                      "1..1048576 (expects MxNxK)");
-  expect_usage_error("bench ag_gemm --shape 4096xx8", "--shape 4096xx8: dim 2 is empty");
-  expect_usage_error("bench ag_gemm --m 0,abc", "--m 0,abc: value 1 (0) must be in 1..1048576 (expects a "
+  expect_usage_error("bench ag_gemm --shape 4096xx8", "--shape 4096xx8: dim 2 of 3 is empty");
+  expect_usage_error("bench ag_gemm --m 0,abc", "--m 0,abc: value 1 of 2 is 0; each must be in 1..1048576 (expects a "
                      "comma-separated list of integers)");
-  expect_usage_error("bench ag_gemm --m 64,", "--m 64,: value 2 is empty");
+  expect_usage_error("bench ag_gemm --m 64,", "--m 64,: value 2 of 2 is empty");
+  expect_usage_error("bench ag_gemm --m -5", "--m -5: value 1 of 1 is -5; each must be in 1..1048576");
   expect_usage_error("bench gemm_rs --chunks 100000", "--chunks expects an integer in 0..64, got '100000'");
   expect_usage_error("bench ag_gemm --compute-workers 5000", "--compute-workers expects an integer in 0..1024");
   expect_usage_error("bench ag_gemm --comm-workers -1", "--comm-workers expects an integer in 0..1024, got '-1'");

@@ -477,7 +477,7 @@ static int bo_run_case(const bo_opts *o, const bo_shape *shape, cJSON *results) 
                                                                                 : "case failed");
       /* a missing baseline is said once above the table (no_base_note) */
       const char *why = s == 0 && o->no_base_note ? "none (see above)" : sd->msg[0] ? sd->msg : bc.msg;
-      printf("| %-22s | %-16s | %-12s | n/a | n/a | n/a | n/a | n/a | n/a | n/a | %s |\n", bc.s.name, sd->name,
+      printf("| %-22s | %-20s | %-12s | n/a | n/a | n/a | n/a | n/a | n/a | n/a | %s |\n", bc.s.name, sd->name,
              variant, why);
     } else {
       double tf = flops > 0 ? flops / sd->p50 * 1e-12 : 0;
@@ -517,7 +517,7 @@ static int bo_run_case(const bo_opts *o, const bo_shape *shape, cJSON *results) 
         cJSON_AddStringToObject(j, "diff_against", refside ? "tdist auto" : "baseline");
         snprintf(dft, sizeof dft, "%8.2e", sd->max_rel_diff);
       }
-      printf("| %-22s | %-16s | %-12s | %9.3f | %9.3f | %7.3f | %6s | %7s | %8.1f | %8s | %s |\n", bc.s.name,
+      printf("| %-22s | %-20s | %-12s | %9.3f | %9.3f | %7.3f | %6s | %7s | %8.1f | %8s | %s |\n", bc.s.name,
              sd->name, variant, sd->p50 * 1e3, sd->p99 * 1e3, rate, spt, snc, (double)sd->mem_bytes / 1048576.0, dft,
              gemm_only ? "GEMM alone (floor term)" : gnote);
     }

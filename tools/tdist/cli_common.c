@@ -83,15 +83,16 @@ int td_cli_int_list(const char *cmd, const char *opt, const char *text, char sep
     size_t len = q ? (size_t)(q - p) : strlen(p);
     int rc = td__cli_item(p, len, lo, hi, &tmp[n]);
     if (rc <= 0) {
+      /* "value 1 of 1 is -5", not "value 1 (-5)": the position and the value are easy to mistake otherwise */
       if (!len)
-        fprintf(stderr, "%s: %s %s: %s %d is empty (expects %s, each in %lld..%lld)\n", cmd, opt, text, item,
-                n + 1, what, lo, hi);
+        fprintf(stderr, "%s: %s %s: %s %d of %d is empty (expects %s, each in %lld..%lld)\n", cmd, opt, text, item,
+                n + 1, items, what, lo, hi);
       else if (rc < 0)
-        fprintf(stderr, "%s: %s %s: %s %d (%.*s) must be in %lld..%lld (expects %s)\n", cmd, opt, text, item,
-                n + 1, (int)(len < 40 ? len : 40), p, lo, hi, what);
+        fprintf(stderr, "%s: %s %s: %s %d of %d is %.*s; each must be in %lld..%lld (expects %s)\n", cmd, opt, text,
+                item, n + 1, items, (int)(len < 40 ? len : 40), p, lo, hi, what);
       else
-        fprintf(stderr, "%s: %s %s: %s %d ('%.*s') is not an integer (expects %s, each in %lld..%lld)\n", cmd,
-                opt, text, item, n + 1, (int)(len < 40 ? len : 40), p, what, lo, hi);
+        fprintf(stderr, "%s: %s %s: %s %d of %d is '%.*s', not an integer (expects %s, each in %lld..%lld)\n", cmd,
+                opt, text, item, n + 1, items, (int)(len < 40 ? len : 40), p, what, lo, hi);
       return 0;
     }
     if (!q)

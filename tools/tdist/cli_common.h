@@ -31,8 +31,9 @@ int td_cli_int(const char *cmd, const char *opt, const char *text, long long lo,
  * most `max` (<= 64) of them, no empty item. Writes them to
  * out[0..*count-1] and returns 1, or prints the first problem naming the bad
  * part to stderr and returns 0 (out and count untouched): "CMD: OPT TEXT:
- * ITEM K (V) must be in LO..HI", "... ITEM K ('V') is not an integer", "...
- * ITEM K is empty", "... at most MAX ITEMs, got N" or "... MIN ITEMs needed,
+ * ITEM K of N is V; each must be in LO..HI", "... ITEM K of N is 'V', not an
+ * integer", "... ITEM K of N is empty", "... at most MAX ITEMs, got N" or
+ * "... MIN ITEMs needed,
  * got N", each followed by "(expects WHAT)". `what` describes the form
  * ("a comma-separated list of integers", "MxNxK"); `item` names one part
  * ("value", "dim"; K counts from 1). */
