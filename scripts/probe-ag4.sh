@@ -9,6 +9,8 @@
 # the other clustered one). Each step is skipped once the call's budget
 # (PROBE_BUDGET s) would be passed; the logs are re-archived after every step.
 #   . scripts/gpu-env.sh >/dev/null 2>&1; scripts/probe-ag4.sh
+# The confirmation call the seventeenth session left (its last build, every one-launch test and operator):
+#   PROBE_STEPS="ag_one kgather bo_auto ag_new1 ar_new1 ag_new2 rs_new1" scripts/probe-ag4.sh
 set -uo pipefail
 OUT=${OUT:-out/probe4}
 BIN=${TD_GPU_BIN:-.gpubin}
@@ -37,6 +39,9 @@ for s in ${PROBE_STEPS:-bo_test ag_auto1 ag_bo1 ag_bo2 ag_auto2 p8_auto p8_bo p8
   case $s in
     bo_test) TD_GPU_TEST_FILTER='test_fused_ag_batched_one' TD_GPU_TEST_VERBOSE=1 step $s 150 "$BIN/ops_gpu_test" ;;
     ag_one) TD_GPU_TEST_FILTER='test_fused_ag_one' TD_GPU_TEST_VERBOSE=1 step $s 150 "$BIN/ops_gpu_test" ;;
+    kgather) TD_GPU_TEST_FILTER='test_fused_kgather' TD_GPU_TEST_VERBOSE=1 step $s 240 "$BIN/ops_gpu_test" ;;
+    bo_auto) TD_GPU_TEST_FILTER='test_fused_ag_batched_one,test_fused_auto,test_fused_user_stream,test_fused_refused' \
+      TD_GPU_TEST_VERBOSE=1 step $s 150 "$BIN/ops_gpu_test" ;;
     direct) TD_GPU_TEST_FILTER='test_fused_direct' TD_GPU_TEST_VERBOSE=1 step $s 240 "$BIN/ops_gpu_test" ;;
     # this build's AUTO against the previous build's (.gpubin/tdist-old)
     ag_new*) bench $s ag_gemm 150 $ALL ;;
