@@ -101,7 +101,8 @@ static const td__cfg_var td__vars[] = {
      "fused ag_gemm: copy (gather the peers' A rows, then GEMM), direct (a GEMM per rank reading its A in place, "
      "no copy; for ranks sharing one GPU), batched (direct as one cuBLAS batched launch when the parts are "
      "equal) or batched-one (rank 0's one cuBLAS batched launch of ranks x ranks GEMMs for every rank, equal parts "
-     "on one shared GPU; across GPUs: batched) or gather (one launch of our tile reading every rank's A in place, for equal parts of a multiple "
+     "on one shared GPU; across GPUs, with TD_OPS_FUSED_TILE naming a tile or with unequal parts it runs as "
+     "batched, or direct where that cannot run) or gather (one launch of our tile reading every rank's A in place, for equal parts of a multiple "
      "of 128 rows in bf16 on one shared GPU with a tile compiled for it, each rank its own launch; where it cannot "
      "run: batched, else direct) or gather-one (the same as rank 0's one launch for every rank, each rank's B "
      "and C a column source, its last wave split as TD_OPS_FUSED_TAIL says) or gather-share (each rank's launch "
@@ -146,8 +147,9 @@ static const td__cfg_var td__vars[] = {
      "encodes and uploads them; a measurement knob, the results are the same bits", NULL},
     {"TD_OPS_FUSED_PROFILE", TD__CFG_INT, "0", 0, 1, NULL,
      "1: each fused operator prints, when destroyed, one line per rank on stderr with the median host time (us) "
-     "of its calls' phases (operand-check exchange, enqueue, middle exchange, finish) and how often the tensor "
-     "maps were reused; a measurement aid", NULL},
+     "of its calls' phases (operand-check exchange, launcher, enqueue, middle exchange, finish), on rank 0 of a "
+     "one-launch schedule the GPU time (us, CUDA events) from the call's start to the launch and of the launch, "
+     "and how often the tensor maps were reused; a measurement aid", NULL},
     {"TD_OPS_FUSED_TAIL", TD__CFG_STR, "split", 0, 0, "split,split2,none",
      "fused gemm_rs / gemm_ar kgather and ag_gemm gather-one / gather-share: split (the launch's last, partial wave of tiles runs each tile as up to 8 "
      "K-slices on the idle SMs, the last slice to finish adding the others' fp32 partials; measured), split2 (as "

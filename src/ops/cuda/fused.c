@@ -867,17 +867,17 @@ td_status td__f_finish(td_tp_op *op, td__tp_fused *f) {
 }
 
 void td__f_end_publish(td__tp_fused *f, uint64_t e, td_status st) {
-  __atomic_store_n(&f->end_status, (int)st, __ATOMIC_RELAXED);
-  __atomic_store_n(&f->end_epoch, e, __ATOMIC_RELEASE);
+  __atomic_store_n(&f->end_word, e << 8 | ((uint64_t)st & 0xff), __ATOMIC_RELEASE);
 }
 
 td_status td__f_end_wait(td_tp_op *op, td__tp_fused *f, uint64_t e) {
   const td__tp_fused *z = f->peer[0];
   struct timespec t0, now;
   clock_gettime(CLOCK_MONOTONIC, &t0);
-  for (unsigned i = 1;; i++) {
-    if (__atomic_load_n(&z->end_epoch, __ATOMIC_ACQUIRE) >= e)
-      break;
+  uint64_t w;
+  /* one load reads the call and its status, so nothing of rank 0's state is read after it published (its
+   * caller may destroy the operator once the call returns) */
+  for (unsigned i = 1; ((w = __atomic_load_n(&z->end_word, __ATOMIC_ACQUIRE)) >> 8) < e; i++)
     if (i % 64 == 0) { /* the deadline, and the core to a thread that needs it (ranks may outnumber cores) */
       clock_gettime(CLOCK_MONOTONIC, &now);
       if ((double)(now.tv_sec - t0.tv_sec) * 1e3 + (double)(now.tv_nsec - t0.tv_nsec) * 1e-6 > f->timeout_ms) {
@@ -888,11 +888,11 @@ td_status td__f_end_wait(td_tp_op *op, td__tp_fused *f, uint64_t e) {
       }
       sched_yield();
     }
-  }
-  td_status st = (td_status)__atomic_load_n(&z->end_status, __ATOMIC_RELAXED);
+  const td_status st = (td_status)(w & 0xff);
   if (st != TD_OK)
-    return td__error(st, "fused: rank %d: call %" PRIu64 ": rank 0's launch for every rank failed on the GPU or did "
-                     "not finish (rank 0's error says which), so this call's result is void", op->rank, e);
+    return td__error(st, "fused: rank %d: call %" PRIu64 ": rank 0's launch for every rank failed on the GPU, did "
+                     "not finish, or rank 0 left the call (rank 0's error says which), so this call's result is void",
+                     op->rank, e);
   if (__atomic_load_n(&f->poisoned, __ATOMIC_SEQ_CST))
     return td__error(TD_ERR_PEER_FAILED, "fused: rank %d: a peer's call %" PRIu64 " or earlier failed (timeout); "
                      "this call's result is void", op->rank, e);

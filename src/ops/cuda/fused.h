@@ -44,14 +44,15 @@ struct td__tp_fused {
   int ag_direct;  /* ag: the GEMMs read each peer's A in place (no gather copy), one launch per rank */
   int ag_batched; /* ag direct: all of them as one cuBLAS batched launch (equal parts) */
   int ag_one_blas; /* ag batched, one shared GPU (TD_OPS_FUSED_AG=batched-one): rank 0's one cuBLAS batched launch
-                    * of n x n GEMMs, C_p[rows of q] = A_q * B_p, for every rank p; the others wait on its event */
+                    * of n x n GEMMs, C_p[rows of q] = A_q * B_p, for every rank p; the others wait for its end
+                    * on the host (td__f_end_wait) */
   void **ptrs;    /* ag batched: device table of 3 x n pointers (B, A, C per part); ag_one_blas: 3 x n x n */
   const void *ptab[3 * TD__MAXR * TD__MAXR]; /* ag_one_blas: the table last uploaded (a call whose table is the same skips it) */
   int ptab_count; /* ag_one_blas: pointers in ptab (0: nothing uploaded yet) */
   int ag_blocks;  /* ag (copy): GEMMs per call: 1 (all rows), 3 (own, after, before) or n (one per source) */
   int ag_gather;  /* ag direct: one launch of our tile reading every rank's A in place (GATHER hook) */
   int ag_one;     /* ag gather: rank 0's one launch for every rank (GATHER | NSPLIT: each rank's B and C a
-                   * column source); the others wait on its event */
+                   * column source); the others wait for its end on the host (td__f_end_wait) */
   int ag_share;   /* ag gather: each rank's launch on its share of the SMs (td__f_share), its last wave split
                    * (TD_OPS_FUSED_AG=gather-share): the ranks' launches run at once and fill the GPU together */
   void *amaps;    /* ag gather: device table of n tensor maps (td__gemm_cuda_run_gather uploads them); ag_one:
@@ -82,8 +83,8 @@ struct td__tp_fused {
   int ar_blocks;   /* gemm_ar all-push: row blocks of the partial GEMM (<= TD__MAXR) */
   int pdev[TD__MAXR]; /* every rank's device */
   int poisoned;   /* set (atomically) by a rank whose call failed: later results are void */
-  uint64_t end_epoch; /* one launch for every rank, rank 0's: the last call whose launch it saw end (release) */
-  int end_status;     /* ... and how that call's GPU work ended (td_status, written before end_epoch) */
+  uint64_t end_word; /* one launch for every rank, rank 0's: (call << 8) | td_status of the last call whose launch
+                      * it saw end (one word, so a peer reads both with one load; td_status values are < 256) */
   td__tp_fused *peer[TD__MAXR]; /* every rank's state (one process) */
   size_t esz;
   cudaStream_t s, ce;
@@ -91,7 +92,7 @@ struct td__tp_fused {
                                    * different peers run at once on their own links and copy engines */
   cudaEvent_t ce_done;
   cudaEvent_t ev_put[TD__MAXR];   /* ag: recorded on ce after run i of the peers' rows was copied in */
-  cudaEvent_t ev_gdone, ev_rdone; /* rs/ar: after the partial GEMM; after the reduction */
+  cudaEvent_t ev_gdone, ev_rdone; /* rs/ar pull: after the partial GEMM; after the reduction */
   cudaEvent_t ev_push;            /* rs/ar push: recorded on ce after this rank's last push */
   void *buf;      /* ag: gather buffer [M,K]; rs/ar: partial [M,N] */
   void *red;      /* gemm_ar two-shot: reduced rows [M,N] */
@@ -119,7 +120,8 @@ td_status td__f_cu(cudaError_t e, const char *what);
 void td__f_keep(td_status *first, td_status st);
 td_status td__f_sync(td_tp_op *op, td__tp_fused *f);
 td_status td__f_finish(td_tp_op *op, td__tp_fused *f);
-/** One launch for every rank, rank 0: publishes that call e's launch ended with status `st` (its td__f_finish). */
+/** One launch for every rank, rank 0: publishes that call e's launch ended with status `st` (its td__f_finish),
+ * or that rank 0 left call e with `st` after its stream was waited for (a failed middle exchange). */
 void td__f_end_publish(td__tp_fused *f, uint64_t e, td_status st);
 /** One launch for every rank, the other ranks: waits on the host, under the deadline, until rank 0 published
  * call e's end (td__f_end_publish), and returns its status (an error of its own naming rank 0's); a timeout

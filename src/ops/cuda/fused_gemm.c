@@ -200,7 +200,15 @@ static td_status td__f_one_launch_end(td_tp_op *op, td__tp_fused *f, td_status g
   const int r = f->r;
   int64_t all[TD__MAXR];
   td__f_stamp(f, TD__PROF_ENQUEUED);
-  TD_CHECK(td__f_gather_mid(op, f, gst != TD_OK ? (int64_t)gst : (int64_t)st, all));
+  td_status mid = td__f_gather_mid(op, f, gst != TD_OK ? (int64_t)gst : (int64_t)st, all);
+  if (mid != TD_OK) {
+    /* a peer may still have got through the exchange (rank 0's part was out before it timed out): it waits
+     * for this word, which says rank 0 left (td__f_gather_mid waited for this rank's stream, so the launch
+     * has ended) */
+    if (r == 0)
+      td__f_end_publish(f, e, mid);
+    return mid;
+  }
   td__f_stamp(f, TD__PROF_MIDDLE);
   /* the progress word, for diagnostics (nothing waits on it; on the other ranks it is written after the call) */
   td__f_keep(&st, td__f_setv(f->s, f->ctl + TD__CTL_FIN, e));
@@ -226,9 +234,9 @@ static td_status td__f_one_launch_end(td_tp_op *op, td__tp_fused *f, td_status g
  * once per tile row for all ranks, where n launches each read all of it.
  * Synchronisation as kgather's (td__f_kgather): the opening exchange
  * published every rank's A, B and C; the middle exchange carries rank 0's
- * enqueue status, the other ranks' streams wait on its event, and no
- * closing barrier is needed (nobody returns before the launch that reads
- * its operands has ended). */
+ * enqueue status, the other ranks wait for rank 0 to see the launch end
+ * (td__f_one_launch_end), and no closing barrier is needed (nobody returns
+ * before the launch that reads its operands has ended). */
 static td_status td__f_ag_one(td_tp_op *op, td__tp_fused *f, void *c, const void *a, const void *b, uint64_t e) {
   const int n = f->n, r = f->r;
   td_status st = TD_OK, gst = TD_OK;
@@ -246,7 +254,6 @@ static td_status td__f_ag_one(td_tp_op *op, td__tp_fused *f, void *c, const void
     gst = td__gemm_cuda_run_gather_cols(&pr, &f->cfg, as, n, f->rows[0], bs, cs, n, f->amaps, &tail, f->s);
     td__f_stamp(f, TD__PROF_LAUNCHED);
     td__f_prof_event(f, 2);
-    td__f_keep(&st, td__f_cu(cudaEventRecord(f->ev_gdone, f->s), "cudaEventRecord"));
   }
   return td__f_one_launch_end(op, f, gst, st, e);
 }
@@ -290,7 +297,6 @@ static td_status td__f_ag_one_blas(td_tp_op *op, td__tp_fused *f, void *c, const
       f->ptab_count = 0;
     td__f_stamp(f, TD__PROF_LAUNCHED);
     td__f_prof_event(f, 2);
-    td__f_keep(&st, td__f_cu(cudaEventRecord(f->ev_gdone, f->s), "cudaEventRecord"));
   }
   return td__f_one_launch_end(op, f, gst, st, e);
 }
@@ -416,12 +422,11 @@ static td_status td__f_ar_all_push(td_tp_op *op, td__tp_fused *f, void *c, const
 /* kgather (one shared GPU): rank 0's one launch computes every row of the
  * sum, C[rows_p] = sum_q A_q[rows_p] * B_q, over every rank's A and B where
  * they are (published before the opening barrier), and stores each row at
- * its owner's C (gemm_rs, PUSH) or at every rank's (gemm_ar, BCAST). An
- * event after it, recorded before the middle barrier, is waited for by every
- * other rank's stream after it (rank 0's record for call e exists by then),
- * so each rank returns only once the launch that read its A and B and wrote
- * its C has ended: no closing barrier. A failed launch still records the
- * event, so nobody waits on a stale one. */
+ * its owner's C (gemm_rs, PUSH) or at every rank's (gemm_ar, BCAST). Rank
+ * 0 sees the launch end and tells the others on the host
+ * (td__f_one_launch_end), so each rank returns only once the launch that
+ * read its A and B and wrote its C has ended: no closing barrier. A failed
+ * launch is reported through the middle exchange and the end word alike. */
 static td_status td__f_kgather(td_tp_op *op, td__tp_fused *f, void *c, const void *a, const void *b, uint64_t e) {
   const int n = f->n, r = f->r, rs = op->d.kind == TD_TP_GEMM_RS;
   td_status st = TD_OK, gst = TD_OK;
@@ -447,7 +452,6 @@ static td_status td__f_kgather(td_tp_op *op, td__tp_fused *f, void *c, const voi
                                     rs ? TD_GEMM_HOOK_PUSH : TD_GEMM_HOOK_BCAST, &out, f->s);
     td__f_stamp(f, TD__PROF_LAUNCHED);
     td__f_prof_event(f, 2);
-    td__f_keep(&st, td__f_cu(cudaEventRecord(f->ev_gdone, f->s), "cudaEventRecord"));
   }
   return td__f_one_launch_end(op, f, gst, st, e);
 }
