@@ -13,26 +13,8 @@
 #   PROBE_STEPS="ag_one kgather bo_auto ag_new1 ar_new1 ag_new2 rs_new1" scripts/probe-ag4.sh
 set -uo pipefail
 OUT=${OUT:-out/probe4}
-BIN=${TD_GPU_BIN:-.gpubin}
-L=$OUT/logs; mkdir -p "$L"
-export TD_CACHE_DIR=/tmp/tdist-cache TD_TIMEOUT_MS=${TD_TIMEOUT_MS:-20000} TD_CUDA_DEVICE=0 TD_SYMM_HEAP_SIZE=2G
-export TD_TDRUN=$BIN/tdrun TD_BIN_DIR=$BIN TD_TEST_DIR=$BIN TD_SOURCE_DIR=$PWD
-export TD_GIT_REV=$(cat "$BIN/REVISION" 2>/dev/null || echo unknown)
-export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
-BUDGET=${PROBE_BUDGET:-540}
-T0=$(date +%s)
-S=$L/summary.txt
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu --format=csv,noheader > "$S"
-step() { local name=$1 to=$2; shift 2
-  local t=$(date +%s)
-  if (( t - T0 + to > BUDGET )); then echo "$name skipped (budget)" >> "$S"; return; fi
-  timeout "$to" "$@" >"$L/$name.log" 2>&1
-  echo "$name rc=$? $(( $(date +%s) - t ))s" >> "$S"
-  tar -C "$OUT" -czf "$OUT/probe4.tgz.tmp" logs && mv "$OUT/probe4.tgz.tmp" "$OUT/probe4.tgz"; }
-bench() { local name=$1 op=$2 to=$3; shift 3
-  step "$name" "$to" "${TDIST:-$BIN/tdist}" bench "$op" --backend cuda --ranks 8 --variants none --iters ${ITERS:-20} --warmup 3 \
-    --json "$L/$name.json" "$@"; }
-ALL="--models all --m 1024,4096,8192"
+TGZ=probe4.tgz
+. "$(dirname "$0")/probe-lib.sh"
 BIG="--models llama3.1-70b,gpt3-175b,qwen2-72b --m 4096,8192"
 S8="--models llama3.1-8b --m 1024"
 for s in ${PROBE_STEPS:-bo_test ag_auto1 ag_bo1 ag_bo2 ag_auto2 p8_auto p8_bo p8_128 p8_128x256 pbig_auto pbig_128x256c2}; do
