@@ -149,3 +149,20 @@ td_status td__tp_check(td_team *team, const td__tp_desc *d, const td_tp_opts *o,
   free(all);
   return TD_OK;
 }
+
+int td__tp_cross_overlap(int n, const uint64_t (*lo)[3], const uint64_t (*len)[3], int *p, int *q, int *qi) {
+  static const int order[3] = {2, 0, 1}; /* another rank's output first, then its inputs */
+  for (int x = 0; x < n; x++) {
+    const uint64_t c0 = lo[x][2], cn = len[x][2];
+    for (int y = 0; cn && y < n; y++)
+      for (int j = 0; y != x && j < 3; j++) {
+        const int i = order[j];
+        const uint64_t o0 = lo[y][i], on = len[y][i];
+        if (on && o0 < c0 + cn && c0 < o0 + on) {
+          *p = x, *q = y, *qi = i;
+          return 1;
+        }
+      }
+  }
+  return 0;
+}

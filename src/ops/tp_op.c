@@ -281,9 +281,10 @@ static td_status td__tp_call_check(const td_tp_op *op, const void *const ptr[3])
     uintptr_t x0 = (uintptr_t)ptr[i];
     size_t xn = td__tp_operand_bytes(op, i);
     if (xn && cn && x0 < c0 + cn && c0 < x0 + xn)
+      /* "pass separate buffers" early: peers relay the first 199 characters (td__tp_call_rec) */
       return td__error(TD_ERR_INVALID_ARG, "%s: rank %d: operand %s [%p, %p) (%zu bytes) overlaps operand %s "
-                       "[%p, %p) (%zu bytes); %s is written while %s is read, so in-place calls are refused: pass "
-                       "separate buffers", kn, op->rank, names[2], ptr[2], (void *)(c0 + cn), cn, names[i],
+                       "[%p, %p) (%zu bytes); pass separate buffers (%s is written while %s is read, so in-place "
+                       "calls are refused)", kn, op->rank, names[2], ptr[2], (void *)(c0 + cn), cn, names[i],
                        ptr[i], (void *)(x0 + xn), xn, names[2], names[i]);
   }
   /* The fused GEMMs move 16-byte pieces (TMA, vector stores); checked here so
@@ -303,11 +304,44 @@ static td_status td__tp_call_check(const td_tp_op *op, const void *const ptr[3])
  * instead of leaving the others to wait for it until their deadline. */
 typedef struct td__tp_call_rec {
   int32_t status;
-  char msg[252]; /* the record stays within the collectives' inline size (256 bytes): one step per call */
+  uint32_t pad;
+  uint64_t lo[3], len[3]; /* this rank's operands (A / src, B, C / dst) as byte ranges; len 0 = none */
+  char msg[200]; /* the record stays within the collectives' inline size (256 bytes): one step per call */
 } td__tp_call_rec;
 _Static_assert(sizeof(td__tp_call_rec) <= 256, "the operand-check record must fit the collectives' inline size");
 
-static td_status td__tp_call_agree(td_tp_op *op, td_status mine) {
+/* Ranks that are threads of one process: no rank's output may overlap
+ * another rank's operand (td__tp_cross_overlap). Every rank decides from the
+ * same exchanged records, so all refuse alike and nothing has run. Ranks in
+ * processes of their own have address spaces of their own: nothing to compare. */
+static td_status td__tp_cross_check(const td_tp_op *op, const td__tp_call_rec *all) {
+  const char *kn = td_tp_kind_name(op->d.kind);
+  if (strcmp(td_world_transport(td_team_world(op->team)), "local") != 0)
+    return TD_OK;
+  uint64_t(*lo)[3] = calloc((size_t)op->nranks, sizeof *lo), (*len)[3] = calloc((size_t)op->nranks, sizeof *len);
+  if (!lo || !len) { /* every rank reaches the same verdict only if it can check: refuse without a peer waiting */
+    free(lo), free(len);
+    return td__error(TD_ERR_NO_MEMORY, "%s: rank %d: out of memory for the operand check", kn, op->rank);
+  }
+  for (int r = 0; r < op->nranks; r++)
+    for (int i = 0; i < 3; i++)
+      lo[r][i] = all[r].lo[i], len[r][i] = all[r].len[i];
+  int p = 0, q = 0, qi = 0;
+  const int hit = td__tp_cross_overlap(op->nranks, (const uint64_t(*)[3])lo, (const uint64_t(*)[3])len, &p, &q, &qi);
+  free(lo), free(len);
+  if (!hit)
+    return TD_OK;
+  const int ar = op->d.kind == TD_TP_ALL_REDUCE;
+  const char *names[3] = {ar ? "src" : "A", "B", ar ? "dst" : "C"};
+  const td__tp_call_rec *x = &all[p], *y = &all[q];
+  return td__error(TD_ERR_INVALID_ARG, "%s: rank %d's operand %s [0x%" PRIx64 ", 0x%" PRIx64 ") (%" PRIu64 " bytes) "
+                   "overlaps rank %d's operand %s [0x%" PRIx64 ", 0x%" PRIx64 ") (%" PRIu64 " bytes); the ranks are "
+                   "threads of one process and %s is written while the other is %s, so every rank refused the call: "
+                   "pass separate buffers", kn, p, names[2], x->lo[2], x->lo[2] + x->len[2], x->len[2], q, names[qi],
+                   y->lo[qi], y->lo[qi] + y->len[qi], y->len[qi], names[2], qi == 2 ? "written too" : "read");
+}
+
+static td_status td__tp_call_agree(td_tp_op *op, td_status mine, const void *const *ptr) {
   const char *kn = td_tp_kind_name(op->d.kind);
   td__tp_call_rec rec, *all = calloc((size_t)op->nranks, sizeof *all);
   if (!all) /* peers meet the exchange's deadline, which names this rank */
@@ -316,6 +350,11 @@ static td_status td__tp_call_agree(td_tp_op *op, td_status mine) {
   rec.status = (int32_t)mine;
   if (mine != TD_OK)
     snprintf(rec.msg, sizeof rec.msg, "%s", td_last_error());
+  for (int i = 0; ptr && i < 3; i++)
+    if (ptr[i]) {
+      rec.lo[i] = (uint64_t)(uintptr_t)ptr[i];
+      rec.len[i] = (uint64_t)td__tp_operand_bytes(op, i);
+    }
   td_status st = td_all_gather(op->team, all, &rec, sizeof rec, TD_U8);
   if (st != TD_OK) {
     free(all);
@@ -328,6 +367,8 @@ static td_status td__tp_call_agree(td_tp_op *op, td_status mine) {
     if (all[r].status != TD_OK)
       st = td__error((td_status)all[r].status, "%s: rank %d refused the call, so this rank did too: %s", kn, r,
                      all[r].msg);
+  if (st == TD_OK)
+    st = td__tp_cross_check(op, all);
   free(all);
   return st;
 }
@@ -343,7 +384,7 @@ td_status td__tp_run(td_tp_op *op, td_tp_kind kind, void *c, const void *a, cons
                               td_tp_kind_name(op->d.kind), op->d.kind == TD_TP_ALL_REDUCE ? "ll_" : "",
                               td_tp_kind_name(op->d.kind));
     if (op->nranks > 1 && !op->failed)
-      return td__tp_call_agree(op, bad);
+      return td__tp_call_agree(op, bad, NULL);
     return bad;
   }
   if (op->failed)
@@ -352,7 +393,7 @@ td_status td__tp_run(td_tp_op *op, td_tp_kind kind, void *c, const void *a, cons
   td_status st = td__tp_call_check(op, ptr);
   if (op->fused && st == TD_OK) /* read by the peers only after the exchange below */
     st = td__tp_fused_publish(op, c, a, b);
-  if (op->nranks > 1 && (st = td__tp_call_agree(op, st)) != TD_OK)
+  if (op->nranks > 1 && (st = td__tp_call_agree(op, st, ptr)) != TD_OK)
     return st;
   if (st != TD_OK)
     return st;

@@ -5,7 +5,10 @@
  * with TD_ERR_INVALID_ARG (the faulty rank naming both operands and their
  * byte ranges, its peers naming the faulty rank), with nothing run: the next
  * call with separate buffers then gives the right result. Before the fix the
- * overlapped variants returned TD_OK with wrong values. */
+ * overlapped variants returned TD_OK with wrong values. Ranks are threads of
+ * one process here, so one rank's output can also be another's operand (the
+ * same C passed on two ranks, say): refused on every rank alike, while an
+ * input shared between ranks (the same B) runs. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ops/ops_internal.h"
 #include "tdist/tdist.h"
 
 enum { NR = 2 };
@@ -123,6 +127,113 @@ static void run_case(td_tp_kind kind, td_tp_variant v, int bad_rank, int with_b)
   }
 }
 
+/* The pure rule: the first output of one rank overlapping an operand of another, outputs first; shared
+ * inputs and adjacent ranges pass. */
+static void test_cross_overlap_rule(void **state) {
+  (void)state;
+  uint64_t lo[3][3] = {{0x1000, 0x2000, 0x3000}, {0x4000, 0x2000, 0x5000}, {0x6000, 0x7000, 0x8000}};
+  uint64_t len[3][3] = {{0x100, 0x100, 0x100}, {0x100, 0x100, 0x100}, {0x100, 0x100, 0x100}};
+  int p = -1, q = -1, qi = -1;
+  assert_int_equal(td__tp_cross_overlap(3, (const uint64_t(*)[3])lo, (const uint64_t(*)[3])len, &p, &q, &qi), 0);
+  lo[2][2] = 0x30ff; /* rank 2's C starts on rank 0's C's last byte */
+  assert_int_equal(td__tp_cross_overlap(3, (const uint64_t(*)[3])lo, (const uint64_t(*)[3])len, &p, &q, &qi), 1);
+  assert_int_equal(p, 0), assert_int_equal(q, 2), assert_int_equal(qi, 2);
+  lo[2][2] = 0x3100; /* adjacent: no overlap */
+  assert_int_equal(td__tp_cross_overlap(3, (const uint64_t(*)[3])lo, (const uint64_t(*)[3])len, &p, &q, &qi), 0);
+  lo[1][2] = 0x6080; /* rank 1's C over rank 2's A */
+  assert_int_equal(td__tp_cross_overlap(3, (const uint64_t(*)[3])lo, (const uint64_t(*)[3])len, &p, &q, &qi), 1);
+  assert_int_equal(p, 1), assert_int_equal(q, 2), assert_int_equal(qi, 0);
+  len[1][2] = 0; /* no C (an operand the kind lacks): nothing written */
+  assert_int_equal(td__tp_cross_overlap(3, (const uint64_t(*)[3])lo, (const uint64_t(*)[3])len, &p, &q, &qi), 0);
+  assert_int_equal(td__tp_cross_overlap(1, (const uint64_t(*)[3])lo, (const uint64_t(*)[3])len, &p, &q, &qi), 0);
+}
+
+/* Two ranks (threads of one process) whose outputs or inputs meet: `mode` 1 = both pass rank 0's C, 2 = rank
+ * 1's C is rank 0's A, 3 = both pass rank 0's B (an input shared: runs and is right). */
+typedef struct cross_case {
+  td_tp_kind kind;
+  int mode;
+  float *shared[3]; /* rank 0's A, B and C, set by rank 0 before the barrier */
+  td_status got[NR];
+  char msg[NR][600];
+  int good_ok[NR];
+} cross_case;
+
+static td_status cross_rank(td_world *w, int rank, void *arg) {
+  cross_case *c = arg;
+  td_tp_op *op = NULL;
+  alias_case ac = {.kind = c->kind, .variant = TD_TP_AUTO};
+  td_status st = alias_create(td_world_team(w), &ac, &op);
+  if (st != TD_OK)
+    return st;
+  td_tp_layout la, lb, lc;
+  td_tp_operand(op, TD_TP_A, rank, &la);
+  td_tp_operand(op, TD_TP_B, rank, &lb);
+  td_tp_operand(op, TD_TP_C, rank, &lc);
+  /* sized for the larger part, so that another rank's operand can stand in for this rank's */
+  const size_t big = la.bytes + lb.bytes + lc.bytes;
+  float *a = alias_alloc(big, 1.0f), *b = alias_alloc(big, 1.0f), *out = alias_alloc(big, -7.0f);
+  if (rank == 0)
+    c->shared[0] = a, c->shared[1] = b, c->shared[2] = out;
+  td_barrier_all(w);
+  float *ca = a, *cb = b, *cc = out;
+  if (rank == 1 && c->mode == 1)
+    cc = c->shared[2];
+  if (rank == 1 && c->mode == 2)
+    cc = c->shared[0];
+  if (rank == 1 && c->mode == 3)
+    cb = c->shared[1];
+  c->got[rank] = alias_call(op, c->kind, cc, ca, cb);
+  snprintf(c->msg[rank], sizeof c->msg[rank], "%s", td_last_error());
+  td_barrier_all(w); /* nobody frees what a peer may still pass */
+  st = alias_call(op, c->kind, out, a, b);
+  float want = c->kind == TD_TP_ALL_REDUCE ? (float)NR : 4.0f;
+  int ok = st == TD_OK;
+  for (int64_t i = 0; ok && i < lc.rows; i++)
+    for (int64_t j = 0; ok && j < lc.cols; j++)
+      ok = out[i * lc.ld + j] == want;
+  c->good_ok[rank] = ok;
+  td_barrier_all(w);
+  td_status d = td_tp_destroy(op);
+  free(a), free(b), free(out);
+  return st != TD_OK ? st : d;
+}
+
+static void test_cross_rank_overlap(void **state) {
+  (void)state;
+  for (int k = 0; k < TD_TP_KIND_COUNT; k++)
+    for (int mode = 1; mode <= 3; mode++) {
+      if (k == TD_TP_ALL_REDUCE && mode == 3)
+        continue; /* all-reduce has no B */
+      cross_case c = {.kind = (td_tp_kind)k, .mode = mode};
+      td_world_opts o;
+      td_world_opts_init(&o);
+      o.timeout_ms = 20000; /* a rank left waiting fails the test by this deadline */
+      td_status st = td_local_world_run(NR, &o, cross_rank, &c);
+      if (st != TD_OK)
+        fail_msg("%s mode %d: %s: %s", td_tp_kind_name((td_tp_kind)k), mode, td_status_name(st), td_last_error());
+      const int ar = k == TD_TP_ALL_REDUCE;
+      for (int r = 0; r < NR; r++) {
+        if (mode == 3) {
+          if (c.got[r] != TD_OK)
+            fail_msg("%s shared B, rank %d: %s (%s)", td_tp_kind_name((td_tp_kind)k), r, td_status_name(c.got[r]),
+                     c.msg[r]);
+        } else {
+          const char *want = mode == 1 ? (ar ? "rank 0's operand dst [" : "rank 0's operand C [")
+                                       : (ar ? "rank 1's operand dst [" : "rank 1's operand C [");
+          const char *other = mode == 1 ? (ar ? "overlaps rank 1's operand dst [" : "overlaps rank 1's operand C [")
+                                        : (ar ? "overlaps rank 0's operand src [" : "overlaps rank 0's operand A [");
+          if (c.got[r] != TD_ERR_INVALID_ARG || !strstr(c.msg[r], want) || !strstr(c.msg[r], other) ||
+              !strstr(c.msg[r], "threads of one process") || !strstr(c.msg[r], "pass separate buffers"))
+            fail_msg("%s mode %d rank %d: %s '%s'", td_tp_kind_name((td_tp_kind)k), mode, r,
+                     td_status_name(c.got[r]), c.msg[r]);
+        }
+        if (!c.good_ok[r])
+          fail_msg("%s mode %d rank %d: the call after it was wrong", td_tp_kind_name((td_tp_kind)k), mode, r);
+      }
+    }
+}
+
 static void test_every_kind_and_variant(void **state) {
   (void)state;
   for (int k = 0; k < TD_TP_KIND_COUNT; k++)
@@ -201,6 +312,8 @@ static void test_wrong_function_refused_everywhere(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_cross_overlap_rule),
+      cmocka_unit_test(test_cross_rank_overlap),
       cmocka_unit_test(test_wrong_function_refused_everywhere),
       cmocka_unit_test(test_every_kind_and_variant),
       cmocka_unit_test(test_c_overlaps_b),
