@@ -176,7 +176,11 @@ td_status td_ll_all_reduce_create(td_team *team, size_t count, td_dtype dtype,
 /* Common errors of the calls below: TD_ERR_INVALID_ARG (NULL op, an operand
  * NULL (even where this rank's part is empty), C sharing a byte with A or
  * B (src and dst for ll_all_reduce: no in-place calls; names the operands
- * and their byte ranges), an operator of another kind: names both kinds;
+ * and their byte ranges), where the ranks are threads of one process (a
+ * local world) one rank's C (dst) sharing a byte with another rank's A, B
+ * or C (src, dst: each rank passes outputs of its own; inputs may be
+ * shared; names both ranks, operands and byte ranges), an operator of
+ * another kind: names both kinds;
  * NULL and overlapping operands are checked collectively: every rank of a
  * multi-rank team refuses the call, naming the rank at fault, nothing runs
  * and the operator stays usable), TD_ERR_TIMEOUT (a wait
