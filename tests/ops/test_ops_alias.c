@@ -65,6 +65,13 @@ static float *alias_alloc(size_t bytes, float v) {
   return p;
 }
 
+/* This rank's A, B and C layouts. */
+static void alias_layouts(const td_tp_op *op, int rank, td_tp_layout *la, td_tp_layout *lb, td_tp_layout *lc) {
+  td_tp_operand(op, TD_TP_A, rank, la);
+  td_tp_operand(op, TD_TP_B, rank, lb);
+  td_tp_operand(op, TD_TP_C, rank, lc);
+}
+
 static td_status alias_rank(td_world *w, int rank, void *arg) {
   alias_case *c = arg;
   td_tp_op *op = NULL;
@@ -76,9 +83,7 @@ static td_status alias_rank(td_world *w, int rank, void *arg) {
   if (st != TD_OK)
     return st;
   td_tp_layout la, lb, lc;
-  td_tp_operand(op, TD_TP_A, rank, &la);
-  td_tp_operand(op, TD_TP_B, rank, &lb);
-  td_tp_operand(op, TD_TP_C, rank, &lc);
+  alias_layouts(op, rank, &la, &lb, &lc);
   /* Every input element is 1, so each output element is K (GEMMs: a sum
    * over K of 1 * 1, however it is split) or the rank count (all-reduce). */
   float *a = alias_alloc(la.bytes + lc.bytes, 1.0f), *b = alias_alloc(lb.bytes + lc.bytes, 1.0f);
@@ -167,9 +172,7 @@ static td_status cross_rank(td_world *w, int rank, void *arg) {
   if (st != TD_OK)
     return st;
   td_tp_layout la, lb, lc;
-  td_tp_operand(op, TD_TP_A, rank, &la);
-  td_tp_operand(op, TD_TP_B, rank, &lb);
-  td_tp_operand(op, TD_TP_C, rank, &lc);
+  alias_layouts(op, rank, &la, &lb, &lc);
   /* sized for the larger part, so that another rank's operand can stand in for this rank's */
   const size_t big = la.bytes + lb.bytes + lc.bytes;
   float *a = alias_alloc(big, 1.0f), *b = alias_alloc(big, 1.0f), *out = alias_alloc(big, -7.0f);
@@ -280,9 +283,7 @@ static td_status wrong_fn_rank(td_world *w, int rank, void *arg) {
   if (st != TD_OK)
     return st;
   td_tp_layout la, lb, lc;
-  td_tp_operand(op, TD_TP_A, rank, &la);
-  td_tp_operand(op, TD_TP_B, rank, &lb);
-  td_tp_operand(op, TD_TP_C, rank, &lc);
+  alias_layouts(op, rank, &la, &lb, &lc);
   float *a = alias_alloc(la.bytes, 1.0f), *b = alias_alloc(lb.bytes, 1.0f), *c = alias_alloc(lc.bytes, 0.0f);
   td_status got = rank == 0 ? td_gemm_rs(op, c, a, b) : td_ag_gemm(op, c, a, b);
   snprintf(msg[rank], sizeof msg[rank], "%s|%s", td_status_name(got), td_last_error());
