@@ -144,15 +144,19 @@ td_status td__tp_fused_auto(td_team *team, const td__tp_desc *d, const td_tp_opt
 /** Collective: allocates the symmetric buffers and streams, exchanges device
  * pointers; every rank fails alike. */
 td_status td__tp_fused_create(td_tp_op *op);
+/** One rank's operands of a call as byte ranges: i = 0 A / src, 1 B, 2 C / dst; len 0 = none. */
+typedef struct td__tp_ranges {
+  uint64_t lo[3], len[3];
+} td__tp_ranges;
 /** Ranks that are threads of one process (transport local) share an address
  * space, so one rank's output can be another's operand. Given every rank's
- * operands as byte ranges (lo[r][i], len[r][i]: i = 0 A / src, 1 B, 2 C /
- * dst; len 0 = none), finds the first rank p whose output overlaps an
- * operand of another rank q (q's output first, then its inputs): sets *p,
- * *q and *qi (q's operand) and returns 1; 0 when none does. Inputs shared
- * between ranks (the same B, say) are no overlap: nobody writes them. Pure
- * (tp_check.c). */
-int td__tp_cross_overlap(int n, const uint64_t (*lo)[3], const uint64_t (*len)[3], int *p, int *q, int *qi);
+ * operand ranges (rank r's at (const char *)first + r * stride, so that they
+ * can be read in place from larger records), finds the first rank p whose
+ * output overlaps an operand of another rank q (q's output first, then its
+ * inputs): sets *p, *q and *qi (q's operand) and returns 1; 0 when none does.
+ * Inputs shared between ranks (the same B, say) are no overlap: nobody writes
+ * them. Pure (tp_check.c). */
+int td__tp_cross_overlap(int n, const td__tp_ranges *first, size_t stride, int *p, int *q, int *qi);
 /** Before a call's operand-check exchange (td__tp_call_agree): waits
  * (under the operator's deadline) for the work already on opts.cuda_stream,
  * which produces the operands, then publishes this rank's operands of the

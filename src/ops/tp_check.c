@@ -150,19 +150,21 @@ td_status td__tp_check(td_team *team, const td__tp_desc *d, const td_tp_opts *o,
   return TD_OK;
 }
 
-int td__tp_cross_overlap(int n, const uint64_t (*lo)[3], const uint64_t (*len)[3], int *p, int *q, int *qi) {
+int td__tp_cross_overlap(int n, const td__tp_ranges *first, size_t stride, int *p, int *q, int *qi) {
   static const int order[3] = {2, 0, 1}; /* another rank's output first, then its inputs */
+#define TD__RANK_RANGES(r) ((const td__tp_ranges *)((const char *)first + (size_t)(r) * stride))
   for (int x = 0; x < n; x++) {
-    const uint64_t c0 = lo[x][2], cn = len[x][2];
+    const uint64_t c0 = TD__RANK_RANGES(x)->lo[2], cn = TD__RANK_RANGES(x)->len[2];
     for (int y = 0; cn && y < n; y++)
       for (int j = 0; y != x && j < 3; j++) {
         const int i = order[j];
-        const uint64_t o0 = lo[y][i], on = len[y][i];
+        const uint64_t o0 = TD__RANK_RANGES(y)->lo[i], on = TD__RANK_RANGES(y)->len[i];
         if (on && o0 < c0 + cn && c0 < o0 + on) {
           *p = x, *q = y, *qi = i;
           return 1;
         }
       }
   }
+#undef TD__RANK_RANGES
   return 0;
 }

@@ -305,7 +305,7 @@ static td_status td__tp_call_check(const td_tp_op *op, const void *const ptr[3])
 typedef struct td__tp_call_rec {
   int32_t status;
   uint32_t pad;
-  uint64_t lo[3], len[3]; /* this rank's operands (A / src, B, C / dst) as byte ranges; len 0 = none */
+  td__tp_ranges ops; /* this rank's operands as byte ranges */
   char msg[200]; /* the record stays within the collectives' inline size (256 bytes): one step per call */
 } td__tp_call_rec;
 _Static_assert(sizeof(td__tp_call_rec) <= 256, "the operand-check record must fit the collectives' inline size");
@@ -318,22 +318,12 @@ static td_status td__tp_cross_check(const td_tp_op *op, const td__tp_call_rec *a
   const char *kn = td_tp_kind_name(op->d.kind);
   if (strcmp(td_world_transport(td_team_world(op->team)), "local") != 0)
     return TD_OK;
-  uint64_t(*lo)[3] = calloc((size_t)op->nranks, sizeof *lo), (*len)[3] = calloc((size_t)op->nranks, sizeof *len);
-  if (!lo || !len) { /* every rank reaches the same verdict only if it can check: refuse without a peer waiting */
-    free(lo), free(len);
-    return td__error(TD_ERR_NO_MEMORY, "%s: rank %d: out of memory for the operand check", kn, op->rank);
-  }
-  for (int r = 0; r < op->nranks; r++)
-    for (int i = 0; i < 3; i++)
-      lo[r][i] = all[r].lo[i], len[r][i] = all[r].len[i];
   int p = 0, q = 0, qi = 0;
-  const int hit = td__tp_cross_overlap(op->nranks, (const uint64_t(*)[3])lo, (const uint64_t(*)[3])len, &p, &q, &qi);
-  free(lo), free(len);
-  if (!hit)
+  if (!td__tp_cross_overlap(op->nranks, &all[0].ops, sizeof *all, &p, &q, &qi))
     return TD_OK;
   const int ar = op->d.kind == TD_TP_ALL_REDUCE;
   const char *names[3] = {ar ? "src" : "A", "B", ar ? "dst" : "C"};
-  const td__tp_call_rec *x = &all[p], *y = &all[q];
+  const td__tp_ranges *x = &all[p].ops, *y = &all[q].ops;
   return td__error(TD_ERR_INVALID_ARG, "%s: rank %d's operand %s [0x%" PRIx64 ", 0x%" PRIx64 ") (%" PRIu64 " bytes) "
                    "overlaps rank %d's operand %s [0x%" PRIx64 ", 0x%" PRIx64 ") (%" PRIu64 " bytes); the ranks are "
                    "threads of one process and %s is written while the other is %s, so every rank refused the call: "
@@ -352,8 +342,8 @@ static td_status td__tp_call_agree(td_tp_op *op, td_status mine, const void *con
     snprintf(rec.msg, sizeof rec.msg, "%s", td_last_error());
   for (int i = 0; ptr && i < 3; i++)
     if (ptr[i]) {
-      rec.lo[i] = (uint64_t)(uintptr_t)ptr[i];
-      rec.len[i] = (uint64_t)td__tp_operand_bytes(op, i);
+      rec.ops.lo[i] = (uint64_t)(uintptr_t)ptr[i];
+      rec.ops.len[i] = (uint64_t)td__tp_operand_bytes(op, i);
     }
   td_status st = td_all_gather(op->team, all, &rec, sizeof rec, TD_U8);
   if (st != TD_OK) {

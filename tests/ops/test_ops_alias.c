@@ -136,21 +136,32 @@ static void run_case(td_tp_kind kind, td_tp_variant v, int bad_rank, int with_b)
  * inputs and adjacent ranges pass. */
 static void test_cross_overlap_rule(void **state) {
   (void)state;
-  uint64_t lo[3][3] = {{0x1000, 0x2000, 0x3000}, {0x4000, 0x2000, 0x5000}, {0x6000, 0x7000, 0x8000}};
-  uint64_t len[3][3] = {{0x100, 0x100, 0x100}, {0x100, 0x100, 0x100}, {0x100, 0x100, 0x100}};
+  td__tp_ranges r[3] = {{{0x1000, 0x2000, 0x3000}, {0x100, 0x100, 0x100}},
+                        {{0x4000, 0x2000, 0x5000}, {0x100, 0x100, 0x100}},
+                        {{0x6000, 0x7000, 0x8000}, {0x100, 0x100, 0x100}}};
+  const size_t st = sizeof r[0];
   int p = -1, q = -1, qi = -1;
-  assert_int_equal(td__tp_cross_overlap(3, (const uint64_t(*)[3])lo, (const uint64_t(*)[3])len, &p, &q, &qi), 0);
-  lo[2][2] = 0x30ff; /* rank 2's C starts on rank 0's C's last byte */
-  assert_int_equal(td__tp_cross_overlap(3, (const uint64_t(*)[3])lo, (const uint64_t(*)[3])len, &p, &q, &qi), 1);
+  assert_int_equal(td__tp_cross_overlap(3, r, st, &p, &q, &qi), 0); /* rank 0 and 1 share B: an input */
+  r[2].lo[2] = 0x30ff; /* rank 2's C starts on rank 0's C's last byte */
+  assert_int_equal(td__tp_cross_overlap(3, r, st, &p, &q, &qi), 1);
   assert_int_equal(p, 0), assert_int_equal(q, 2), assert_int_equal(qi, 2);
-  lo[2][2] = 0x3100; /* adjacent: no overlap */
-  assert_int_equal(td__tp_cross_overlap(3, (const uint64_t(*)[3])lo, (const uint64_t(*)[3])len, &p, &q, &qi), 0);
-  lo[1][2] = 0x6080; /* rank 1's C over rank 2's A */
-  assert_int_equal(td__tp_cross_overlap(3, (const uint64_t(*)[3])lo, (const uint64_t(*)[3])len, &p, &q, &qi), 1);
+  r[2].lo[2] = 0x3100; /* adjacent: no overlap */
+  assert_int_equal(td__tp_cross_overlap(3, r, st, &p, &q, &qi), 0);
+  r[1].lo[2] = 0x6080; /* rank 1's C over rank 2's A */
+  assert_int_equal(td__tp_cross_overlap(3, r, st, &p, &q, &qi), 1);
   assert_int_equal(p, 1), assert_int_equal(q, 2), assert_int_equal(qi, 0);
-  len[1][2] = 0; /* no C (an operand the kind lacks): nothing written */
-  assert_int_equal(td__tp_cross_overlap(3, (const uint64_t(*)[3])lo, (const uint64_t(*)[3])len, &p, &q, &qi), 0);
-  assert_int_equal(td__tp_cross_overlap(1, (const uint64_t(*)[3])lo, (const uint64_t(*)[3])len, &p, &q, &qi), 0);
+  r[1].len[2] = 0; /* no C (an operand the kind lacks): nothing written */
+  assert_int_equal(td__tp_cross_overlap(3, r, st, &p, &q, &qi), 0);
+  assert_int_equal(td__tp_cross_overlap(1, r, st, &p, &q, &qi), 0);
+  /* read in place from larger records, as tp_op.c does */
+  struct {
+    int32_t status;
+    td__tp_ranges ops;
+    char msg[40];
+  } rec[2] = {{0, {{0x1000, 0x2000, 0x3000}, {0x100, 0x100, 0x100}}, ""},
+              {0, {{0x4000, 0x5000, 0x3080}, {0x100, 0x100, 0x100}}, ""}};
+  assert_int_equal(td__tp_cross_overlap(2, &rec[0].ops, sizeof rec[0], &p, &q, &qi), 1);
+  assert_int_equal(p, 0), assert_int_equal(q, 1), assert_int_equal(qi, 2);
 }
 
 /* Two ranks (threads of one process) whose outputs or inputs meet: `mode` 1 = both pass rank 0's C, 2 = rank
