@@ -326,9 +326,9 @@ static td_status td__tp_cross_check(const td_tp_op *op, const td__tp_call_rec *a
   const td__tp_ranges *x = &all[p].ops, *y = &all[q].ops;
   return td__error(TD_ERR_INVALID_ARG, "%s: rank %d's operand %s [0x%" PRIx64 ", 0x%" PRIx64 ") (%" PRIu64 " bytes) "
                    "overlaps rank %d's operand %s [0x%" PRIx64 ", 0x%" PRIx64 ") (%" PRIu64 " bytes); the ranks are "
-                   "threads of one process and %s is written while the other is %s, so every rank refused the call: "
-                   "pass separate buffers", kn, p, names[2], x->lo[2], x->lo[2] + x->len[2], x->len[2], q, names[qi],
-                   y->lo[qi], y->lo[qi] + y->len[qi], y->len[qi], names[2], qi == 2 ? "written too" : "read");
+                   "threads of one process and %s, so every rank refused the call: pass separate buffers", kn, p, names[2],
+                   x->lo[2], x->lo[2] + x->len[2], x->len[2], q, names[qi], y->lo[qi], y->lo[qi] + y->len[qi],
+                   y->len[qi], qi == 2 ? "both are written" : "one is written while the other is read");
 }
 
 static td_status td__tp_call_agree(td_tp_op *op, td_status mine, const void *const *ptr) {
@@ -338,8 +338,8 @@ static td_status td__tp_call_agree(td_tp_op *op, td_status mine, const void *con
     return td__error(TD_ERR_NO_MEMORY, "%s: rank %d: out of memory for the operand check", kn, op->rank);
   memset(&rec, 0, sizeof rec);
   rec.status = (int32_t)mine;
-  if (mine != TD_OK)
-    snprintf(rec.msg, sizeof rec.msg, "%s", td_last_error());
+  if (mine != TD_OK && snprintf(rec.msg, sizeof rec.msg, "%s", td_last_error()) >= (int)sizeof rec.msg)
+    memcpy(rec.msg + sizeof rec.msg - 4, "...", 4); /* cut to fit the record: say so */
   for (int i = 0; ptr && i < 3; i++)
     if (ptr[i]) {
       rec.ops.lo[i] = (uint64_t)(uintptr_t)ptr[i];

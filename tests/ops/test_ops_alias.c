@@ -126,6 +126,11 @@ static void run_case(td_tp_kind kind, td_tp_variant v, int bad_rank, int with_b)
       fail_msg("%s %s rank %d: message '%s'", td_tp_kind_name(kind), td_tp_variant_name(v), r, m);
     if (r != bad_rank && !strstr(m, "refused the call"))
       fail_msg("%s %s rank %d: peer message '%s'", td_tp_kind_name(kind), td_tp_variant_name(v), r, m);
+    /* a peer relays the faulty rank's message whole, or cut with "..." at its end, never cut silently */
+    size_t ml = strlen(m);
+    if (r != bad_rank && !(ml >= 8 && !strcmp(m + ml - 8, "refused)")) && !(ml >= 3 && !strcmp(m + ml - 3, "...")))
+      fail_msg("%s %s rank %d: peer message cut without a mark: '%s'", td_tp_kind_name(kind), td_tp_variant_name(v),
+               r, m);
     if (!c.good_ok[r])
       fail_msg("%s %s rank %d: the call after the refusal was wrong", td_tp_kind_name(kind),
                td_tp_variant_name(v), r);
