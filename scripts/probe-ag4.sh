@@ -21,12 +21,12 @@ for s in ${PROBE_STEPS:-bo_test ag_auto1 ag_bo1 ag_bo2 ag_auto2 p8_auto p8_bo p8
   case $s in
     bo_test) TD_GPU_TEST_FILTER='test_fused_ag_batched_one' TD_GPU_TEST_VERBOSE=1 step $s 150 "$BIN/ops_gpu_test" ;;
     ag_one) TD_GPU_TEST_FILTER='test_fused_ag_one' TD_GPU_TEST_VERBOSE=1 step $s 150 "$BIN/ops_gpu_test" ;;
-    kgather) TD_GPU_TEST_FILTER='test_fused_kgather' TD_GPU_TEST_VERBOSE=1 step $s 240 "$BIN/ops_gpu_test" ;;
+    kgather) TD_GPU_TEST_FILTER='test_fused_kgather' TD_GPU_TEST_VERBOSE=1 step $s 330 "$BIN/ops_gpu_test" ;;
     bo_auto) TD_GPU_TEST_FILTER='test_fused_ag_batched_one,test_fused_auto,test_fused_user_stream,test_fused_refused' \
       TD_GPU_TEST_VERBOSE=1 step $s 150 "$BIN/ops_gpu_test" ;;
     direct) TD_GPU_TEST_FILTER='test_fused_direct' TD_GPU_TEST_VERBOSE=1 step $s 240 "$BIN/ops_gpu_test" ;;
     # this build's AUTO against the previous build's (.gpubin/tdist-old)
-    ag_new*) bench $s ag_gemm 150 $ALL ;;
+    ag_new*) bench $s ag_gemm ${BENCH_TO:-150} $ALL ;;
     ag_old*) TDIST=$BIN/tdist-old bench $s ag_gemm 150 $ALL ;;
     ag_auto*) bench $s ag_gemm 150 $ALL ;;
     ag_bo*) TD_OPS_FUSED_AG=batched-one bench $s ag_gemm 150 $ALL ;;
@@ -37,8 +37,8 @@ for s in ${PROBE_STEPS:-bo_test ag_auto1 ag_bo1 ag_bo2 ag_auto2 p8_auto p8_bo p8
     # this build beside the build before its last change (.gpubin/tdist-prev)
     p8_prev*) ITERS=50 TDIST=$BIN/tdist-prev bench $s ag_gemm 60 $S8 ;;
     ag_prev*) TDIST=$BIN/tdist-prev bench $s ag_gemm 150 $ALL ;;
-    rs_new*) bench $s gemm_rs 150 $ALL ;;
-    ar_new*) bench $s gemm_ar 150 $ALL ;;
+    rs_new*) bench $s gemm_rs ${BENCH_TO:-150} $ALL ;;
+    ar_new*) bench $s gemm_ar ${BENCH_TO:-150} $ALL ;;
     rs_prev*) TDIST=$BIN/tdist-prev bench $s gemm_rs 150 $ALL ;;
     ar_prev*) TDIST=$BIN/tdist-prev bench $s gemm_ar 150 $ALL ;;
     ops) TD_GPU_TEST_FILTER='test_fused_ag_one,test_fused_kgather,test_fused_user_stream,test_fused_refused' \
