@@ -7,12 +7,12 @@ set -e
 cd "$(dirname "$0")/.."
 B=${TD_FINAL_BUILD:-build-final}
 EX=$(git rev-parse --git-path info/exclude); mkdir -p "$(dirname "$EX")"; grep -qx '/.gpubin*/' "$EX" 2>/dev/null || echo '/.gpubin*/' >> "$EX"
-T="tdist_cli tdrun gemm_args_test exec_gemm_queue_test dev_gpu_test dev_gpu_deadlock dev_nccl_test exec_random_test exec_copy_engine_test exec_deadline_test gemm_tile_test gemm_hooks_test ops_gpu_test gemm_bench"
+T="tdist_cli tdrun gemm_args_test exec_gemm_queue_test dev_gpu_test dev_gpu_deadlock dev_nccl_test exec_random_test exec_copy_engine_test exec_deadline_test gemm_tile_test gemm_hooks_test ops_gpu_test gemm_bench hook_floor"
 cmake -S . -B "$B" -DTD_WITH_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90a -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$B" -j "$(nproc)" --target $T
 D=${TD_FINAL_BIN:-.gpubin}
 rm -rf "$D" && mkdir -p "$D"
-cp "$B/bin/tdist" "$B/bin/tdrun" "$B/bin/gemm_bench" "$D"/
+cp "$B/bin/tdist" "$B/bin/tdrun" "$B/bin/gemm_bench" "$B/bin/hook_floor" "$D"/
 for t in $T; do [ -f "$B/tests/$t" ] && cp "$B/tests/$t" "$D"/; done
 git rev-parse --short HEAD > "$D"/REVISION
 du -sh "$D"

@@ -12,7 +12,7 @@
  *
  * usage: gemm_bench [--shapes MxNxK,...] [--configs all|BMxBNxSTAGES,...]
  *                   [--layout nk|kn] [--iters N] [--hooks] [--hook-modes LIST]
- *                   [--hook-variants 0,16,32,48,64,112,128] [--stamps N] [--streams S] [--json FILE]
+ *                   [--hook-variants 0,16,32,48,64,112,128,512] [--stamps N] [--streams S] [--json FILE]
  * --hooks measures the best configuration with wait + raise hooks whose waits
  * are already satisfied (system scope); --hook-modes adds more variants, each
  * measured the same way (alternating launch pairs): wait, raise (one hook
@@ -22,7 +22,7 @@
  * gemm_sm90.cuh, launched by gemm_bench_xv.cu: 0 shipped, 16 / 32 / 48 the
  * hooks6 wait / raise / both paths, 64 the hooks6 loader codegen, 112 the
  * hooks6 kernel, 128 a uniform warpgroup index, also timed without hooks as
- * "plain_xv128") for wait, raise and both, where the best
+ * "plain_xv128", 512 the seventeenth session's front) for wait, raise and both, where the best
  * configuration is 64x64 s8 g8 c1 (M = 128); --stamps N launches the stamped
  * variants there (plain, shipped and hooks6 wait + raise) N times each and
  * prints the median time of each phase of a block's life.
@@ -135,7 +135,7 @@ static double median(std::vector<float> v) {
 int main(int argc, char **argv) {
   /* Every option checked before the GPU probe (gemm_bench_args.c): exit 2 naming it. */
   int xv_known[GB_MAX_VARIANTS], nxv = 0;
-  for (int xv = 0; xv < 256 && nxv < GB_MAX_VARIANTS; xv++) {
+  for (int xv = 0; xv < 1024 && nxv < GB_MAX_VARIANTS; xv++) {
     static const unsigned hm[] = {0u, TD_GEMM_HOOK_WAIT, TD_GEMM_HOOK_RAISE, TD_GEMM_HOOK_WAIT | TD_GEMM_HOOK_RAISE};
     for (unsigned h : hm)
       if (xv_exists(xv, h)) {
@@ -553,6 +553,7 @@ int main(int argc, char **argv) {
         xv_stamps("wait+raise shipped", 8, flags, &q, &h, stamps, stdout);
         xv_stamps("wait+raise hooks6", 120, flags, &q, &h, stamps, stdout);
         xv_stamps("wait+raise xv64", 72, flags, &q, &h, stamps, stdout);
+        xv_stamps("wait+raise xv512", 520, flags, &q, &h, stamps, stdout);
       }
     }
     table.push_back(sum);

@@ -39,9 +39,10 @@ struct entry {
 
 /* Timed variants (0 = shipped; 16, 32, 48 = the hooks6 wait, raise, both
  * paths; 64 = the hooks6 loader codegen; 112 = all three, the hooks6 kernel;
- * 128 = uniform warpgroup index, also without hooks),
+ * 128 = uniform warpgroup index, also without hooks; 512 = the seventeenth
+ * session's front: acquire early read, no B before the vote),
  * then the stamped ones (XV & 8): plain, shipped, hooks6, shipped paths with
- * the hooks6 loader codegen. */
+ * the hooks6 loader codegen, the seventeenth session's front. */
 const entry table[] = {
     {W, 0, kern<W, 0>()},     {R, 0, kern<R, 0>()},     {WR, 0, kern<WR, 0>()},
     {W, 16, kern<W, 16>()},   {WR, 16, kern<WR, 16>()}, {R, 32, kern<R, 32>()},
@@ -49,6 +50,7 @@ const entry table[] = {
     {R, 64, kern<R, 64>()},   {WR, 64, kern<WR, 64>()}, {WR, 112, kern<WR, 112>()},
     {0, 8, kern<0, 8>()},     {WR, 8, kern<WR, 8>()},   {WR, 120, kern<WR, 120>()},
     {WR, 72, kern<WR, 72>()},   {0, 128, kern<0, 128>()},  {WR, 128, kern<WR, 128>()},
+    {W, 512, kern<W, 512>()},   {WR, 512, kern<WR, 512>()}, {WR, 520, kern<WR, 520>()},
 };
 
 PFN_cuTensorMapEncodeTiled_v12000 encoder(void) {
