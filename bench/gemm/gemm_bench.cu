@@ -22,7 +22,7 @@
  * gemm_sm90.cuh, launched by gemm_bench_xv.cu: 0 shipped, 16 / 32 / 48 the
  * hooks6 wait / raise / both paths, 64 the hooks6 loader codegen, 112 the
  * hooks6 kernel, 128 a uniform warpgroup index, also timed without hooks as
- * "plain_xv128", 512 the seventeenth session's front) for wait, raise and both, where the best
+ * "plain_xv128", 512 the warp-3 front: first signals read outside the block barrier) for wait, raise and both, where the best
  * configuration is 64x64 s8 g8 c1 (M = 128); --stamps N launches the stamped
  * variants there (plain, shipped and hooks6 wait + raise) N times each and
  * prints the median time of each phase of a block's life.
@@ -553,7 +553,7 @@ int main(int argc, char **argv) {
         xv_stamps("wait+raise shipped", 8, flags, &q, &h, stamps, stdout);
         xv_stamps("wait+raise hooks6", 120, flags, &q, &h, stamps, stdout);
         xv_stamps("wait+raise xv64", 72, flags, &q, &h, stamps, stdout);
-        xv_stamps("wait+raise xv512", 520, flags, &q, &h, stamps, stdout);
+        xv_stamps("wait+raise warp-3 front", 520, flags, &q, &h, stamps, stdout);
       }
     }
     table.push_back(sum);

@@ -39,10 +39,10 @@ struct entry {
 
 /* Timed variants (0 = shipped; 16, 32, 48 = the hooks6 wait, raise, both
  * paths; 64 = the hooks6 loader codegen; 112 = all three, the hooks6 kernel;
- * 128 = uniform warpgroup index, also without hooks; 512 = the seventeenth
- * session's front: acquire early read, no B before the vote),
+ * 128 = uniform warpgroup index, also without hooks; 512 = the warp-3 front:
+ * the first signals read by warp 3 outside the block barrier, B first),
  * then the stamped ones (XV & 8): plain, shipped, hooks6, shipped paths with
- * the hooks6 loader codegen, the seventeenth session's front. */
+ * the hooks6 loader codegen, the warp-3 front. */
 const entry table[] = {
     {W, 0, kern<W, 0>()},     {R, 0, kern<R, 0>()},     {WR, 0, kern<WR, 0>()},
     {W, 16, kern<W, 16>()},   {WR, 16, kern<WR, 16>()}, {R, 32, kern<R, 32>()},

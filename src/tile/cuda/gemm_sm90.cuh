@@ -85,6 +85,20 @@ __device__ __forceinline__ void td__tma_load_2d(td__gemm_u32 dst, const td__tens
       : "memory");
 }
 
+/* The early wait's hand-off (EARLY_W3 in the kernel): warp 3 and the loader
+ * warp meet at named barrier 6 (64 threads); returns the AND of every
+ * thread's `ok` (the loader passes true, so it reads warp 3's verdict). Like
+ * bar.sync, it orders the memory accesses of the threads it joins. */
+__device__ __forceinline__ bool td__gemm_early_verdict(bool ok) {
+  unsigned r;
+  asm volatile("{\n.reg .pred p, q;\nsetp.ne.u32 q, %1, 0;\nbar.red.and.pred p, 6, 64, q;\n"
+               "selp.u32 %0, 1, 0, p;\n}"
+               : "=r"(r)
+               : "r"((unsigned)ok)
+               : "memory");
+  return r != 0;
+}
+
 __device__ __forceinline__ void td__wgmma_fence(void) {
   asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 }
@@ -352,7 +366,16 @@ __device__ __forceinline__ void td__gemm_xv_stamp(const td_gemm_hooks &h, int ph
  *            kernel, hooks or not);
  *   XV & 256 (TD__XV_BCAST_DEFER) BCAST's second half deferred into the next
  *            unit's main loop: a variant the registry compiles and the
- *            launcher picks for hooks.bcast_defer, not a measurement one. */
+ *            launcher picks for hooks.bcast_defer, not a measurement one;
+ *   XV & 512 the warp-3 front (EARLY_W3 below): the first tile's signals
+ *            read by the producer warpgroup's idle warp 3 outside the block
+ *            barrier instead of by the loader warp. Measured at 64x64 (M =
+ *            128): the wait's cost 0.42-0.54 us instead of 0.67-0.83 us, both
+ *            hooks 1.15-1.28 us instead of 1.79 us. Not adopted: a gemm_bench
+ *            run with it in every kernel stopped making progress at 128x256
+ *            s4 / 128x224 s5 (not diagnosed; docs/perf.md, eighteenth
+ *            session), so it stays a measurement variant until that is
+ *            understood. */
 template <int BM, int BN, int STAGES, int GROUP_M, int DTYPE, int B_KN, unsigned HOOKS, int CLUSTER, int XV = 0>
 __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
                                                    const td__tensor_map &map_b, td__gemm_u16 *c, int m,
@@ -394,6 +417,10 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
                                                                 * where nothing is staged: no zero-sized arrays) */
   static_assert(S::SMEM_BYTES + EPI_BYTES <= 232448, "tile ring and staged tile do not fit in shared memory");
   constexpr bool EARLY_WAIT = WAIT && (XV & 16) == 0;   /* first tile's acquire before the set-up */
+  /* ... by the producer warpgroup's idle warp 3, outside the block barrier
+   * (one CTA per cluster: a cluster barrier has no arrive-only form here);
+   * a measurement variant for now (XV & 512, above) */
+  constexpr bool EARLY_W3 = EARLY_WAIT && CLUSTER == 1 && (XV & 512) != 0;
   constexpr bool INLINE_RAISE = RAISE && (XV & 32) == 0; /* last tile raised by the consumers */
   if (threadIdx.x == 0)
     td__gemm_xv_stamp<XV>(hooks, TD__XV_START);
@@ -429,13 +456,25 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
    * that argument. */
   td__gemm_u64 early_seen = 0;
   bool early_mine = false; /* this lane read a signal */
+  /* EARLY_W3 (XV & 512): the acquire holds the warp that issues it until
+   * the value returns (~0.5 us at kernel start), so warp 3, which has
+   * nothing else to do, issues it: it arrives at the set-up barrier first (named barrier 5,
+   * arrive-only) and hands the verdict to the loader through a reducing
+   * barrier (6) once the values are in. Warp 0 issuing it held thread 0's
+   * mbarrier set-up and with it the block barrier (0.67 us instead of 0.22
+   * us) and the first B load; a relaxed load made an acquire by a fence
+   * after the vote was slower still (that fence took ~0.8 us). Phase stamps
+   * and timings: docs/perf.md, eighteenth session. */
+  constexpr int EARLY_WARP = EARLY_W3 ? 3 : 0;
   if constexpr (EARLY_WAIT) {
-    if (threadIdx.x < 32) {
-      early_mine = (long long)threadIdx.x * hooks.wait_rows < m;
+    if ((int)threadIdx.x / 32 == EARLY_WARP) {
+      const int el = (int)threadIdx.x % 32;
+      if constexpr (EARLY_W3)
+        asm volatile("bar.arrive 5, %0;" ::"n"(S::THREADS) : "memory");
+      early_mine = (long long)el * hooks.wait_rows < m;
       if (early_mine)
-        early_seen = td__gemm_load_acquire(hooks.wait_signals + threadIdx.x,
-                                           (hooks.scope & TD_GEMM_SCOPE_WAIT_GPU) != 0);
-      if (threadIdx.x == 0)
+        early_seen = td__gemm_load_acquire(hooks.wait_signals + el, (hooks.scope & TD_GEMM_SCOPE_WAIT_GPU) != 0);
+      if (el == 0)
         td__gemm_xv_stamp<XV>(hooks, TD__XV_W_ISSUED);
     }
   }
@@ -482,10 +521,28 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
   }
   if constexpr (CLUSTER > 1)
     td__cluster_sync(); /* peers multicast into our ring only after our barriers exist */
-  else
+  else if constexpr (EARLY_W3) {
+    if ((int)threadIdx.x / 32 != EARLY_WARP) /* warp 3 arrived before its acquire */
+      asm volatile("bar.sync 5, %0;" ::"n"(S::THREADS) : "memory");
+  } else
     __syncthreads();
   if (threadIdx.x == 0)
     td__gemm_xv_stamp<XV>(hooks, TD__XV_SYNCED);
+  if constexpr (EARLY_W3) {
+    /* Warp 3's verdict on the first 32 signals, once every lane's acquire
+     * returned. Each lane that read fences its view over to the async proxy
+     * before the barrier the loader joins, after which the loader's lane 0
+     * loads A with TMA: the writer-fence-then-barrier pattern of the
+     * waiter's hand-off (bar.red orders its threads' memory accesses as
+     * bar.sync does). Warp 3 touches no mbarrier, so it needs no set-up
+     * barrier of its own. */
+    if ((int)threadIdx.x / 32 == EARLY_WARP) {
+      const bool ok = __all_sync(0xffffffffu, !early_mine || early_seen >= hooks.wait_value);
+      if (ok && early_mine)
+        asm volatile("fence.proxy.async.global;" ::: "memory");
+      td__gemm_early_verdict(ok);
+    }
+  }
 
   if (wg == 0) {
     /* ---- producer warpgroup: warp 0 loads, warp 1 waits (WAIT), warp 2 raises (RAISE) ---- */
@@ -551,6 +608,7 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
       int stage = 0;
       td__gemm_u32 phase = 0;
       int i = 0;
+      bool early_pending = EARLY_W3; /* warp 3's verdict not yet taken (it waits at barrier 6 until it is) */
       for (int w = first_unit; w < work; w += unit_step, i++) {
         int u, kb0, kb1, part;
         unit_of(w, u, kb0, kb1, part);
@@ -685,7 +743,22 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
            * (the waiter checks the first tile in any case, off this path, so
            * that the hand-off's phases stay in step). */
           bool settled = false;
-          if constexpr (EARLY_WAIT) {
+          if constexpr (EARLY_W3) {
+            if (i == 0) {
+              const long long r1 = (long long)tm * BM + BM < m ? (long long)tm * BM + BM : m;
+              /* B does not depend on the signals: its first stages go out
+               * while warp 3's acquire is in flight */
+              while (claimed < (pre < 2 ? pre : 2))
+                claim_b();
+              const bool ok = td__gemm_early_verdict(true);
+              early_pending = false;
+              settled = r1 <= 32 * hooks.wait_rows && ok;
+              if (leader) {
+                td__gemm_xv_stamp<XV>(hooks, TD__XV_W_SEEN);
+                td__gemm_xv_stamp<XV>(hooks, TD__XV_W_FENCED);
+              }
+            }
+          } else if constexpr (EARLY_WAIT) {
             if (i == 0) {
               const long long r1 = (long long)tm * BM + BM < m ? (long long)tm * BM + BM : m;
               settled = r1 <= 32 * hooks.wait_rows &&
@@ -730,6 +803,8 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
           }
         }
       }
+      if (early_pending) /* a block with no tile still meets warp 3 */
+        td__gemm_early_verdict(true);
     } else if (WAIT && warp == 1) {
       /* Runs up to two tiles ahead of the loads, so satisfied waits cost them nothing. */
       int waits_on = 1, i = 0;
