@@ -48,19 +48,11 @@
 
 #include <cjson/cJSON.h>
 
+#include "bench_cuda.cuh"
 #include "gemm.h"
 #include "gemm_bench_args.h"
 #include "gemm_bench_lt.h"
 #include "gemm_bench_xv.h"
-
-#define CK(x)                                                                        \
-  do {                                                                               \
-    cudaError_t e_ = (x);                                                            \
-    if (e_ != cudaSuccess) {                                                         \
-      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      exit(2);                                                                       \
-    }                                                                                \
-  } while (0)
 
 struct shape {
   int m, n, k;
@@ -461,21 +453,9 @@ int main(int argc, char **argv) {
           one(i, i % sets);
         CK(cudaDeviceSynchronize());
         spin<<<1, 1>>>(2000000ull + 30000ull * (unsigned long long)iters);
-        for (int i = 0; i < 2 * pairs; i++) {
-          CK(cudaEventRecord(ev[2 * i]));
-          one(i, (i / 2) % sets);
-          CK(cudaEventRecord(ev[2 * i + 1]));
-        }
-        CK(cudaDeviceSynchronize());
-        CK(cudaGetLastError());
-        std::vector<float> ratio, pp, ph;
-        for (int i = 0; i < pairs; i++) {
-          float t0, t1;
-          CK(cudaEventElapsedTime(&t0, ev[4 * i], ev[4 * i + 1]));
-          CK(cudaEventElapsedTime(&t1, ev[4 * i + 2], ev[4 * i + 3]));
-          pp.push_back(t0), ph.push_back(t1), ratio.push_back(t1 / t0);
-        }
-        const double r = median(ratio);
+        const bench_pairs t = bench_pairs_run(ev.data(), pairs, [&](long i) { one((int)i, (int)(i / 2) % sets); });
+        const std::vector<float> &pp = t.first, &ph = t.second;
+        const double r = median(t.ratio);
         printf("\n    hooks %-9s %d alternating pairs: plain %.4f ms, hooked %.4f ms (%+.2f us), median ratio %+.2f%%",
                mode, pairs, median(pp), median(ph), 1e3 * (median(ph) - median(pp)), 100.0 * (r - 1.0));
         fflush(stdout); /* the next mode or variant is the one a hang is in */

@@ -37,14 +37,7 @@
 
 #include <cjson/cJSON.h>
 
-#define CK(x)                                                                                \
-  do {                                                                                       \
-    cudaError_t e_ = (x);                                                                    \
-    if (e_ != cudaSuccess) {                                                                 \
-      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));    \
-      exit(2);                                                                               \
-    }                                                                                        \
-  } while (0)
+#include "bench_cuda.cuh"
 
 constexpr int THREADS = 384; /* the tile's block: one producer and two consumer warpgroups */
 constexpr int STORERS = 256; /* the consumer threads that store the tile */
@@ -208,24 +201,13 @@ int main(int argc, char **argv) {
     }
     CK(cudaDeviceSynchronize());
     spin<<<1, 1>>>(2000000ull + 2ull * (unsigned long long)pairs * 60000ull);
-    for (long i = 0; i < 2 * pairs; i++) {
-      CK(cudaEventRecord(ev[2 * i]));
+    const bench_pairs t = bench_pairs_run(ev.data(), pairs, [&](long i) {
       if (i & 1)
         v.fn<<<(int)ctas, THREADS>>>(a, sig, c, body);
       else
         floor_kernel<0><<<(int)ctas, THREADS>>>(a, sig, c, body);
-      CK(cudaEventRecord(ev[2 * i + 1]));
-    }
-    CK(cudaDeviceSynchronize());
-    CK(cudaGetLastError());
-    std::vector<float> pp, ph, ratio;
-    for (long i = 0; i < pairs; i++) {
-      float tp, th;
-      CK(cudaEventElapsedTime(&tp, ev[4 * i], ev[4 * i + 1]));
-      CK(cudaEventElapsedTime(&th, ev[4 * i + 2], ev[4 * i + 3]));
-      pp.push_back(tp), ph.push_back(th), ratio.push_back(th / tp);
-    }
-    const double mp = median(pp) * 1e3, mh = median(ph) * 1e3, r = median(ratio);
+    });
+    const double mp = median(t.first) * 1e3, mh = median(t.second) * 1e3, r = median(t.ratio);
     printf("| %s | %.3f | %.3f | %+.3f | %+.2f%% |\n", v.name, mp, mh, mh - mp, 100.0 * (r - 1.0));
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "variant", v.name);
