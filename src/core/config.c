@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/suggest.h"
 #include "tdist/config.h"
 
 typedef enum { TD__CFG_INT, TD__CFG_BYTES, TD__CFG_STR } td__cfg_type;
@@ -309,8 +310,13 @@ td_status td_config_str(const char *name, const char **out) {
         ok = 1;
       p += len + (comma ? 1 : 0);
     }
-    if (!ok)
+    if (!ok) {
+      char near[64];
+      if (td__suggest(text, v->allowed, NULL, near, sizeof near))
+        return td__error(TD_ERR_INVALID_ARG, "%s='%s' is not allowed; allowed: %s (did you mean '%s'?)", v->name,
+                         text, v->allowed, near);
       return td__error(TD_ERR_INVALID_ARG, "%s='%s' is not allowed; allowed: %s", v->name, text, v->allowed);
+    }
   }
   const char *allowed = text && *text && v->check ? v->check(text) : NULL;
   if (allowed)
@@ -331,37 +337,13 @@ void td_config_dump(FILE *out) {
   }
 }
 
-/* Edit distance (insert, delete, substitute), for "did you mean". */
-static size_t td__edit_distance(const char *a, const char *b) {
-  size_t la = strlen(a), lb = strlen(b);
-  if (la > 63 || lb > 63)
-    return 64;
-  size_t row[64];
-  for (size_t j = 0; j <= lb; j++)
-    row[j] = j;
-  for (size_t i = 1; i <= la; i++) {
-    size_t diag = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= lb; j++) {
-      size_t up = row[j], best = diag + (toupper((unsigned char)a[i - 1]) != toupper((unsigned char)b[j - 1]));
-      if (up + 1 < best)
-        best = up + 1;
-      if (row[j - 1] + 1 < best)
-        best = row[j - 1] + 1;
-      diag = up;
-      row[j] = best;
-    }
-  }
-  return row[lb];
-}
-
 extern char **environ;
 
 /* The "did you mean" of an unknown name: the table names within one edit of
  * the closest (and within 3), closest first, at most 3 ("TD_OPS_FUSED_TALE":
  * TILE at 1 edit, TAIL at 2; naming only the closest would point at the
  * wrong one). Empty when none. */
-static void td__suggest(const char *name, char *buf, size_t cap) {
+static void td__suggest_names(const char *name, char *buf, size_t cap) {
   size_t used = 0, shown = 0, best = 4;
   buf[0] = 0;
   for (int i = 0; i < TD__NVARS; i++) {
@@ -396,7 +378,7 @@ static int td__unknown(FILE *out, const char *prefix) {
     count++;
     if (out) {
       char near[200];
-      td__suggest(name, near, sizeof near);
+      td__suggest_names(name, near, sizeof near);
       if (near[0])
         fprintf(out, "%s (not a tdist variable; did you mean %s?)\n", name, near);
       else
@@ -424,7 +406,7 @@ int td_config_warn_unknown(FILE *out, const char *who) {
     name[len] = 0;
     if (td__known(name))
       continue;
-    td__suggest(name, near, sizeof near);
+    td__suggest_names(name, near, sizeof near);
     fprintf(out, "%s%swarning: %s is not a tdist variable and is ignored%s%s%s (`tdist doctor` lists them)\n",
             who ? who : "", who ? ": " : "", name, near[0] ? "; did you mean " : "", near, near[0] ? "?" : "");
     count++;
@@ -466,7 +448,7 @@ td_status td_config_check_prefix(const char *prefix) {
   /* a name under the prefix that is not in the table is a typo of one that is (the prefix is ours) */
   char typo[64], near[200];
   if (td__unknown_set(prefix, typo)) {
-    td__suggest(typo, near, sizeof near);
+    td__suggest_names(typo, near, sizeof near);
     return td__error(TD_ERR_INVALID_ARG, "%s is not a tdist variable%s%s%s (`tdist doctor` lists them)", typo,
                      near[0] ? "; did you mean " : "", near, near[0] ? "?" : "");
   }

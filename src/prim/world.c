@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/suggest.h"
 #include "prim/env.h"
 #include "prim/prim_impl.h"
 #include "tdist/config.h"
@@ -247,8 +248,13 @@ td_status td_world_init(const td_world_opts *opts, td_world **out) {
   if (!tname)
     tname = l.size > 1 ? "shm" : "local";
   const td__transport *tp = td__transport_find(tname);
-  if (!tp)
+  if (!tp) {
+    char near[16];
+    if (td__suggest(tname, "local,shm", NULL, near, sizeof near))
+      return td__error(TD_ERR_INVALID_ARG, "td_world_init: transport '%s' is unknown; allowed: local, shm (did you "
+                       "mean '%s'?)", tname, near);
     return td__error(TD_ERR_INVALID_ARG, "td_world_init: transport '%s' is unknown; allowed: local, shm", tname);
+  }
   if (tp == &td__transport_local && l.size > 1)
     return td__error(TD_ERR_INVALID_ARG,
                      "td_world_init: transport 'local' cannot join %d processes (from %s); use 'shm', or "

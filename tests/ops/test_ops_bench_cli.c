@@ -28,6 +28,9 @@ static void test_option_errors(void **state) {
                      "(expects MxNxK)");
   expect_usage_error("bench gemm_ar --dtype q8", "--dtype expects f32, bf16 or f16, got 'q8'");
   expect_usage_error("bench ag_gemm --variants sm,fast", "--variants: variant 'fast' is unknown");
+  expect_usage_error("bench ag_gemm --variants copy-engine", "--variants: variant 'copy-engine' is unknown; allowed "
+                     "for ag_gemm: sequential, sm, copy_engine, ring, or none alone; fused needs --backend cuda (did "
+                     "you mean 'copy_engine'?)");
   expect_usage_error("bench all_reduce --sizes 9x", "--sizes 9x: unit 'x' is not one of K, M, G");
   expect_usage_error("bench ag_gemm --models nothing", "--models expects all, check or model names");
   expect_usage_error("bench ag_gemm --frobnicate 1", "unknown option --frobnicate");

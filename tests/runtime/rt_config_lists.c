@@ -4,7 +4,8 @@
  * reads as if every number between were allowed); TD_CUDA_TARGET_SM takes
  * the SM versions CUDA builds for only; and td_config_dump shows a variable
  * set to the empty string as "(empty)", since it reads as unset; a byte
- * count takes one suffix, K/M/G, KB/MB/GB or KiB/MiB/GiB, and nothing after it. */
+ * count takes one suffix, K/M/G, KB/MB/GB or KiB/MiB/GiB, and nothing after it;
+ * a near miss of a listed string value is answered with the value meant. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -15,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/suggest.h"
 #include "tdist/tdist.h"
 
 static void expect_refused(const char *name, const char *value, const char *message) {
@@ -277,6 +279,57 @@ static void test_fused_bcast_pace_values(void **state) {
   unsetenv("TD_OPS_FUSED_BCAST_PACE");
 }
 
+/* td__suggest: the nearest item within max(1, len / 3) edits, case and '-' / '_' free; nothing for an exact
+ * value, a far one, an empty or an over-long one */
+static void test_suggest_rule(void **state) {
+  (void)state;
+  char b[32];
+  const char *ag = "auto,copy,direct,batched,batched-one,gather,gather-one,gather-share";
+  assert_int_equal(td__suggest("batched_one", ag, NULL, b, sizeof b), 1);
+  assert_string_equal(b, "batched-one");
+  assert_int_equal(td__suggest("Batched-One", ag, NULL, b, sizeof b), 1);
+  assert_string_equal(b, "batched-one");
+  assert_int_equal(td__suggest("gahter", ag, NULL, b, sizeof b), 1); /* a swap of neighbours is one edit */
+  assert_string_equal(b, "gather");
+  assert_int_equal(td__suggest("gather-on", ag, NULL, b, sizeof b), 1);
+  assert_string_equal(b, "gather-one");
+  assert_int_equal(td__suggest("gather", ag, NULL, b, sizeof b), 0); /* exact: no miss */
+  assert_string_equal(b, "");
+  assert_int_equal(td__suggest("xyz", ag, NULL, b, sizeof b), 0);
+  assert_int_equal(td__suggest("", ag, NULL, b, sizeof b), 0);
+  assert_int_equal(td__suggest("smh", "local,shm", NULL, b, sizeof b), 1);
+  assert_string_equal(b, "shm");
+  assert_int_equal(td__suggest("sh", "local,shm", NULL, b, sizeof b), 1);
+  assert_string_equal(b, "shm");
+  assert_int_equal(td__suggest("lo", "local,shm", NULL, b, sizeof b), 0); /* 3 edits from local: too far */
+  assert_int_equal(td__suggest("pull", "a b  pul", " ", b, sizeof b), 1); /* other separators, runs of them */
+  assert_string_equal(b, "pul");
+  char longer[80];
+  memset(longer, 'a', sizeof longer - 1);
+  longer[sizeof longer - 1] = 0;
+  assert_int_equal(td__suggest(longer, ag, NULL, b, sizeof b), 0);
+  assert_int_equal(td__suggest("batched_one", ag, NULL, b, 4), 0); /* does not fit: nothing, not a cut name */
+  assert_string_equal(b, "");
+  assert_int_equal(td__edit_distance("kitten", "sitting"), 3);
+  assert_int_equal(td__edit_distance("ca", "abc"), 3); /* the alignment distance: no edit of a swapped pair */
+  assert_int_equal(td__edit_distance("TD_TIMEOUT_SM", "TD_TIMEOUT_MS"), 1);
+  assert_int_equal(td__edit_distance("TD_X", "td-x"), 0);
+}
+
+/* A listed string variable set to a near miss says which value was meant, after the allowed list */
+static void test_listed_string_near_miss(void **state) {
+  (void)state;
+  const char *s = NULL;
+  setenv("TD_OPS_FUSED_AG", "batched_one", 1);
+  assert_int_equal(td_config_str("TD_OPS_FUSED_AG", &s), TD_ERR_INVALID_ARG);
+  assert_non_null(strstr(td_last_error(), "TD_OPS_FUSED_AG='batched_one' is not allowed; allowed: auto,copy,"));
+  assert_non_null(strstr(td_last_error(), ",gather-share (did you mean 'batched-one'?)"));
+  setenv("TD_OPS_FUSED_AG", "zzzzzz", 1);
+  assert_int_equal(td_config_str("TD_OPS_FUSED_AG", &s), TD_ERR_INVALID_ARG);
+  assert_null(strstr(td_last_error(), "did you mean"));
+  unsetenv("TD_OPS_FUSED_AG");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_listed_int_quotes_list),
@@ -290,6 +343,8 @@ int main(void) {
       cmocka_unit_test(test_fused_bcast_half_values),
       cmocka_unit_test(test_fused_ag_values),
       cmocka_unit_test(test_fused_bcast_pace_values),
+      cmocka_unit_test(test_suggest_rule),
+      cmocka_unit_test(test_listed_string_near_miss),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -90,6 +90,10 @@ static void test_valid_single(void **state) {
   o.transport = "nvlink";
   assert_int_equal(td_world_init(&o, &w), TD_ERR_INVALID_ARG);
   assert_non_null(strstr(td_last_error(), "transport 'nvlink' is unknown"));
+  assert_null(strstr(td_last_error(), "did you mean")); /* nothing near */
+  o.transport = "SHM "; /* a near miss names the transport meant */
+  assert_int_equal(td_world_init(&o, &w), TD_ERR_INVALID_ARG);
+  assert_non_null(strstr(td_last_error(), "transport 'SHM ' is unknown; allowed: local, shm (did you mean 'shm'?)"));
   o.transport = NULL;
   assert_int_equal(td_world_init(&o, &w), TD_OK);
   assert_int_equal(td_world_timeout_ms(w), 1234);

@@ -21,6 +21,7 @@
 #include <cjson/cJSON.h>
 
 #include "cli_common.h"
+#include "core/suggest.h"
 #include "cli_options.h"
 #include "out_check.h"
 #include "bench.h"
@@ -699,10 +700,12 @@ static int bo_variants_valid(const char *cmd, td_tp_kind kind, int cuda, const c
                                           : 1u << TD_TP_ONE_SHOT | 1u << TD_TP_TWO_SHOT;
   if (cuda)
     mask |= 1u << TD_TP_FUSED;
-  char allowed[160] = "";
+  char allowed[160] = "", names[160] = "none"; /* names: the same as a plain list, for the "did you mean" */
   for (int v = 1; v < TD_TP_VARIANT_COUNT; v++)
-    if (mask & (1u << v))
+    if (mask & (1u << v)) {
       snprintf(allowed + strlen(allowed), sizeof allowed - strlen(allowed), "%s, ", td_tp_variant_name(v));
+      snprintf(names + strlen(names), sizeof names - strlen(names), ",%s", td_tp_variant_name(v));
+    }
   snprintf(allowed + strlen(allowed), sizeof allowed - strlen(allowed), "or none alone%s",
            cuda ? "" : "; fused needs --backend cuda");
   char buf[160];
@@ -722,8 +725,11 @@ static int bo_variants_valid(const char *cmd, td_tp_kind kind, int cuda, const c
       continue;
     }
     if (td_tp_variant_parse(t, &v) != TD_OK) { /* the library lists every operator's variants: list this one's */
-      fprintf(stderr, "%s: --variants: variant '%s' is unknown; allowed for %s: %s\n", cmd, t, td_tp_kind_name(kind),
-              allowed);
+      char near[32], hint[64] = "";
+      if (td__suggest(t, names, NULL, near, sizeof near))
+        snprintf(hint, sizeof hint, " (did you mean '%s'?)", near);
+      fprintf(stderr, "%s: --variants: variant '%s' is unknown; allowed for %s: %s%s\n", cmd, t,
+              td_tp_kind_name(kind), allowed, hint);
       return 0;
     }
     if (v == TD_TP_AUTO || !(mask & (1u << v))) {
