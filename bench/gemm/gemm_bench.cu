@@ -31,7 +31,8 @@
  * GPU, each rank's GEMM on its stream); every figure is then the time of
  * all S, and the correctness check stays a single launch's.
  * Prints one line per (shape, config) and a summary table; exit 1 on a
- * failed check (or an unwritable --json at the end), exit 2 on a bad option:
+ * failed check, a CUDA or cuBLAS failure (no usable GPU included) or an
+ * unwritable --json at the end, exit 2 on a bad option:
  * every option is checked before the GPU probe (gemm_bench_args.c; --help
  * lists what each allows). */
 #include <cublas_v2.h>
@@ -273,7 +274,7 @@ int main(int argc, char **argv) {
                              CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
       if (st != CUBLAS_STATUS_SUCCESS) {
         fprintf(stderr, "cublasGemmEx failed: %d\n", (int)st);
-        exit(2);
+        exit(1);
       }
     };
     auto run_blas = [&](int set, unsigned short *out) { blas_on(blas, a + na * set, b + nb * set, out); };

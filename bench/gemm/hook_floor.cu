@@ -25,7 +25,8 @@
  *              (default 26; 1..10000)
  *   --ctas N   grid size (default 112: the M = 128 tile's grid; 1..1024)
  *   --pairs P  alternating pairs per variant (default 200; 10..100000)
- * Exit 2 on a bad option (message names the option, its value and the range). */
+ * Exit 2 on a bad option (message names the option, its value and the range), 1 on a CUDA failure (no usable GPU
+ * included) or a raise that did not land, 0 otherwise. */
 #include <cuda_runtime.h>
 #include <errno.h>
 #include <stdio.h>
@@ -132,9 +133,13 @@ int main(int argc, char **argv) {
       ctas = parse("--ctas", v, 1, 1024), i++;
     else if (!strcmp(argv[i], "--pairs"))
       pairs = parse("--pairs", v, 10, 100000), i++;
-    else if (!strcmp(argv[i], "--json") && v && *v)
+    else if (!strcmp(argv[i], "--json")) {
+      if (!v || !*v) {
+        fprintf(stderr, "hook_floor: --json needs a FILE to write\n");
+        return 2;
+      }
       json = v, i++;
-    else {
+    } else {
       fprintf(stderr, "hook_floor: unknown or incomplete option '%s' (allowed: --us T, --ctas N, --pairs P, "
                       "--json FILE)\n", argv[i]);
       return 2;
@@ -163,6 +168,7 @@ int main(int argc, char **argv) {
     for (int i = 0; i < 21; i++) {
       CK(cudaEventRecord(e0));
       floor_kernel<0><<<(int)ctas, THREADS>>>(a, sig, c, body);
+      CK(cudaGetLastError()); /* a GPU the sm_90a build cannot run on fails here, not in a nonsense calibration */
       CK(cudaEventRecord(e1));
       CK(cudaEventSynchronize(e1));
       float ms;
@@ -174,9 +180,8 @@ int main(int argc, char **argv) {
   time_plain(1000);
   const double t1 = time_plain(1000), t2 = time_plain(9000);
   const double per = (t2 - t1) / 8000.0;
-  int body = per > 0 ? (int)((us - t1) / per) + 1000 : 1000;
-  if (body < 0)
-    body = 0;
+  const double iters = per > 0 ? (us - t1) / per + 1000.0 : 1000.0;
+  const int body = iters < 0 ? 0 : iters > 1e8 ? 100000000 : (int)iters; /* a timer hiccup cannot overflow it */
   printf("hook_floor: %ld CTAs x %d threads, body %d iterations (plain ~%.1f us by calibration: %.2f us at 1000, "
          "%.2f us at 9000), %ld alternating pairs per variant\n",
          ctas, THREADS, body, t1 + per * (body - 1000), t1, t2, pairs);
@@ -193,7 +198,10 @@ int main(int argc, char **argv) {
   cJSON_AddNumberToObject(root, "ctas", (double)ctas);
   cJSON_AddNumberToObject(root, "threads", THREADS);
   cJSON_AddNumberToObject(root, "body_iterations", body);
-  printf("| variant | plain us | hooked us | difference us | median pair ratio |\n|---|---:|---:|---:|---:|\n");
+  cJSON_AddNumberToObject(root, "us", (double)us);
+  cJSON_AddNumberToObject(root, "pairs", (double)pairs);
+  printf("| variant | plain us | hooked us | difference us | median of the pair ratios - 1 |\n"
+         "|---|---:|---:|---:|---:|\n");
   for (const variant &v : vs) {
     for (int i = 0; i < 10; i++) { /* warm-up, both kernels */
       floor_kernel<0><<<(int)ctas, THREADS>>>(a, sig, c, body);

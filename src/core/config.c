@@ -311,9 +311,9 @@ td_status td_config_str(const char *name, const char **out) {
       p += len + (comma ? 1 : 0);
     }
     if (!ok) {
-      char near[64];
+      char near[160];
       if (td__suggest(text, v->allowed, NULL, near, sizeof near))
-        return td__error(TD_ERR_INVALID_ARG, "%s='%s' is not allowed; allowed: %s (did you mean '%s'?)", v->name,
+        return td__error(TD_ERR_INVALID_ARG, "%s='%s' is not allowed; allowed: %s (did you mean %s?)", v->name,
                          text, v->allowed, near);
       return td__error(TD_ERR_INVALID_ARG, "%s='%s' is not allowed; allowed: %s", v->name, text, v->allowed);
     }

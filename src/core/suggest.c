@@ -3,6 +3,7 @@
 #include "core/suggest.h"
 
 #include <ctype.h>
+#include <stdio.h>
 #include <string.h>
 
 enum { TD__SUGGEST_MAX = 63 };
@@ -44,6 +45,15 @@ size_t td__edit_distance(const char *a, const char *b) {
   return td__edit_distance_n(a, na, b, nb);
 }
 
+/* The distance of allowed item p[0..len) from text when it is near enough to be the one meant, else SIZE_MAX. */
+static size_t td__near(const char *text, size_t nt, const char *p, size_t len) {
+  if (len == 0 || len > TD__SUGGEST_MAX)
+    return (size_t)-1;
+  const size_t d = td__edit_distance_n(text, nt, p, len);
+  const size_t longer = nt > len ? nt : len, limit = longer / 3 > 1 ? longer / 3 : 1;
+  return d <= limit ? d : (size_t)-1;
+}
+
 int td__suggest(const char *text, const char *allowed, const char *sep, char *buf, size_t cap) {
   if (buf && cap)
     buf[0] = '\0';
@@ -53,25 +63,33 @@ int td__suggest(const char *text, const char *allowed, const char *sep, char *bu
   if (nt == 0 || nt > TD__SUGGEST_MAX)
     return 0;
   const char *seps = sep ? sep : ",";
-  const char *best = NULL;
-  size_t best_len = 0, best_d = (size_t)-1;
-  for (const char *p = allowed; *p;) {
+  size_t best = (size_t)-1;
+  for (const char *p = allowed + strspn(allowed, seps); *p;) {
     const size_t len = strcspn(p, seps);
-    if (len > 0 && len <= TD__SUGGEST_MAX) {
-      if (len == nt && strncmp(p, text, len) == 0)
-        return 0; /* not a miss */
-      const size_t d = td__edit_distance_n(text, nt, p, len);
-      const size_t longer = nt > len ? nt : len, limit = longer / 3 > 1 ? longer / 3 : 1;
-      if (d <= limit && d < best_d) {
-        best = p, best_len = len, best_d = d;
+    if (len == nt && strncmp(p, text, len) == 0)
+      return 0; /* not a miss */
+    const size_t d = td__near(text, nt, p, len);
+    best = d < best ? d : best;
+    p += len;
+    p += strspn(p, seps);
+  }
+  if (best == (size_t)-1)
+    return 0;
+  /* every item at the best distance, in the list's order, at most 3: a tie names them all */
+  int n = 0;
+  size_t used = 0;
+  for (const char *p = allowed + strspn(allowed, seps); *p && n < 3;) {
+    const size_t len = strcspn(p, seps);
+    if (td__near(text, nt, p, len) == best) {
+      const int w = snprintf(buf + used, cap - used, "%s'%.*s'", n ? " or " : "", (int)len, p);
+      if (w < 0 || (size_t)w >= cap - used) {
+        buf[0] = '\0';
+        return 0;
       }
+      used += (size_t)w, n++;
     }
     p += len;
     p += strspn(p, seps);
   }
-  if (!best || best_len + 1 > cap)
-    return 0;
-  memcpy(buf, best, best_len);
-  buf[best_len] = '\0';
-  return 1;
+  return n;
 }

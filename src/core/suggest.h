@@ -14,13 +14,16 @@
  * characters. Thread-safe. */
 size_t td__edit_distance(const char *a, const char *b);
 
-/** The item of `allowed` (items separated by commas, or by `sep`'s
- * characters when sep is not NULL) nearest to `text`, copied into buf (cap
- * bytes, NUL-terminated), when it is near enough to be the one meant: an
- * edit distance (td__edit_distance) of at most max(1, len / 3) characters
- * of the longer of the two. Returns 1 and fills buf then; returns 0 and leaves buf ""
- * when no item is that near, when text equals an item, or when text or an
- * item is longer than 63 characters. Thread-safe; allocates nothing. */
+/** The items of `allowed` (separated by commas, or by `sep`'s characters
+ * when sep is not NULL) nearest to `text`, when near enough to be the one
+ * meant: an edit distance (td__edit_distance) of at most max(1, len / 3)
+ * characters of the longer of the two. Writes them quoted into buf (cap
+ * bytes, NUL-terminated): "'shm'", or for a tie every item at that distance
+ * in the list's order, at most 3: "'split' or 'split2'". Returns how many it
+ * wrote (1..3); returns 0 and leaves buf "" when no item is that near, when
+ * text equals an item, when text is empty or longer than 63 characters, or
+ * when the answer does not fit in cap. Items longer than 63 characters are
+ * never suggested. Thread-safe; allocates nothing. */
 int td__suggest(const char *text, const char *allowed, const char *sep, char *buf, size_t cap);
 
 #endif

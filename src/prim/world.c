@@ -249,10 +249,10 @@ td_status td_world_init(const td_world_opts *opts, td_world **out) {
     tname = l.size > 1 ? "shm" : "local";
   const td__transport *tp = td__transport_find(tname);
   if (!tp) {
-    char near[16];
+    char near[32];
     if (td__suggest(tname, "local,shm", NULL, near, sizeof near))
       return td__error(TD_ERR_INVALID_ARG, "td_world_init: transport '%s' is unknown; allowed: local, shm (did you "
-                       "mean '%s'?)", tname, near);
+                       "mean %s?)", tname, near);
     return td__error(TD_ERR_INVALID_ARG, "td_world_init: transport '%s' is unknown; allowed: local, shm", tname);
   }
   if (tp == &td__transport_local && l.size > 1)

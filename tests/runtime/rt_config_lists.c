@@ -279,36 +279,38 @@ static void test_fused_bcast_pace_values(void **state) {
   unsetenv("TD_OPS_FUSED_BCAST_PACE");
 }
 
-/* td__suggest: the nearest item within max(1, len / 3) edits, case and '-' / '_' free; nothing for an exact
+/* td__suggest: the nearest items within max(1, len / 3) edits, case and - / _ free; nothing for an exact
  * value, a far one, an empty or an over-long one */
 static void test_suggest_rule(void **state) {
   (void)state;
-  char b[32];
+  char b[48];
   const char *ag = "auto,copy,direct,batched,batched-one,gather,gather-one,gather-share";
   assert_int_equal(td__suggest("batched_one", ag, NULL, b, sizeof b), 1);
-  assert_string_equal(b, "batched-one");
+  assert_string_equal(b, "'batched-one'");
   assert_int_equal(td__suggest("Batched-One", ag, NULL, b, sizeof b), 1);
-  assert_string_equal(b, "batched-one");
+  assert_string_equal(b, "'batched-one'");
   assert_int_equal(td__suggest("gahter", ag, NULL, b, sizeof b), 1); /* a swap of neighbours is one edit */
-  assert_string_equal(b, "gather");
+  assert_string_equal(b, "'gather'");
   assert_int_equal(td__suggest("gather-on", ag, NULL, b, sizeof b), 1);
-  assert_string_equal(b, "gather-one");
+  assert_string_equal(b, "'gather-one'");
   assert_int_equal(td__suggest("gather", ag, NULL, b, sizeof b), 0); /* exact: no miss */
   assert_string_equal(b, "");
   assert_int_equal(td__suggest("xyz", ag, NULL, b, sizeof b), 0);
   assert_int_equal(td__suggest("", ag, NULL, b, sizeof b), 0);
   assert_int_equal(td__suggest("smh", "local,shm", NULL, b, sizeof b), 1);
-  assert_string_equal(b, "shm");
+  assert_string_equal(b, "'shm'");
   assert_int_equal(td__suggest("sh", "local,shm", NULL, b, sizeof b), 1);
-  assert_string_equal(b, "shm");
+  assert_string_equal(b, "'shm'");
   assert_int_equal(td__suggest("lo", "local,shm", NULL, b, sizeof b), 0); /* 3 edits from local: too far */
-  assert_int_equal(td__suggest("pull", "a b  pul", " ", b, sizeof b), 1); /* other separators, runs of them */
-  assert_string_equal(b, "pul");
+  assert_int_equal(td__suggest("split3", "split,split2,none", NULL, b, sizeof b), 2); /* a tie names both */
+  assert_string_equal(b, "'split' or 'split2'");
+  assert_int_equal(td__suggest("pull", " a b  pul ", " ", b, sizeof b), 1); /* other separators, runs of them */
+  assert_string_equal(b, "'pul'");
   char longer[80];
   memset(longer, 'a', sizeof longer - 1);
   longer[sizeof longer - 1] = 0;
   assert_int_equal(td__suggest(longer, ag, NULL, b, sizeof b), 0);
-  assert_int_equal(td__suggest("batched_one", ag, NULL, b, 4), 0); /* does not fit: nothing, not a cut name */
+  assert_int_equal(td__suggest("batched_one", ag, NULL, b, 6), 0); /* does not fit: nothing, not a cut name */
   assert_string_equal(b, "");
   assert_int_equal(td__edit_distance("kitten", "sitting"), 3);
   assert_int_equal(td__edit_distance("ca", "abc"), 3); /* the alignment distance: no edit of a swapped pair */

@@ -725,9 +725,9 @@ static int bo_variants_valid(const char *cmd, td_tp_kind kind, int cuda, const c
       continue;
     }
     if (td_tp_variant_parse(t, &v) != TD_OK) { /* the library lists every operator's variants: list this one's */
-      char near[32], hint[64] = "";
+      char near[96], hint[128] = "";
       if (td__suggest(t, names, NULL, near, sizeof near))
-        snprintf(hint, sizeof hint, " (did you mean '%s'?)", near);
+        snprintf(hint, sizeof hint, " (did you mean %s?)", near);
       fprintf(stderr, "%s: --variants: variant '%s' is unknown; allowed for %s: %s%s\n", cmd, t,
               td_tp_kind_name(kind), allowed, hint);
       return 0;
