@@ -21,17 +21,10 @@
 #include <string.h>
 #include <vector>
 
+#include "gemm/bench_cuda.cuh" /* CK */
 #include "tdist/device.h"
 #include "tdist/device/cuda_local.h"
 
-#define CK(x)                                                                          \
-  do {                                                                                 \
-    cudaError_t e_ = (x);                                                              \
-    if (e_ != cudaSuccess) {                                                           \
-      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      exit(1);                                                                         \
-    }                                                                                  \
-  } while (0)
 #define TK(x)                                                                          \
   do {                                                                                 \
     td_status s_ = (x);                                                                \
