@@ -8,7 +8,8 @@
  * run's --input repeats once per NAME; a list naming an entry twice (bench
  * coll --op) names it; and a word where only options go is an unexpected
  * positional argument, listed with the options the command takes, not an
- * "unknown option". Everything here is refused while parsing: nothing runs. */
+ * "unknown option"; a misspelt option names the option meant. Everything here is refused while parsing: nothing
+ * runs. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -131,6 +132,21 @@ static void test_tune_inline_values(void **state) {
   expect_usage_error("tune gemm --M 8 --N 8 --K 8 --Q=1", "tdist tune gemm: unknown or incomplete option '--Q'");
 }
 
+/* A misspelt option is answered with the option meant (the command's own table, a few edits away, ties all
+ * named); one that is nothing like any option gets no guess. */
+static void test_option_did_you_mean(void **state) {
+  (void)state;
+  expect_prog("run", "--itres 3", "tdist run: unknown option '--itres' (did you mean '--iters'?) (see tdist run --help)");
+  expect_prog("explain", "--chunk 2", "(did you mean '--chunks'?)");
+  expect_usage_error("bench ag_gemm --rank 2", "tdist bench ag_gemm: unknown option --rank (did you mean '--ranks'?)");
+  expect_usage_error("bench exec --tile 2", "tdist bench exec: unknown option '--tile' (did you mean '--tiles'?)");
+  char args[1024];
+  static char out[1 << 16];
+  snprintf(args, sizeof args, "run '%s' --zz 1", prog);
+  assert_int_equal(run(args, out, sizeof out), 2);
+  assert_non_null(strstr(out, "tdist run: unknown option '--zz' (see tdist run --help)"));
+}
+
 int main(void) {
   const char *bin = getenv("TD_BIN_DIR");
   snprintf(tdist_bin, sizeof tdist_bin, "%s/tdist", bin ? bin : ".");
@@ -146,6 +162,7 @@ int main(void) {
       cmocka_unit_test(test_run_repeats),        cmocka_unit_test(test_explain_repeats),
       cmocka_unit_test(test_bench_repeats),      cmocka_unit_test(test_op_list_duplicates),
       cmocka_unit_test(test_positional_arguments), cmocka_unit_test(test_tune_inline_values),
+      cmocka_unit_test(test_option_did_you_mean),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   unlink(prog);

@@ -101,7 +101,9 @@ static int be_parse(int argc, char **argv, be_opts *o) {
       return 2;
     }
     if (!known) {
-      fprintf(stderr, "tdist bench exec: unknown option '%s' (see --help)\n", a);
+      char hint[200];
+      fprintf(stderr, "tdist bench exec: unknown option '%s'%s (see --help)\n", a,
+              td_cli_option_hint(a, &td_cli_options_bench_exec, hint, sizeof hint));
       return 2;
     }
     if (!v) {
@@ -154,7 +156,9 @@ static int be_parse(int argc, char **argv, be_opts *o) {
     } else if (!strcmp(a, "--micro")) {
       o->micro = (int)x;
     } else {
-      fprintf(stderr, "tdist bench exec: unknown option '%s' (see --help)\n", a);
+      char hint[200];
+      fprintf(stderr, "tdist bench exec: unknown option '%s'%s (see --help)\n", a,
+              td_cli_option_hint(a, &td_cli_options_bench_exec, hint, sizeof hint));
       return 2;
     }
     i += !inl;

@@ -888,7 +888,9 @@ static int bo_main(td_tp_kind kind, int argc, char **argv) {
       return 2;
     }
     if (!known) {
-      fprintf(stderr, "tdist bench %s: unknown option %s\n", argv[0], a);
+      char hint[200];
+      fprintf(stderr, "tdist bench %s: unknown option %s%s\n", argv[0], a,
+              td_cli_option_hint(a, &td_cli_options_bench_ops, hint, sizeof hint));
       bo_usage(stderr, argv[0]);
       return 2;
     }
@@ -949,7 +951,9 @@ static int bo_main(td_tp_kind kind, int argc, char **argv) {
         return 2;
       o.m = d[0], o.n = d[1], o.k = d[2], gemm_only = 1, gemm_opt = a;
     } else {
-      fprintf(stderr, "tdist bench %s: unknown option %s\n", argv[0], a);
+      char hint[200];
+      fprintf(stderr, "tdist bench %s: unknown option %s%s\n", argv[0], a,
+              td_cli_option_hint(a, &td_cli_options_bench_ops, hint, sizeof hint));
       bo_usage(stderr, argv[0]);
       return 2;
     }

@@ -4,6 +4,9 @@
  * the same input with the same words. */
 #include "cli_common.h"
 
+#include "cli_options.h"
+#include "core/suggest.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -319,4 +322,24 @@ int td_cli_dims_check(const char *cmd, const char *list) {
     p = end ? end + 1 : NULL;
   }
   return 1;
+}
+
+const char *td_cli_option_hint(const char *name, const struct td_cli_options *o, char *buf, size_t cap) {
+  if (!buf || cap == 0)
+    return "";
+  buf[0] = '\0';
+  char all[1024] = "", near[160];
+  size_t used = 0;
+  const char *const *lists[3] = {o ? o->valued : NULL, o ? o->flags : NULL, o ? o->aliases : NULL};
+  const size_t counts[3] = {o ? o->nvalued : 0, o ? o->nflags : 0, o ? o->naliases : 0};
+  for (int l = 0; l < 3; l++)
+    for (size_t i = 0; lists[l] && i < counts[l]; i++) {
+      const int w = snprintf(all + used, sizeof all - used, "%s ", lists[l][i]);
+      if (w < 0 || (size_t)w >= sizeof all - used)
+        return buf; /* a table too long to list: no hint rather than half of one */
+      used += (size_t)w;
+    }
+  if (name && td__suggest(name, all, " ", near, sizeof near))
+    snprintf(buf, cap, " (did you mean %s?)", near);
+  return buf;
 }

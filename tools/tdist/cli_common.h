@@ -57,6 +57,15 @@ typedef struct td_cli_seen {
  * run's --input, one per NAME) are not passed here. */
 int td_cli_once(const char *cmd, td_cli_seen *seen, const char *name, const char *hint);
 
+struct td_cli_options;
+
+/** The "did you mean" of an unknown option `name` of the command whose
+ * table is `o` (cli_options.h): " (did you mean '--iters'?)" for the nearest
+ * options (td__suggest: a few edits, case and -/_ free, ties all named), or
+ * "" when none is near; written into buf (cap bytes) and returned, so that a
+ * message can end its "unknown option" with it. */
+const char *td_cli_option_hint(const char *name, const struct td_cli_options *o, char *buf, size_t cap);
+
 /** Prints why `arg`, a positional argument (not starting with '-'), is not
  * accepted by `cmd`, a subcommand that takes options only: "CMD: unexpected
  * argument 'ARG': CMD takes no positional arguments, only the options

@@ -60,7 +60,9 @@ int td_cmd_explain(int argc, char **argv) {
       sequential = 1;
     } else if (a[0] == '-' && a[1] == '-') {
       if (!known) {
-        fprintf(stderr, "tdist explain: unknown option '%s' (see tdist explain --help)\n", a);
+        char hint[200];
+        fprintf(stderr, "tdist explain: unknown option '%s'%s (see tdist explain --help)\n", a,
+                td_cli_option_hint(a, &td_cli_options_explain, hint, sizeof hint));
         return 2;
       }
       if (!val) {
@@ -86,7 +88,9 @@ int td_cmd_explain(int argc, char **argv) {
       else if (!strcmp(a, "--dump"))
         dump = val;
       else {
-        fprintf(stderr, "tdist explain: unknown option '%s' (see tdist explain --help)\n", a);
+        char hint[200];
+        fprintf(stderr, "tdist explain: unknown option '%s'%s (see tdist explain --help)\n", a,
+                td_cli_option_hint(a, &td_cli_options_explain, hint, sizeof hint));
         return 2;
       }
       if (!ok)

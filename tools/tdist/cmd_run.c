@@ -121,7 +121,9 @@ int td_cmd_run(int argc, char **argv) {
       baseline = 0;
     } else if (a[0] == '-' && a[1] == '-') {
       if (!known) {
-        fprintf(stderr, "tdist run: unknown option '%s' (see tdist run --help)\n", a);
+        char hint[200];
+        fprintf(stderr, "tdist run: unknown option '%s'%s (see tdist run --help)\n", a,
+                td_cli_option_hint(a, &td_cli_options_run, hint, sizeof hint));
         return 2;
       }
       if (!val) {
@@ -181,14 +183,18 @@ int td_cmd_run(int argc, char **argv) {
         ninputs++;
       }
       else {
-        fprintf(stderr, "tdist run: unknown option '%s' (see tdist run --help)\n", a);
+        char hint[200];
+        fprintf(stderr, "tdist run: unknown option '%s'%s (see tdist run --help)\n", a,
+                td_cli_option_hint(a, &td_cli_options_run, hint, sizeof hint));
         return 2;
       }
       if (!ok)
         return 2;
       i += !inl;
     } else if (a[0] == '-' && a[1]) {
-      fprintf(stderr, "tdist run: unknown option '%s' (see tdist run --help)\n", a);
+      char hint[200];
+      fprintf(stderr, "tdist run: unknown option '%s'%s (see tdist run --help)\n", a,
+                td_cli_option_hint(a, &td_cli_options_run, hint, sizeof hint));
       return 2;
     } else if (!path) {
       path = a;
