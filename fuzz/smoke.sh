@@ -17,7 +17,7 @@ CJSON_LIBS=$(pkg-config --libs libcjson 2>/dev/null || echo -lcjson)
 # shellcheck disable=SC2086
 "$CC" -std=c17 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
   -I"$SRC/include" -I"$OUT/include" -I"$SRC/src" $CJSON_CFLAGS \
-  "$SRC/fuzz/parse_fuzz.c" "$SRC/fuzz/runtime_stubs.c" "$SRC"/src/core/status.c "$SRC"/src/core/types.c "$SRC"/src/core/file.c \
+  "$SRC/fuzz/parse_fuzz.c" "$SRC/fuzz/runtime_stubs.c" "$SRC"/src/core/status.c "$SRC"/src/core/types.c "$SRC"/src/core/file.c "$SRC"/src/core/suggest.c \
   "$SRC"/src/compiler/program.c "$SRC"/src/compiler/parse.c "$SRC"/src/compiler/lower*.c \
   "$SRC"/src/compiler/model.c "$SRC"/src/compiler/explain.c \
   "$SRC"/src/exec/schedule.c "$SRC"/src/exec/schedule_validate.c "$SRC"/src/exec/schedule_text.c \

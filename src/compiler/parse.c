@@ -25,6 +25,7 @@
 #include "compiler/compiler.h"
 #include "core/error.h"
 #include "core/file.h"
+#include "core/suggest.h"
 
 enum { T_EOF, T_NL, T_NAME, T_NUM, T_PUNCT };
 enum { TD__MAX_DEPTH = 64 };
@@ -375,6 +376,22 @@ static int td__call(td__parser *ps, const td__tok *optok, td_op_kind op, int dep
   return 1;
 }
 
+/* "did you mean 'x'? " when `name` is a near miss of a value the program has, else "" (a program too large to
+ * list gets no guess). */
+static void td__value_hint(const td__parser *ps, const char *name, char *buf, size_t cap) {
+  char names[2048] = "", near[96];
+  size_t used = 0;
+  buf[0] = 0;
+  for (td_value v = 0; v < ps->p->nvals; v++) {
+    const int w = snprintf(names + used, sizeof names - used, "%s,", ps->p->vals[v].name);
+    if (w < 0 || (size_t)w >= sizeof names - used)
+      return;
+    used += (size_t)w;
+  }
+  if (td__suggest(name, names, NULL, near, sizeof near))
+    snprintf(buf, cap, "did you mean %s? ", near);
+}
+
 static int td__expr(td__parser *ps, int depth, td_value *out) {
   char b[64], name[TD__NAME_MAX];
   if (depth > TD__MAX_DEPTH) {
@@ -393,8 +410,12 @@ static int td__expr(td__parser *ps, int depth, td_value *out) {
     for (size_t i = 0; i < sizeof td__ops / sizeof td__ops[0]; i++)
       if (!strcmp(name, td__ops[i].name))
         return td__call(ps, &nt, td__ops[i].op, depth, out);
-    td__perr(ps, &nt, "unknown op '%s' (ops: matmul, all_gather, reduce_scatter, all_reduce, "
-             "all_to_all, add, mul, gelu, silu, scale, rmsnorm)", name);
+    char ops[256] = "", hint[96] = "", near[64];
+    for (size_t i = 0; i < sizeof td__ops / sizeof td__ops[0]; i++)
+      snprintf(ops + strlen(ops), sizeof ops - strlen(ops), "%s%s", i ? ", " : "", td__ops[i].name);
+    if (td__suggest(name, ops, ", ", near, sizeof near))
+      snprintf(hint, sizeof hint, "did you mean %s? ", near);
+    td__perr(ps, &nt, "unknown op '%s' (%sops: %s)", name, hint, ops);
     return 0;
   }
   for (td_value v = 0; v < ps->p->nvals; v++)
@@ -402,7 +423,9 @@ static int td__expr(td__parser *ps, int depth, td_value *out) {
       *out = v;
       return 1;
     }
-  td__perr(ps, &nt, "unknown value '%s' (declare it with input/weight or assign it first)", name);
+  char hint[128] = "";
+  td__value_hint(ps, name, hint, sizeof hint);
+  td__perr(ps, &nt, "unknown value '%s' (%sdeclare it with input/weight or assign it first)", name, hint);
   return 0;
 }
 
@@ -615,12 +638,18 @@ static int td__stmt(td__parser *ps) {
           return td__rewrap(ps, &nt);
         return 1;
       }
-    td__perr(ps, &nt, "unknown value '%s' (declare it with input/weight or assign it first)", name);
+    char hint[128] = "";
+    td__value_hint(ps, name, hint, sizeof hint);
+    td__perr(ps, &nt, "unknown value '%s' (%sdeclare it with input/weight or assign it first)", name, hint);
     return 0;
   }
   if (!td__is(&ps->tok, "=")) {
-    td__perr(ps, &ps->tok, "expected '=' after '%.*s' (statements are dim, input, weight, output or "
-             "NAME = expression), found %s", (int)first.len, first.s, td__tokstr(&ps->tok, b, sizeof b));
+    char word[TD__NAME_MAX], near[64], hint[96] = "";
+    td__name(&first, word);
+    if (td__suggest(word, "dim,input,weight,output", NULL, near, sizeof near)) /* a misspelt keyword */
+      snprintf(hint, sizeof hint, "did you mean %s? ", near);
+    td__perr(ps, &ps->tok, "expected '=' after '%.*s' (%sstatements are dim, input, weight, output or "
+             "NAME = expression), found %s", (int)first.len, first.s, hint, td__tokstr(&ps->tok, b, sizeof b));
     return 0;
   }
   if (!td__lex(ps))
