@@ -376,6 +376,13 @@ __device__ __forceinline__ void td__gemm_xv_stamp(const td_gemm_hooks &h, int ph
  *            s4 / 128x224 s5 (not diagnosed; docs/perf.md, eighteenth
  *            session), so it stays a measurement variant until that is
  *            understood. */
+/* A diagnostic build's switch (scripts/gpu-final-prep.sh with TD_FINAL_W3=1): 1 makes the warp-3 front the
+ * default (XV 0) and XV 512 the acquire front, so the kernels every launcher uses can be tried with it. 0 in
+ * every other build. */
+#ifndef TD_GEMM_EARLY_W3_DEFAULT
+#define TD_GEMM_EARLY_W3_DEFAULT 0
+#endif
+
 template <int BM, int BN, int STAGES, int GROUP_M, int DTYPE, int B_KN, unsigned HOOKS, int CLUSTER, int XV = 0>
 __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
                                                    const td__tensor_map &map_b, td__gemm_u16 *c, int m,
@@ -420,7 +427,7 @@ __device__ __forceinline__ void td__gemm_sm90_body(const td__tensor_map &map_a,
   /* ... by the producer warpgroup's idle warp 3, outside the block barrier
    * (one CTA per cluster: a cluster barrier has no arrive-only form here);
    * a measurement variant for now (XV & 512, above) */
-  constexpr bool EARLY_W3 = EARLY_WAIT && CLUSTER == 1 && (XV & 512) != 0;
+  constexpr bool EARLY_W3 = EARLY_WAIT && CLUSTER == 1 && (((XV & 512) != 0) != (TD_GEMM_EARLY_W3_DEFAULT != 0));
   constexpr bool INLINE_RAISE = RAISE && (XV & 32) == 0; /* last tile raised by the consumers */
   if (threadIdx.x == 0)
     td__gemm_xv_stamp<XV>(hooks, TD__XV_START);
