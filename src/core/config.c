@@ -190,7 +190,7 @@ static const char *const td__tool_names[] = {
     "TD_MG_TORCH_ITERS", "TD_MG_VARIANTS", "TD_MG_WORK", "TD_MODELS", "TD_NCCL_HOME", "TD_OPS", "TD_OPS7_BUILD",
     "TD_OPS7_DEST", "TD_RANKS", "TD_REST_MODELS", "TD_RUN_TIMEOUT", "TD_SHARED_M", "TD_SHARED_MODELS",
     "TD_SKIP_BENCH", "TD_SKIP_GEMM", "TD_TORCH_ITERS", "TD_TORCH_TIMEOUT", "TD_VARIANTS", "TD_VERIFY_TILES",
-    "TD_WARMUP", "TD_X2_TOTAL",
+    "TD_WARMUP", "TD_X2_TOTAL", "TD_FINAL_W3", "TD_W3_BIN",
 };
 
 /* Whether `name` is one tdist knows: a variable of the table, or one of its tools' names. */
