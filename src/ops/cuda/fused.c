@@ -828,12 +828,18 @@ static void td__f_poison(td__tp_fused *f) {
   cudaSetDevice(f->dev);
 }
 
-/* Waits for the compute stream (which joined the copy-engine stream) under
- * the deadline; past it, poisons. */
+/* Whether more than timeout_ms have passed since t0 (CLOCK_MONOTONIC): the
+ * deadline of the fused layer's host waits. */
+static int td__f_past(const struct timespec *t0, int timeout_ms) {
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return (double)(now.tv_sec - t0->tv_sec) * 1e3 + (double)(now.tv_nsec - t0->tv_nsec) * 1e-6 > timeout_ms;
+}
+
 /* Polls stream s until its work is done, failed (*err set) or timeout_ms
  * passed: 0, 1 or 2. Polling (not cudaStreamSynchronize) keeps the deadline. */
 static int td__f_poll(cudaStream_t s, int timeout_ms, cudaError_t *err) {
-  struct timespec t0, now;
+  struct timespec t0;
   clock_gettime(CLOCK_MONOTONIC, &t0);
   for (;;) {
     cudaError_t q = cudaStreamQuery(s);
@@ -843,13 +849,14 @@ static int td__f_poll(cudaStream_t s, int timeout_ms, cudaError_t *err) {
       *err = q;
       return 1;
     }
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    if ((double)(now.tv_sec - t0.tv_sec) * 1e3 + (double)(now.tv_nsec - t0.tv_nsec) * 1e-6 > timeout_ms)
+    if (td__f_past(&t0, timeout_ms))
       return 2;
     sched_yield();
   }
 }
 
+/* Waits for the compute stream (which joined the copy-engine stream) under
+ * the deadline; past it, poisons. */
 td_status td__f_finish(td_tp_op *op, td__tp_fused *f) {
   cudaError_t err = cudaSuccess;
   int rc = td__f_poll(f->s, f->timeout_ms, &err);
@@ -872,15 +879,14 @@ void td__f_end_publish(td__tp_fused *f, uint64_t e, td_status st) {
 
 td_status td__f_end_wait(td_tp_op *op, td__tp_fused *f, uint64_t e) {
   const td__tp_fused *z = f->peer[0];
-  struct timespec t0, now;
+  struct timespec t0;
   clock_gettime(CLOCK_MONOTONIC, &t0);
   uint64_t w;
   /* one load reads the call and its status, so nothing of rank 0's state is read after it published (its
    * caller may destroy the operator once the call returns) */
   for (unsigned i = 1; ((w = __atomic_load_n(&z->end_word, __ATOMIC_ACQUIRE)) >> 8) < e; i++)
     if (i % 64 == 0) { /* the deadline, and the core to a thread that needs it (ranks may outnumber cores) */
-      clock_gettime(CLOCK_MONOTONIC, &now);
-      if ((double)(now.tv_sec - t0.tv_sec) * 1e3 + (double)(now.tv_nsec - t0.tv_nsec) * 1e-6 > f->timeout_ms) {
+      if (td__f_past(&t0, f->timeout_ms)) {
         td__f_poison(f);
         return td__error(TD_ERR_TIMEOUT, "fused: rank %d: call %" PRIu64 ": rank 0's launch for every rank was not "
                          "seen to end within %d ms (rank 0 left the call, or its GPU work hung)", op->rank, e,
