@@ -51,7 +51,7 @@ static size_t td__near(const char *text, size_t nt, const char *p, size_t len) {
     return (size_t)-1;
   const size_t d = td__edit_distance_n(text, nt, p, len);
   const size_t longer = nt > len ? nt : len, limit = longer / 3 > 1 ? longer / 3 : 1;
-  return d <= limit ? d : (size_t)-1;
+  return d <= limit && d < longer ? d : (size_t)-1; /* d < longer: one letter is not near every other letter */
 }
 
 int td__suggest(const char *text, const char *allowed, const char *sep, char *buf, size_t cap) {

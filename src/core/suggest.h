@@ -17,7 +17,8 @@ size_t td__edit_distance(const char *a, const char *b);
 /** The items of `allowed` (separated by commas, or by `sep`'s characters
  * when sep is not NULL) nearest to `text`, when near enough to be the one
  * meant: an edit distance (td__edit_distance) of at most max(1, len / 3)
- * characters of the longer of the two. Writes them quoted into buf (cap
+ * characters of the longer of the two, and less than that length (so 'w'
+ * is not near 'x'). Writes them quoted into buf (cap
  * bytes, NUL-terminated): "'shm'", or for a tie every item at that distance
  * in the list's order, at most 3: "'split' or 'split2'". Returns how many it
  * wrote (1..3); returns 0 and leaves buf "" when no item is that near, when

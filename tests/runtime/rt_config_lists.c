@@ -302,6 +302,9 @@ static void test_suggest_rule(void **state) {
   assert_int_equal(td__suggest("sh", "local,shm", NULL, b, sizeof b), 1);
   assert_string_equal(b, "'shm'");
   assert_int_equal(td__suggest("lo", "local,shm", NULL, b, sizeof b), 0); /* 3 edits from local: too far */
+  assert_int_equal(td__suggest("w", "x,w1,w2", NULL, b, sizeof b), 2); /* one letter is not near every letter */
+  assert_string_equal(b, "'w1' or 'w2'");
+  assert_int_equal(td__suggest("w", "x,y", NULL, b, sizeof b), 0);
   assert_int_equal(td__suggest("split3", "split,split2,none", NULL, b, sizeof b), 2); /* a tie names both */
   assert_string_equal(b, "'split' or 'split2'");
   assert_int_equal(td__suggest("pull", " a b  pul ", " ", b, sizeof b), 1); /* other separators, runs of them */

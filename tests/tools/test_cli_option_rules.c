@@ -140,6 +140,9 @@ static void test_option_did_you_mean(void **state) {
   expect_prog("explain", "--chunk 2", "(did you mean '--chunks'?)");
   expect_usage_error("bench ag_gemm --rank 2", "tdist bench ag_gemm: unknown option --rank (did you mean '--ranks'?)");
   expect_usage_error("bench exec --tile 2", "tdist bench exec: unknown option '--tile' (did you mean '--tiles'?)");
+  expect_usage_error("rnu", "tdist: unknown command 'rnu' (did you mean 'run'?)");
+  expect_usage_error("bench ag_gmm", "tdist bench: unknown kind 'ag_gmm' (did you mean 'ag_gemm'?)");
+  expect_prog("run", "--ranks 2 --backend cdua", "unknown backend 'cdua' (cpu or cuda) (did you mean 'cuda'?)");
   char args[1024];
   static char out[1 << 16];
   snprintf(args, sizeof args, "run '%s' --zz 1", prog);

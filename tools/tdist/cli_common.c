@@ -209,7 +209,9 @@ int td_cli_check_program_args(const char *cmd, const char *path, long long ranks
     return -1;
   }
   if (strcmp(backend, "cpu") && strcmp(backend, "cuda")) {
-    fprintf(stderr, "%s: unknown backend '%s' (cpu or cuda)\n", cmd, backend);
+    char hint[200];
+    fprintf(stderr, "%s: unknown backend '%s' (cpu or cuda)%s\n", cmd, backend,
+            td_cli_hint(backend, "cpu,cuda", hint, sizeof hint));
     return -1;
   }
   return 0;
@@ -324,22 +326,30 @@ int td_cli_dims_check(const char *cmd, const char *list) {
   return 1;
 }
 
+const char *td_cli_hint(const char *text, const char *names, char *buf, size_t cap) {
+  char near[160];
+  if (!buf || cap == 0)
+    return "";
+  buf[0] = '\0';
+  if (text && names && td__suggest(text, names, NULL, near, sizeof near))
+    snprintf(buf, cap, " (did you mean %s?)", near);
+  return buf;
+}
+
 const char *td_cli_option_hint(const char *name, const struct td_cli_options *o, char *buf, size_t cap) {
   if (!buf || cap == 0)
     return "";
   buf[0] = '\0';
-  char all[1024] = "", near[160];
+  char all[1024] = "";
   size_t used = 0;
   const char *const *lists[3] = {o ? o->valued : NULL, o ? o->flags : NULL, o ? o->aliases : NULL};
   const size_t counts[3] = {o ? o->nvalued : 0, o ? o->nflags : 0, o ? o->naliases : 0};
   for (int l = 0; l < 3; l++)
     for (size_t i = 0; lists[l] && i < counts[l]; i++) {
-      const int w = snprintf(all + used, sizeof all - used, "%s ", lists[l][i]);
+      const int w = snprintf(all + used, sizeof all - used, "%s,", lists[l][i]);
       if (w < 0 || (size_t)w >= sizeof all - used)
         return buf; /* a table too long to list: no hint rather than half of one */
       used += (size_t)w;
     }
-  if (name && td__suggest(name, all, " ", near, sizeof near))
-    snprintf(buf, cap, " (did you mean %s?)", near);
-  return buf;
+  return td_cli_hint(name, all, buf, cap);
 }

@@ -59,6 +59,12 @@ int td_cli_once(const char *cmd, td_cli_seen *seen, const char *name, const char
 
 struct td_cli_options;
 
+/** The "did you mean" of `text`, a misspelt name from the comma-separated
+ * `names` (td__suggest: a few edits, case and -/_ free, ties all named):
+ * " (did you mean 'run'?)", or "" when none is near; written into buf (cap
+ * bytes) and returned, for the end of an "unknown ..." message. */
+const char *td_cli_hint(const char *text, const char *names, char *buf, size_t cap);
+
 /** The "did you mean" of an unknown option `name` of the command whose
  * table is `o` (cli_options.h): " (did you mean '--iters'?)" for the nearest
  * options (td__suggest: a few edits, case and -/_ free, ties all named), or

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "bench.h"
+#include "cli_common.h"
 #include "commands.h"
 
 static const td_bench_kind td__bench_kinds[] = {
@@ -106,7 +107,10 @@ int td_cmd_bench(int argc, char **argv) {
   for (int i = 0; i < TD__NKINDS; i++)
     if (!strcmp(argv[1], td__bench_kinds[i].name))
       return td__bench_kinds[i].main(argc - 1, argv + 1);
-  fprintf(stderr, "tdist bench: unknown kind '%s'\n", argv[1]);
+  char names[256] = "", hint[128];
+  for (int i = 0; i < TD__NKINDS; i++)
+    snprintf(names + strlen(names), sizeof names - strlen(names), "%s,", td__bench_kinds[i].name);
+  fprintf(stderr, "tdist bench: unknown kind '%s'%s\n", argv[1], td_cli_hint(argv[1], names, hint, sizeof hint));
   td__bench_usage(stderr);
   return 2;
 }

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_common.h"
 #include "commands.h"
 #include "tdist/tdist.h"
 
@@ -97,7 +98,10 @@ int main(int argc, char **argv) {
       }
       return td__commands[i].main(argc - 1, argv + 1);
     }
-  fprintf(stderr, "tdist: unknown command '%s'\n", argv[1]);
+  char names[256] = "", hint[128];
+  for (int i = 0; i < TD__NCOMMANDS; i++)
+    snprintf(names + strlen(names), sizeof names - strlen(names), "%s,", td__commands[i].name);
+  fprintf(stderr, "tdist: unknown command '%s'%s\n", argv[1], td_cli_hint(argv[1], names, hint, sizeof hint));
   td__usage(stderr);
   return 2;
 }
